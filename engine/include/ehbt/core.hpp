@@ -1,0 +1,89 @@
+// Targets: an ELF core file or a live process, seen the same way by the CLI and the front
+// ends: threads with registers, the signal, memory, and the modules with their files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ehbt/arch.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/memory.hpp"
+#include "ehbt/registers.hpp"
+
+namespace ehbt {
+
+struct ThreadState {
+  int64_t tid = 0;
+  RegisterSet regs;
+  int signal = 0;  // pr_cursig for cores; 0 when the thread was not signalled
+  std::string name;
+};
+
+struct SignalInfo {
+  int number = 0;
+  int code = 0;
+  std::optional<uint64_t> address;  // fault address for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
+};
+
+std::string signal_name(int number);  // "SIGSEGV"; "SIG<n>" when unknown
+
+// Opened images keyed by file path + build-id, shared across targets so that a batch of cores
+// from one build parses each library once.
+class ImageStore {
+ public:
+  std::shared_ptr<const Image> open(const std::string& path, const Limits& limits);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const Image>> images_;
+};
+
+struct TargetOptions {
+  std::vector<std::string> sysroots;  // looked up first, in order
+  std::string exe;                    // overrides the main executable's file
+  Limits limits;
+  ImageStore* store = nullptr;        // optional shared cache
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  Arch arch() const { return arch_; }
+  const std::vector<ThreadState>& threads() const { return threads_; }
+  // Index into threads() of the thread that took the signal (0 when none did).
+  std::size_t crashing_thread() const { return crashing_; }
+  const std::optional<SignalInfo>& signal() const { return signal_; }
+  const std::string& executable() const { return executable_; }
+  const ModuleSet& modules() const { return modules_; }
+  const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
+  virtual Memory& memory() = 0;
+
+ protected:
+  Arch arch_ = Arch::X86_64;
+  std::vector<ThreadState> threads_;
+  std::size_t crashing_ = 0;
+  std::optional<SignalInfo> signal_;
+  std::string executable_;
+  ModuleSet modules_;
+  std::vector<std::pair<uint64_t, uint64_t>> auxv_;
+};
+
+// Opens an ELF core (mapped, not read whole). Errors are one line saying why the input is
+// unusable.
+Expected<std::unique_ptr<Target>, std::string> open_core(const std::string& path,
+                                                         const TargetOptions& options = {});
+
+// Attaches to every thread of a live process (PTRACE_SEIZE + interrupt); the returned target
+// detaches when destroyed, and also on SIGINT/SIGTERM while attached.
+Expected<std::unique_ptr<Target>, std::string> attach_process(int pid,
+                                                              const TargetOptions& options = {});
+
+}  // namespace ehbt

@@ -1,0 +1,141 @@
+// An ELF object (executable, shared library, vDSO) in its own link-time address space, and a
+// Module: an image placed in a target at a load bias.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ehbt/arch.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/memory.hpp"
+
+namespace ehbt {
+
+// A loadable segment (PT_LOAD), in link-time addresses.
+struct Segment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint64_t offset = 0;  // file offset
+  uint64_t filesz = 0;
+  uint32_t flags = 0;   // PF_R | PF_W | PF_X
+};
+
+// Bytes of one section and the link-time address they start at. Empty when absent.
+struct SectionRef {
+  uint64_t addr = 0;
+  std::span<const std::byte> bytes;
+  bool empty() const { return bytes.empty(); }
+};
+
+struct Symbol {
+  std::string name;  // demangled where it was a C++ name
+  uint64_t start = 0;  // link-time
+  uint64_t size = 0;
+};
+
+// Per-image state owned by the unwinder (parsed CIEs, FDE index, rows). Images are shared
+// across cores of one build, so this survives as long as the image does.
+class ImageCache {
+ public:
+  virtual ~ImageCache() = default;
+};
+
+class Image {
+ public:
+  // An ELF file, mapped read-only. Section headers when present, program headers otherwise.
+  static Expected<std::shared_ptr<Image>, std::string> open(const std::string& path,
+                                                            const Limits& limits = {});
+  // ELF bytes already in memory (tests, fuzzers, an image copied out of a core).
+  static Expected<std::shared_ptr<Image>, std::string> from_bytes(std::vector<std::byte> bytes,
+                                                                  std::string name,
+                                                                  const Limits& limits = {});
+  // An image reconstructed from target memory alone, the way the kernel does it: ELF header ->
+  // program headers -> PT_GNU_EH_FRAME -> .eh_frame_hdr -> .eh_frame. `load_addr` is where
+  // the ELF header is mapped in the target.
+  static Expected<std::shared_ptr<Image>, std::string> from_memory(Memory& mem, uint64_t load_addr,
+                                                                   std::string name,
+                                                                   const Limits& limits = {});
+
+  virtual ~Image();
+
+  const std::string& name() const { return name_; }
+  const std::string& build_id() const { return build_id_; }  // lowercase hex; "" if none
+  Arch arch() const { return arch_; }
+  bool big_endian() const { return big_endian_; }
+  uint8_t address_size() const { return address_size_; }
+  uint16_t elf_type() const { return elf_type_; }  // ET_EXEC, ET_DYN, ...
+  uint64_t entry() const { return entry_; }
+  const std::vector<Segment>& segments() const { return segments_; }
+  // Lowest PT_LOAD vaddr rounded down to its alignment: load base - this = bias.
+  uint64_t min_vaddr() const { return min_vaddr_; }
+  bool is_executable(uint64_t link_addr) const;
+
+  SectionRef eh_frame_hdr() const { return eh_frame_hdr_; }
+  SectionRef eh_frame() const { return eh_frame_; }
+  SectionRef debug_frame() const { return debug_frame_; }
+  SectionRef sframe() const { return sframe_; }
+  SectionRef dynamic() const { return dynamic_; }
+
+  // Reads link-time addresses from the file contents of PT_LOAD segments (bss reads as
+  // zeros). Short when the range leaves the segments.
+  std::size_t read(uint64_t link_addr, std::span<std::byte> out) const;
+
+  // The symbol that covers link_addr (.symtab, else .dynsym, else a build-id debug file's),
+  // or nothing; never the nearest preceding symbol of another function. Loaded lazily.
+  std::optional<Symbol> symbolize(uint64_t link_addr) const;
+
+  ImageCache* cache() const { return cache_.get(); }
+  void set_cache(std::unique_ptr<ImageCache> cache) const { cache_ = std::move(cache); }
+
+ protected:
+  Image() = default;
+
+  std::string name_;
+  std::string build_id_;
+  Arch arch_ = Arch::X86_64;
+  bool big_endian_ = false;
+  uint8_t address_size_ = 8;
+  uint16_t elf_type_ = 0;
+  uint64_t entry_ = 0;
+  uint64_t min_vaddr_ = 0;
+  std::vector<Segment> segments_;
+  SectionRef eh_frame_hdr_, eh_frame_, debug_frame_, sframe_, dynamic_;
+
+ private:
+  friend class ImageLoader;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  mutable std::unique_ptr<ImageCache> cache_;
+};
+
+// An image as mapped in one target.
+struct Module {
+  std::shared_ptr<const Image> image;  // may be null: a mapping we know of but have no file for
+  std::string path;                    // as the target names it
+  uint64_t bias = 0;                   // target address = link-time address + bias
+  uint64_t start = 0, end = 0;         // target address range [start, end)
+  bool build_id_match = true;          // false: file found, but its build-id differs
+  std::string file;                    // the file actually used ("" if none)
+  std::string build_id;                // as recorded by the target (core), hex
+
+  uint64_t to_link(uint64_t target_addr) const { return target_addr - bias; }
+  bool contains(uint64_t target_addr) const { return target_addr >= start && target_addr < end; }
+};
+
+// The modules of one target, searchable by address.
+class ModuleSet {
+ public:
+  void add(Module m);
+  const Module* find(uint64_t target_addr) const;
+  const std::vector<Module>& modules() const { return modules_; }
+
+ private:
+  std::vector<Module> modules_;  // sorted by start
+};
+
+}  // namespace ehbt

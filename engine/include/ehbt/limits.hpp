@@ -1,0 +1,39 @@
+// Every loop in the engine is bounded by one of these caps. Defaults follow the Linux kernel's
+// user unwinder and elfutils where they have one, with headroom for real compiler output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ehbt {
+
+// Capacity of a row's register-rule table; Limits::max_rules can only lower it.
+inline constexpr std::size_t kRowCapacity = 48;
+
+struct Limits {
+  // Frames returned per thread (StopReason::MaxFrames beyond).
+  uint32_t max_frames = 2048;
+  // CFI instructions executed per row lookup (CIE initial + FDE instructions).
+  uint32_t max_cfi_instructions = 20000;
+  // DW_CFA_remember_state nesting.
+  uint32_t max_remember_depth = 32;
+  // Distinct registers with a rule in one row (<= kRowCapacity).
+  uint32_t max_rules = kRowCapacity;
+  // DWARF expression: operations executed, and stack entries.
+  uint32_t max_expr_steps = 1000;
+  uint32_t max_expr_stack = 64;
+  // Bytes of one DWARF expression.
+  uint32_t max_expr_bytes = 1024;
+  // Bytes of one CIE or FDE record.
+  uint64_t max_record_bytes = 16u << 20;
+  // FDEs indexed by one linear scan of .eh_frame/.debug_frame.
+  uint32_t max_index_entries = 4u << 20;
+  // Binary-search probes in an .eh_frame_hdr table (log2 of any real table is < 32).
+  uint32_t max_search_probes = 64;
+  // Bytes read from target memory when building an image from memory alone.
+  uint64_t max_image_bytes = 256u << 20;
+  // Symbols loaded per image.
+  uint32_t max_symbols = 4u << 20;
+};
+
+}  // namespace ehbt

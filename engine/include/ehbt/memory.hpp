@@ -1,0 +1,87 @@
+// Target memory. Every read can fail; none throws. A read returns how many bytes it copied;
+// fewer than asked means the rest faulted.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <span>
+#include <vector>
+
+namespace ehbt {
+
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual std::size_t read(uint64_t addr, std::span<std::byte> out) = 0;
+
+  // Reads exactly out.size() bytes or reports a fault.
+  bool read_exact(uint64_t addr, std::span<std::byte> out) { return read(addr, out) == out.size(); }
+
+  // Reads an unsigned integer of `size` bytes (1, 2, 4 or 8) in the given byte order.
+  bool read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value);
+};
+
+// Sparse memory made of byte segments; everything else faults. For tests and for images
+// assembled from pieces (core segments, file sections).
+class BufferMemory final : public Memory {
+ public:
+  void add(uint64_t addr, std::vector<std::byte> bytes);
+  void add(uint64_t addr, std::span<const std::byte> bytes);
+  // Little/big-endian word writes, creating or extending nothing: the word must lie in a segment.
+  bool write_uint(uint64_t addr, uint64_t value, unsigned size, bool big_endian);
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+
+ private:
+  std::map<uint64_t, std::vector<std::byte>> segments_;  // start -> bytes, non-overlapping
+};
+
+// The calling process's own memory, read with process_vm_readv so a bad address faults
+// instead of crashing (for in-process tests and self-backtraces).
+class SelfMemory final : public Memory {
+ public:
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+};
+
+// Adapts a callable (addr, out) -> bytes read. Used by language bindings.
+class CallbackMemory final : public Memory {
+ public:
+  using Fn = std::function<std::size_t(uint64_t, std::span<std::byte>)>;
+  explicit CallbackMemory(Fn fn) : fn_(std::move(fn)) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
+    return fn_ ? fn_(addr, out) : 0;
+  }
+
+ private:
+  Fn fn_;
+};
+
+// Reads from the first memory that has the bytes, byte range by byte range (a core's
+// dumped segments, then the files they came from).
+class LayeredMemory final : public Memory {
+ public:
+  void push(Memory* layer) { layers_.push_back(layer); }
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+
+ private:
+  std::vector<Memory*> layers_;
+};
+
+// Fault injection: fails every Nth read, or makes reads short. Wraps another memory.
+class FaultyMemory final : public Memory {
+ public:
+  FaultyMemory(Memory& inner, uint64_t fail_every, bool short_reads = false)
+      : inner_(inner), fail_every_(fail_every), short_reads_(short_reads) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  uint64_t reads() const { return reads_; }
+
+ private:
+  Memory& inner_;
+  uint64_t fail_every_;
+  bool short_reads_;
+  uint64_t reads_ = 0;
+};
+
+}  // namespace ehbt

@@ -1,0 +1,57 @@
+// A register set indexed by DWARF register number, with a validity bit per register.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <optional>
+
+#include "ehbt/arch.hpp"
+
+namespace ehbt {
+
+// DWARF numbers below this are tracked (aarch64 d8-d15 are 72-79, s390x psw addr is 65).
+inline constexpr uint16_t kMaxRegs = 96;
+
+class RegisterSet {
+ public:
+  RegisterSet() = default;
+  explicit RegisterSet(Arch arch) : arch_(arch) {}
+
+  Arch arch() const { return arch_; }
+
+  // The program counter is kept apart from the DWARF columns: on x86-64 and aarch64 the
+  // return-address column is a pseudo register, and a frame's pc is not "restored" by a rule.
+  uint64_t pc() const { return pc_; }
+  void set_pc(uint64_t pc) { pc_ = pc; }
+
+  bool has(uint16_t reg) const { return reg < kMaxRegs && valid_.test(reg); }
+  std::optional<uint64_t> get(uint16_t reg) const {
+    if (!has(reg)) return std::nullopt;
+    return values_[reg];
+  }
+  // Value without the validity check; 0 when unknown.
+  uint64_t raw(uint16_t reg) const { return reg < kMaxRegs ? values_[reg] : 0; }
+  bool set(uint16_t reg, uint64_t value) {
+    if (reg >= kMaxRegs) return false;
+    values_[reg] = value;
+    valid_.set(reg);
+    return true;
+  }
+  void clear(uint16_t reg) {
+    if (reg < kMaxRegs) valid_.reset(reg);
+  }
+  void clear_all() { valid_.reset(); }
+  std::size_t count() const { return valid_.count(); }
+
+  uint64_t sp() const { return raw(arch_info(arch_).sp_reg); }
+  void set_sp(uint64_t v) { set(arch_info(arch_).sp_reg, v); }
+
+ private:
+  std::array<uint64_t, kMaxRegs> values_{};
+  std::bitset<kMaxRegs> valid_;
+  uint64_t pc_ = 0;
+  Arch arch_ = Arch::X86_64;
+};
+
+}  // namespace ehbt

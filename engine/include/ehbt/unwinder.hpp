@@ -1,0 +1,102 @@
+// The step loop: registers of frame 0 + target memory + modules -> frames and a stop reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ehbt/arch.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/memory.hpp"
+#include "ehbt/registers.hpp"
+
+namespace ehbt {
+
+enum class StopReason : uint8_t {
+  Outermost,      // the return address rule is Undefined: the bottom of the stack
+  MaxFrames,      // Limits::max_frames reached
+  NoModule,       // the pc lies in no known module
+  NoUnwindInfo,   // no table covers the pc and no fallback applied
+  MemoryFault,    // a needed target read failed
+  BadUnwindInfo,  // the table is malformed
+  Unsupported,    // valid but deliberately not evaluated
+  NoProgress,     // the step did not move (CFA did not increase, or a (pc, cfa) repeated)
+  BadPc,          // the caller pc is zero, non-canonical or outside executable code
+};
+std::string_view to_string(StopReason reason);
+
+enum class FrameSource : uint8_t {
+  Context,       // frame 0: the registers we were given
+  EhFrame,       // .eh_frame
+  DebugFrame,    // .debug_frame
+  SFrame,        // .sframe
+  Signal,        // recovered from a signal frame (ucontext)
+  FramePointer,  // frame-pointer chain
+  Scan,          // stack scanning
+};
+std::string_view to_string(FrameSource source);
+
+struct Frame {
+  uint64_t pc = 0;   // frame 0: the thread's pc; others: the return address
+  uint64_t cfa = 0;  // canonical frame address of this frame; 0 when not computed
+  FrameSource source = FrameSource::Context;
+  const Module* module = nullptr;  // nullptr: no module covers pc
+  // The pc is exact (frame 0, or the frame a signal interrupted): look it up as is, not pc-1.
+  bool exact_pc = true;
+  bool signal_trampoline = false;  // this frame is a sigreturn trampoline
+  RegisterSet regs;
+
+  // The address to look up unwind info and symbols with.
+  uint64_t lookup_pc() const { return exact_pc || pc == 0 ? pc : pc - 1; }
+};
+
+struct Backtrace {
+  std::vector<Frame> frames;
+  StopReason stop = StopReason::Outermost;
+  std::string detail;
+};
+
+enum class SourcePreference : uint8_t { Auto, EhFrame, SFrame, FramePointer };
+
+struct UnwindOptions {
+  SourcePreference source = SourcePreference::Auto;
+  bool use_debug_frame = true;
+  bool frame_pointer_fallback = true;  // where no table covers the pc
+};
+
+struct StopInfo {
+  StopReason reason = StopReason::Outermost;
+  std::string detail;
+  uint64_t cfa = 0;  // CFA of the frame that could not be stepped, when known
+};
+
+struct StepResult {
+  uint64_t cfa = 0;  // CFA of the frame stepped from
+  Frame caller;
+};
+
+class Unwinder {
+ public:
+  explicit Unwinder(Limits limits = {}) : limits_(limits) {}
+
+  const Limits& limits() const { return limits_; }
+
+  // Walks from `regs` until a stop; never throws.
+  Backtrace unwind(const RegisterSet& regs, Memory& mem, const ModuleSet& modules,
+                   const UnwindOptions& options = {}) const;
+
+  // One step from `frame` to its caller (for debugger integrations that go frame by frame).
+  Expected<StepResult, StopInfo> step(const Frame& frame, Memory& mem, const ModuleSet& modules,
+                                      const UnwindOptions& options = {}) const;
+
+  // Frame 0 for a register set.
+  Frame first_frame(const RegisterSet& regs, const ModuleSet& modules) const;
+
+ private:
+  Limits limits_;
+};
+
+}  // namespace ehbt

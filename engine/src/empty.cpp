@@ -1,0 +1,1 @@
+// Placeholder so an area without sources still forms a library.

@@ -1,0 +1,93 @@
+// Memory adapters: sparse buffers, the calling process, layers, and fault injection.
+#include "ehbt/memory.hpp"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace ehbt {
+
+bool Memory::read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
+  if (size == 0 || size > 8) return false;
+  std::byte buf[8];
+  if (!read_exact(addr, std::span(buf, size))) return false;
+  uint64_t v = 0;
+  for (unsigned i = 0; i < size; ++i) {
+    unsigned idx = big_endian ? i : size - 1 - i;
+    v = (v << 8) | std::to_integer<uint64_t>(buf[idx]);
+  }
+  value = v;
+  return true;
+}
+
+void BufferMemory::add(uint64_t addr, std::vector<std::byte> bytes) {
+  if (bytes.empty()) return;
+  segments_[addr] = std::move(bytes);
+}
+
+void BufferMemory::add(uint64_t addr, std::span<const std::byte> bytes) {
+  add(addr, std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+bool BufferMemory::write_uint(uint64_t addr, uint64_t value, unsigned size, bool big_endian) {
+  if (size == 0 || size > 8) return false;
+  auto it = segments_.upper_bound(addr);
+  if (it == segments_.begin()) return false;
+  --it;
+  uint64_t off = addr - it->first;
+  if (off > it->second.size() || it->second.size() - off < size) return false;
+  for (unsigned i = 0; i < size; ++i) {
+    unsigned shift = big_endian ? 8 * (size - 1 - i) : 8 * i;
+    it->second[off + i] = static_cast<std::byte>((value >> shift) & 0xff);
+  }
+  return true;
+}
+
+std::size_t BufferMemory::read(uint64_t addr, std::span<std::byte> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    uint64_t a = addr + done;
+    if (a < addr) break;  // wrapped around the address space
+    auto it = segments_.upper_bound(a);
+    if (it == segments_.begin()) break;
+    --it;
+    uint64_t off = a - it->first;
+    if (off >= it->second.size()) break;
+    std::size_t n = std::min<std::size_t>(out.size() - done, it->second.size() - off);
+    std::memcpy(out.data() + done, it->second.data() + off, n);
+    done += n;
+  }
+  return done;
+}
+
+std::size_t SelfMemory::read(uint64_t addr, std::span<std::byte> out) {
+  if (out.empty()) return 0;
+  iovec local{out.data(), out.size()};
+  iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), out.size()};
+  ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  return n < 0 ? 0 : static_cast<std::size_t>(n);
+}
+
+std::size_t LayeredMemory::read(uint64_t addr, std::span<std::byte> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    std::size_t best = 0;
+    for (Memory* layer : layers_) {
+      best = layer->read(addr + done, out.subspan(done));
+      if (best > 0) break;
+    }
+    if (best == 0) break;
+    done += best;
+  }
+  return done;
+}
+
+std::size_t FaultyMemory::read(uint64_t addr, std::span<std::byte> out) {
+  ++reads_;
+  if (fail_every_ != 0 && reads_ % fail_every_ == 0) return 0;
+  if (short_reads_ && out.size() > 1) return inner_.read(addr, out.first(out.size() / 2));
+  return inner_.read(addr, out);
+}
+
+}  // namespace ehbt
