@@ -1,1 +1,169 @@
-// Placeholder until the step loop lands.
+// The walk: frame 0 from the registers, then one step at a time (unwind/step.cpp) until a
+// stop, with the checks that need more than one frame: the CFA must strictly increase (except
+// across a signal frame, where the handler may run on another stack), and no (pc, CFA) pair
+// may repeat.
+#include <algorithm>
+#include <array>
+
+#include "ehbt/unwinder.hpp"
+#include "unwind/describe.hpp"
+#include "unwind/step.hpp"
+
+namespace ehbt {
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::Outermost:
+      return "outermost";
+    case StopReason::MaxFrames:
+      return "max_frames";
+    case StopReason::NoModule:
+      return "no_module";
+    case StopReason::NoUnwindInfo:
+      return "no_unwind_info";
+    case StopReason::MemoryFault:
+      return "memory_fault";
+    case StopReason::BadUnwindInfo:
+      return "bad_unwind_info";
+    case StopReason::Unsupported:
+      return "unsupported";
+    case StopReason::NoProgress:
+      return "no_progress";
+    case StopReason::BadPc:
+      return "bad_pc";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(FrameSource source) {
+  switch (source) {
+    case FrameSource::Context:
+      return "context";
+    case FrameSource::EhFrame:
+      return "eh_frame";
+    case FrameSource::DebugFrame:
+      return "debug_frame";
+    case FrameSource::SFrame:
+      return "sframe";
+    case FrameSource::Signal:
+      return "signal";
+    case FrameSource::FramePointer:
+      return "frame_pointer";
+    case FrameSource::Scan:
+      return "scan";
+  }
+  return "unknown";
+}
+
+Frame Unwinder::first_frame(const RegisterSet& regs, const ModuleSet& modules) const {
+  Frame f;
+  f.pc = regs.pc();
+  f.source = FrameSource::Context;
+  f.exact_pc = true;
+  f.module = modules.find(f.pc);
+  f.regs = regs;
+  return f;
+}
+
+Expected<StepResult, StopInfo> Unwinder::step(const Frame& frame, Memory& mem,
+                                              const ModuleSet& modules,
+                                              const UnwindOptions& options) const {
+  unwind::CfiMemo memo;
+  StepResult out;
+  auto cfa = unwind::step_frame(frame, mem, modules, options, limits_, memo, out.caller);
+  if (!cfa) return unexpected(std::move(cfa.error()));
+  out.cfa = *cfa;
+  return out;
+}
+
+namespace {
+
+// (pc, CFA) pairs of the steps exempt from the increasing-CFA rule; a cycle through signal
+// frames must revisit one of them. Bounded: older pairs are forgotten, max_frames ends the
+// rest.
+class RecentPairs {
+ public:
+  bool seen(uint64_t pc, uint64_t cfa) const {
+    for (std::size_t i = 0; i < std::min(count_, kSize); ++i) {
+      if (pairs_[i].pc == pc && pairs_[i].cfa == cfa) return true;
+    }
+    return false;
+  }
+  void add(uint64_t pc, uint64_t cfa) { pairs_[count_++ % kSize] = {pc, cfa}; }
+
+ private:
+  static constexpr std::size_t kSize = 16;
+  struct Pair {
+    uint64_t pc, cfa;
+  };
+  std::array<Pair, kSize> pairs_{};
+  std::size_t count_ = 0;
+};
+
+}  // namespace
+
+Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet& modules,
+                           const UnwindOptions& options) const {
+  Backtrace bt;
+  if (limits_.max_frames == 0) {
+    bt.stop = StopReason::MaxFrames;
+    bt.detail = "max_frames is 0";
+    return bt;
+  }
+  bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 128));
+  bt.frames.push_back(first_frame(regs, modules));
+
+  unwind::CfiMemo memo;
+  RecentPairs exempt_pairs;
+  for (;;) {
+    const std::size_t index = bt.frames.size() - 1;
+    // The caller is built in place, in the slot after the frame being stepped from.
+    if (bt.frames.size() == bt.frames.capacity()) bt.frames.reserve(2 * bt.frames.size());
+    bt.frames.emplace_back();
+    Frame& frame = bt.frames[index];
+    Frame& caller = bt.frames.back();
+    auto cfa = unwind::step_frame(frame, mem, modules, options, limits_, memo, caller);
+    if (!cfa) {
+      bt.frames.pop_back();
+      StopInfo& why = cfa.error();
+      if (why.cfa != 0) bt.frames[index].cfa = why.cfa;
+      bt.stop = why.reason;
+      bt.detail = std::move(why.detail);
+      break;
+    }
+    frame.cfa = *cfa;
+    // A step that lands on an exact pc went through a signal frame: `frame` is the trampoline.
+    const bool signal_step = caller.exact_pc;
+    if (signal_step) frame.signal_trampoline = true;
+    if (index > 0) {
+      const uint64_t prev = bt.frames[index - 1].cfa;
+      // Exempt: the trampoline's step (the interrupted stack may lie below a handler on an
+      // alternate stack) and the interrupted frame's (its CFA may equal its SP-based start).
+      if (signal_step || frame.exact_pc) {
+        if (exempt_pairs.seen(frame.pc, frame.cfa)) {
+          bt.frames.pop_back();
+          bt.stop = StopReason::NoProgress;
+          bt.detail =
+              "pc " + unwind::hex(frame.pc) + " with CFA " + unwind::hex(frame.cfa) + " repeats";
+          break;
+        }
+        exempt_pairs.add(frame.pc, frame.cfa);
+      } else if (frame.cfa <= prev) {
+        bt.frames.pop_back();
+        bt.stop = StopReason::NoProgress;
+        bt.detail = "CFA " + unwind::hex(frame.cfa) + " does not increase (previous " +
+                    unwind::hex(prev) + ")";
+        break;
+      }
+    }
+    if (bt.frames.size() > limits_.max_frames) {
+      bt.frames.pop_back();
+      bt.stop = StopReason::MaxFrames;
+      bt.detail = "limit of " + std::to_string(limits_.max_frames) + " frames";
+      break;
+    }
+  }
+  return bt;
+}
+
+}  // namespace ehbt

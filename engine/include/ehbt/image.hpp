@@ -136,6 +136,7 @@ class ModuleSet {
 
  private:
   std::vector<Module> modules_;  // sorted by start
+  std::vector<uint64_t> max_end_;  // max_end_[i]: largest end among modules_[0..i]
 };
 
 }  // namespace ehbt

@@ -34,6 +34,8 @@ struct Limits {
   uint64_t max_image_bytes = 256u << 20;
   // Symbols loaded per image.
   uint32_t max_symbols = 4u << 20;
+  // Modules per target (link_map entries walked, mapped files considered).
+  uint32_t max_modules = 4096;
 };
 
 }  // namespace ehbt

@@ -40,9 +40,15 @@ class BufferMemory final : public Memory {
 
 // The calling process's own memory, read with process_vm_readv so a bad address faults
 // instead of crashing (for in-process tests and self-backtraces).
+// The process id is taken once at construction (getpid() is a system call per read
+// otherwise): construct it in the process that reads, not before a fork().
 class SelfMemory final : public Memory {
  public:
+  SelfMemory();
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+
+ private:
+  int pid_;
 };
 
 // Adapts a callable (addr, out) -> bytes read. Used by language bindings.

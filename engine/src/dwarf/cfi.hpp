@@ -23,23 +23,23 @@
 namespace ehbt::dwarf {
 
 enum class ErrorCode : uint8_t {
-  Truncated,          // a record or operand runs past its bytes
-  BadLength,          // a length field points past the section or is impossible
-  BadLeb128,          // LEB128 longer than 10 bytes or overflowing 64 bits
-  BadEncoding,        // unknown or unusable DW_EH_PE_* encoding
-  BadCie,             // CIE pointer does not lead to a CIE (or leads to itself)
-  BadVersion,         // CIE version not 1, 3 or 4
-  BadAugmentation,    // augmentation string not understood and no 'z' to skip it
-  BadOpcode,          // unknown DW_CFA_* / DW_OP_* opcode
-  BadRegister,        // register number outside the tracked range
-  BadState,           // restore_state without remember_state, and the like
-  Unsorted,           // .eh_frame_hdr table not sorted
-  NotCovered,         // the FDE found does not cover the pc
-  NoEntry,            // no FDE covers the pc
-  Unsupported,        // valid DWARF deliberately not evaluated
-  MemoryFault,        // a target read failed (indirect pointer, deref)
-  DivideByZero,       // DW_OP_div / DW_OP_mod by zero
-  StackUnderflow,     // expression stack too shallow for an op
+  Truncated,        // a record or operand runs past its bytes
+  BadLength,        // a length field points past the section or is impossible
+  BadLeb128,        // LEB128 longer than 10 bytes or overflowing 64 bits
+  BadEncoding,      // unknown or unusable DW_EH_PE_* encoding
+  BadCie,           // CIE pointer does not lead to a CIE (or leads to itself)
+  BadVersion,       // CIE version not 1, 3 or 4
+  BadAugmentation,  // augmentation string not understood and no 'z' to skip it
+  BadOpcode,        // unknown DW_CFA_* / DW_OP_* opcode
+  BadRegister,      // register number outside the tracked range
+  BadState,         // restore_state without remember_state, and the like
+  Unsorted,         // .eh_frame_hdr table not sorted
+  NotCovered,       // the FDE found does not cover the pc
+  NoEntry,          // no FDE covers the pc
+  Unsupported,      // valid DWARF deliberately not evaluated
+  MemoryFault,      // a target read failed (indirect pointer, deref)
+  DivideByZero,     // DW_OP_div / DW_OP_mod by zero
+  StackUnderflow,   // expression stack too shallow for an op
   LimitCfiInstructions,
   LimitRememberDepth,
   LimitRules,
@@ -89,7 +89,7 @@ struct Cie {
   uint16_t ra_reg = 0;
   uint8_t address_size = 8;
   uint8_t segment_size = 0;
-  uint8_t fde_encoding = 0;   // DW_EH_PE_absptr
+  uint8_t fde_encoding = 0;      // DW_EH_PE_absptr
   uint8_t lsda_encoding = 0xff;  // DW_EH_PE_omit
   bool has_z = false;
   bool signal_frame = false;  // 'S'
@@ -97,6 +97,13 @@ struct Cie {
   bool mte_tagged = false;    // 'G'
   uint64_t personality = 0;
   std::span<const std::byte> instructions;
+  // Additions: where the instructions sit (set_loc's pc-relative base, error offsets), and the
+  // personality's encoding and, when indirect, the address of its pointer cell. An indirect
+  // personality that cannot be read leaves `personality` 0: unwinding never needs it.
+  uint64_t instructions_offset = 0;  // section offset of instructions[0]
+  uint64_t section_addr = 0;         // link-time address of the section
+  uint8_t personality_encoding = 0xff;
+  uint64_t personality_ptr = 0;
 };
 
 struct Fde {
@@ -106,7 +113,28 @@ struct Fde {
   uint64_t pc_end = 0;      // exclusive
   uint64_t lsda = 0;
   std::span<const std::byte> instructions;
+  // Additions (see Cie). An indirect LSDA that cannot be read leaves `lsda` 0.
+  uint64_t instructions_offset = 0;  // section offset of instructions[0]
+  uint64_t section_addr = 0;         // link-time address of the section
+  uint64_t end_offset = 0;           // section offset just past the record
 };
+
+// The framing every record shares: length (32- or 64-bit), then a CIE id or CIE pointer.
+enum class RecordKind : uint8_t { Cie, Fde, Terminator };
+struct RecordHeader {
+  uint64_t offset = 0;  // of the length field
+  uint64_t body = 0;    // just past the CIE id / CIE pointer
+  uint64_t end = 0;     // just past the record (offset + 4 for a terminator)
+  bool dwarf64 = false;
+  RecordKind kind = RecordKind::Cie;
+  uint64_t cie_offset = 0;  // FDE: the CIE it names, in the section (inside it, not itself)
+};
+// Reads the header of the record at `offset`. BadLength when the record runs past the section,
+// LimitRecordBytes when it is longer than Limits::max_record_bytes, BadCie when an FDE's CIE
+// pointer leads outside the section or back to the FDE itself.
+Expected<RecordHeader, Error> parse_record_header(SectionKind kind, SectionView section,
+                                                  uint64_t offset, Format fmt,
+                                                  const Limits& limits);
 
 enum class RuleKind : uint8_t {
   Unspecified,  // no rule: the architecture decides (callee-saved -> same value)
@@ -171,8 +199,7 @@ Expected<Row, Error> evaluate_row(const Cie& cie, const Fde& fde, uint64_t pc, F
                                   const Limits& limits);
 
 // Calls `fn` for every row an FDE defines (for `ehbt cfi`). Stops at the first error.
-Expected<void, Error> for_each_row(const Cie& cie, const Fde& fde, Format fmt,
-                                   const Limits& limits,
+Expected<void, Error> for_each_row(const Cie& cie, const Fde& fde, Format fmt, const Limits& limits,
                                    const std::function<void(const Row&)>& fn);
 
 // Bounded DWARF expression evaluation.
@@ -181,7 +208,7 @@ struct ExprContext {
   Memory* mem = nullptr;              // deref* read these
   Format fmt;
   const Limits* limits = nullptr;
-  std::optional<uint64_t> cfa;        // DW_OP_call_frame_cfa
+  std::optional<uint64_t> cfa;  // DW_OP_call_frame_cfa
 };
 Expected<uint64_t, Error> evaluate_expression(std::span<const std::byte> expr,
                                               const ExprContext& ctx,
@@ -198,6 +225,17 @@ class EhFrameHdr {
   // Link-time address of the FDE whose initial location is the greatest <= pc. Checks
   // sortedness of every probe. NoEntry when pc precedes the first entry.
   Expected<uint64_t, Error> lookup(uint64_t pc) const;
+
+  // Additions: the table entries themselves.
+  struct Entry {
+    uint64_t initial_loc = 0;  // link-time pc
+    uint64_t fde_addr = 0;     // link-time address of the FDE
+  };
+  // Entry `index` (< count()); Truncated/BadEncoding when it cannot be decoded.
+  Expected<Entry, Error> entry(uint64_t index) const;
+  // Like lookup(), returning the whole entry.
+  Expected<Entry, Error> lookup_entry(uint64_t pc) const;
+  uint8_t table_encoding() const { return table_enc_; }
 
  private:
   SectionView hdr_;
@@ -224,6 +262,10 @@ class ImageCfi {
   // The row covering link-time `pc`; `from` tells which section gave it.
   Expected<Row, Error> find_row(uint64_t pc, SectionKind* from = nullptr,
                                 bool use_debug_frame = true);
+  // Addition: like find_row, without copying the row (a Row is ~2 KB). The pointer is into
+  // the row cache and stays valid until the next find_row/find_row_ref on this object.
+  Expected<const Row*, Error> find_row_ref(uint64_t pc, SectionKind* from = nullptr,
+                                           bool use_debug_frame = true);
   // FDE + CIE covering `pc` in one section.
   Expected<std::pair<Fde, Cie>, Error> find_fde(SectionKind kind, uint64_t pc);
   // Every FDE of a section, in section order; errors on records are reported to on_error and

@@ -61,11 +61,13 @@ std::size_t BufferMemory::read(uint64_t addr, std::span<std::byte> out) {
   return done;
 }
 
+SelfMemory::SelfMemory() : pid_(getpid()) {}
+
 std::size_t SelfMemory::read(uint64_t addr, std::span<std::byte> out) {
   if (out.empty()) return 0;
   iovec local{out.data(), out.size()};
   iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), out.size()};
-  ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  ssize_t n = process_vm_readv(pid_, &local, 1, &remote, 1, 0);
   return n < 0 ? 0 : static_cast<std::size_t>(n);
 }
 

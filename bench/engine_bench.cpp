@@ -1,0 +1,215 @@
+// Google Benchmark for the engine's three stages on real libraries: entry lookup in
+// .eh_frame_hdr, row evaluation (cold: parse + evaluate; warm: row cache), the linear-scan
+// index build, and full in-process unwinds on a warm and a cold cache.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dwarf/cfi.hpp"
+#include "ehbt/image.hpp"
+#include "ehbt/unwinder.hpp"
+
+namespace {
+
+using ehbt::Image;
+namespace dw = ehbt::dwarf;
+
+const char* kLibraries[] = {"/lib/x86_64-linux-gnu/libc.so.6",
+                            "/lib/x86_64-linux-gnu/libstdc++.so.6"};
+
+std::shared_ptr<Image> open_or_die(const char* path) {
+  auto img = Image::open(path);
+  if (!img) {
+    std::fprintf(stderr, "cannot open %s: %s\n", path, img.error().c_str());
+    std::abort();
+  }
+  return *img;
+}
+
+dw::Format format_of(const Image& img) {
+  return {img.big_endian(), img.address_size()};
+}
+
+dw::SectionView view(const ehbt::SectionRef& s) {
+  return {s.addr, s.bytes};
+}
+
+// Start addresses of every FDE, used as lookup targets (pc inside each function).
+std::vector<uint64_t> fde_pcs(const Image& img) {
+  dw::ImageCfi cfi(view(img.eh_frame_hdr()), view(img.eh_frame()), {}, format_of(img),
+                   {0, img.eh_frame_hdr().addr}, ehbt::Limits{});
+  std::vector<uint64_t> pcs;
+  cfi.for_each_fde(
+      dw::SectionKind::EhFrame,
+      [&](const dw::Fde& fde, const dw::Cie&) {
+        if (fde.pc_end > fde.pc_begin)
+          pcs.push_back(fde.pc_begin + (fde.pc_end - fde.pc_begin) / 2);
+      },
+      [](const dw::Error&) {});
+  std::shuffle(pcs.begin(), pcs.end(), std::mt19937_64(42));
+  return pcs;
+}
+
+struct LibFixture {
+  std::shared_ptr<Image> img;
+  std::vector<uint64_t> pcs;
+};
+
+const LibFixture& lib(int i) {
+  static LibFixture fx[2];
+  if (!fx[i].img) {
+    fx[i].img = open_or_die(kLibraries[i]);
+    fx[i].pcs = fde_pcs(*fx[i].img);
+  }
+  return fx[i];
+}
+
+void BM_HdrLookup(benchmark::State& state) {
+  const auto& fx = lib(state.range(0));
+  auto hdr = dw::EhFrameHdr::parse(view(fx.img->eh_frame_hdr()), format_of(*fx.img), {});
+  if (!hdr) state.SkipWithError("no hdr");
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto r = hdr->lookup(fx.pcs[i++ % fx.pcs.size()]);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetLabel(kLibraries[state.range(0)]);
+}
+BENCHMARK(BM_HdrLookup)->Arg(0)->Arg(1);
+
+// Cold: a fresh ImageCfi per batch of lookups would measure construction; instead look up
+// each pc once through find_fde + evaluate_row (no row cache involved).
+void BM_RowCold(benchmark::State& state) {
+  const auto& fx = lib(state.range(0));
+  dw::ImageCfi cfi(view(fx.img->eh_frame_hdr()), view(fx.img->eh_frame()), {}, format_of(*fx.img),
+                   {0, fx.img->eh_frame_hdr().addr}, ehbt::Limits{});
+  std::size_t i = 0;
+  for (auto _ : state) {
+    uint64_t pc = fx.pcs[i++ % fx.pcs.size()];
+    auto f = cfi.find_fde(dw::SectionKind::EhFrame, pc);
+    if (f) {
+      auto row = dw::evaluate_row(f->second, f->first, pc, format_of(*fx.img), ehbt::Limits{});
+      benchmark::DoNotOptimize(row);
+    }
+  }
+  state.SetLabel(kLibraries[state.range(0)]);
+}
+BENCHMARK(BM_RowCold)->Arg(0)->Arg(1);
+
+// Warm: the same small working set of pcs again and again (a deep stack revisited).
+void BM_RowWarm(benchmark::State& state) {
+  const auto& fx = lib(state.range(0));
+  dw::ImageCfi cfi(view(fx.img->eh_frame_hdr()), view(fx.img->eh_frame()), {}, format_of(*fx.img),
+                   {0, fx.img->eh_frame_hdr().addr}, ehbt::Limits{});
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto row = cfi.find_row(fx.pcs[i++ % 32]);
+    benchmark::DoNotOptimize(row);
+  }
+  state.SetLabel(kLibraries[state.range(0)]);
+}
+BENCHMARK(BM_RowWarm)->Arg(0)->Arg(1);
+
+// The sorted index built by one linear scan when there is no .eh_frame_hdr table.
+void BM_IndexBuild(benchmark::State& state) {
+  const auto& fx = lib(state.range(0));
+  for (auto _ : state) {
+    dw::ImageCfi cfi({}, view(fx.img->eh_frame()), {}, format_of(*fx.img), {}, ehbt::Limits{});
+    auto row = cfi.find_row(fx.pcs[0]);
+    benchmark::DoNotOptimize(row);
+  }
+  state.SetLabel(kLibraries[state.range(0)]);
+}
+BENCHMARK(BM_IndexBuild)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// ---- full unwinds of this process's own stack ----
+
+int collect_module(dl_phdr_info* info, size_t, void* data) {
+  auto* modules = static_cast<ehbt::ModuleSet*>(data);
+  std::string path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+  if (path.find("linux-vdso") != std::string::npos) return 0;
+  auto img = Image::open(path);
+  if (!img) return 0;
+  ehbt::Module m;
+  m.path = path;
+  m.file = path;
+  m.bias = info->dlpi_addr;
+  m.start = UINT64_MAX;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    m.start = std::min<uint64_t>(m.start, info->dlpi_addr + ph.p_vaddr);
+    m.end = std::max<uint64_t>(m.end, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  m.image = *img;
+  modules->add(std::move(m));
+  return 0;
+}
+
+ehbt::RegisterSet regs_from(const ucontext_t& uc) {
+  ehbt::RegisterSet r(ehbt::Arch::X86_64);
+  const greg_t* g = uc.uc_mcontext.gregs;
+  const int dwarf_to_greg[] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                               REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                               REG_R12, REG_R13, REG_R14, REG_R15};
+  for (uint16_t i = 0; i < 16; ++i) r.set(i, static_cast<uint64_t>(g[dwarf_to_greg[i]]));
+  r.set_pc(static_cast<uint64_t>(g[REG_RIP]));
+  return r;
+}
+
+ucontext_t g_context;
+
+__attribute__((noinline)) int capture_at_depth(int depth) {
+  if (depth == 0) {
+    getcontext(&g_context);
+    return 1;
+  }
+  int r = capture_at_depth(depth - 1);
+  benchmark::DoNotOptimize(r);
+  return r + 1;
+}
+
+void BM_Unwind(benchmark::State& state, bool warm) {
+  ehbt::ModuleSet modules;
+  dl_iterate_phdr(collect_module, &modules);
+  capture_at_depth(static_cast<int>(state.range(0)));
+  ehbt::RegisterSet regs = regs_from(g_context);
+  // The stack below capture_at_depth's frames is still live (we are deeper in the same
+  // thread's callers' frames), so copy it out once: unwinding the copy is stable.
+  ehbt::BufferMemory stack;
+  uint64_t sp = regs.sp();
+  std::vector<std::byte> copy(256 * 1024);
+  ehbt::SelfMemory self;
+  copy.resize(self.read(sp, copy));
+  stack.add(sp, std::move(copy));
+  ehbt::Unwinder unwinder;
+  std::size_t frames = 0;
+  for (auto _ : state) {
+    if (!warm) {
+      state.PauseTiming();
+      for (const auto& m : modules.modules()) m.image->set_cache(nullptr);
+      state.ResumeTiming();
+    }
+    auto bt = unwinder.unwind(regs, stack, modules);
+    frames = bt.frames.size();
+    benchmark::DoNotOptimize(bt);
+  }
+  state.counters["frames"] = static_cast<double>(frames);
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(frames),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK_CAPTURE(BM_Unwind, warm, true)->Arg(64)->Arg(512);
+BENCHMARK_CAPTURE(BM_Unwind, cold, false)->Arg(64)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

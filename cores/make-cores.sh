@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds the fixture programs, crashes them into cores/out/<arch>/<name>.core and writes the
+# expected frames next to them (<name>.expected.json). Usage: make-cores.sh [x86_64|aarch64|s390x|all]...
+# Extra options go to make_cores.py (--only NAME,... ; -j N). See cores/README.md.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+ulimit -c unlimited
+exec /usr/bin/python3 "$here/make_cores.py" "${@:-x86_64}"

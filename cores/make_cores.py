@@ -1,0 +1,920 @@
+#!/usr/bin/python3
+"""Builds the fixture programs, crashes them into cores and records the expected frames.
+
+    make_cores.py [x86_64|aarch64|s390x|all]... [--only NAME,...] [-j N]
+
+Outputs, per architecture, in cores/out/<arch>/:
+    bin/<name>                 the executable that ran (bin/<name>.unstripped for `stripped`)
+    <name>.core                the core
+    <name>.expected.json       the expected frames (format ehbt-expected/1, see README.md)
+    <name>.gdb.txt             GDB's own `thread apply all bt`, for people
+    <name>.raw.json            what cores/gdb_expect.py recorded, before post-processing
+
+Expected frames come from GDB with full debug info (native: GDB on the core; qemu: GDB live
+through qemu's gdbstub just before the core is written), or, where GDB is wrong, by
+construction. Nothing here runs ehbt. Every case is checked: the properties the case exists
+for (a call as last instruction, a DRAP FDE, a .plt stop, ...) and the call structure the
+source defines. A case that fails its checks gets no expected file, and the script exits 1.
+"""
+
+import argparse
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs")
+OUT = os.path.join(HERE, "out")
+GDB_EXPECT = os.path.join(HERE, "gdb_expect.py")
+
+CFLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-Wall", "-Wextra"]
+NO_UNWIND = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fno-omit-frame-pointer"]
+
+ARCHES = {
+    "x86_64": dict(prefix="", qemu=None, sysroot=None, gdb="gdb", call=("call",)),
+    "aarch64": dict(prefix="aarch64-linux-gnu-", qemu="qemu-aarch64",
+                    sysroot="/usr/aarch64-linux-gnu",
+                    gdb="gdb-multiarch", call=("bl",)),
+    "s390x": dict(prefix="s390x-linux-gnu-", qemu="qemu-s390x", sysroot="/usr/s390x-linux-gnu",
+                  gdb="gdb-multiarch", call=("brasl", "bras", "basr")),
+}
+
+# Frames GDB records past this are not recorded (the overflow case has thousands).
+DEFAULT_MAX_FRAMES = 512
+
+
+class Case:
+    """One crash scenario: how to build it, run it, and what its crashing thread must show."""
+
+    def __init__(self, name, sources, chain, signal, arches=("x86_64", "aarch64", "s390x"),
+                 cflags=(), ldflags=(), mode="signal", post_build=None, checks=(), max_frames=None,
+                 compare_frames=None, stop="outermost", stack_kb=None, qemu_cpu=None,
+                 expect_cpu=None, note=""):
+        self.name = name
+        self.sources = sources
+        self.chain = chain  # fixture functions of the crashing thread, youngest first, contiguous
+        self.signal = signal
+        self.arches = arches
+        self.cflags = list(cflags)
+        self.ldflags = list(ldflags)
+        self.mode = mode  # "signal": it crashes by itself; "gdb-plt": GDB stops it and gcores
+        self.post_build = post_build
+        self.checks = checks
+        self.max_frames = max_frames or DEFAULT_MAX_FRAMES
+        self.compare_frames = compare_frames
+        self.stop = stop
+        self.stack_kb = stack_kb
+        self.qemu_cpu = qemu_cpu  # -cpu for the crash run (default: qemu's default, max)
+        # {arch: -cpu} of a second run that GDB can read when it cannot read the crash run.
+        self.expect_cpu = expect_cpu or {}
+        self.note = note
+
+
+class CaseError(Exception):
+    pass
+
+
+def run(cmd, check=True, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.STDOUT)
+    kw.setdefault("text", True)
+    proc = subprocess.run(cmd, **kw)
+    if check and proc.returncode != 0:
+        raise CaseError("%s failed (%d):\n%s" % (" ".join(cmd), proc.returncode, proc.stdout))
+    return proc
+
+
+def tool(arch, name):
+    return ARCHES[arch]["prefix"] + name
+
+
+# ---------------------------------------------------------------------------------------------
+# ELF facts from binutils (independent of ehbt)
+
+def nm_symbols(path, dynamic=False):
+    """[(addr, size, type, name)] from nm; versions (@GLIBC_...) stripped."""
+    cmd = ["nm", "-S", "--defined-only"] + (["-D"] if dynamic else []) + [path]
+    proc = run(cmd, check=False)
+    out = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4:
+            addr, size, typ, name = parts
+        elif len(parts) == 3:
+            addr, typ, name = parts
+            size = "0"
+        else:
+            continue
+        try:
+            out.append((int(addr, 16), int(size, 16), typ, name.split("@")[0]))
+        except ValueError:
+            continue
+    return out
+
+
+def symbol_address(path, name):
+    for addr, size, _, n in nm_symbols(path):
+        if n == name:
+            return addr, size
+    raise CaseError("%s: no symbol %s" % (path, name))
+
+
+def fdes(arch, path):
+    """[(lo, hi, [instruction lines])] from readelf --debug-dump=frames (.eh_frame and
+    .debug_frame both)."""
+    text = run([tool(arch, "readelf"), "--debug-dump=frames", path]).stdout
+    result, cur = [], None
+    for line in text.splitlines():
+        m = re.search(r"FDE cie=\S+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", line)
+        if m:
+            cur = (int(m.group(1), 16), int(m.group(2), 16), [])
+            result.append(cur)
+        elif not line.strip():
+            cur = None
+        elif cur is not None:
+            cur[2].append(line.strip())
+    return result
+
+
+def fde_for(arch, path, addr):
+    return [f for f in fdes(arch, path) if f[0] <= addr < f[1]]
+
+
+def disassemble(arch, path, symbol):
+    text = run([tool(arch, "objdump"), "-d", "--no-show-raw-insn", "--disassemble=" + symbol,
+                path]).stdout
+    insns = []
+    for line in text.splitlines():
+        m = re.match(r"\s+([0-9a-f]+):\s+(\S+)(.*)$", line)
+        if m:
+            insns.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
+    return insns
+
+
+def build_id(arch, path):
+    text = run([tool(arch, "readelf"), "-n", path], check=False).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", text)
+    return m.group(1) if m else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-case property checks: each raises CaseError when the binary does not have the property
+# the case exists to exercise.
+
+def check_noreturn(arch, exe, bins):
+    insns = disassemble(arch, exe, "fx_noreturn_last")
+    if not insns:
+        raise CaseError("fx_noreturn_last not disassembled")
+    addr, size = symbol_address(exe, "fx_noreturn_last")
+    last = insns[-1]
+    if last[1] not in ARCHES[arch]["call"] or "abort" not in last[2]:
+        raise CaseError("last instruction of fx_noreturn_last is %s %s, not a call to abort"
+                        % (last[1], last[2]))
+    return "fx_noreturn_last [0x%x, 0x%x): last instruction `%s %s` at 0x%x" % (
+        addr, addr + size, last[1], last[2], last[0])
+
+
+def check_drap(arch, exe, bins):
+    addr, _ = symbol_address(exe, "fx_drap_realign")
+    found = fde_for(arch, exe, addr)
+    if not found:
+        raise CaseError("no FDE for fx_drap_realign")
+    has_expr = any("DW_CFA_def_cfa_expression" in i for i in found[0][2])
+    if arch == "x86_64" and not has_expr:
+        raise CaseError("fx_drap_realign's FDE has no DW_CFA_def_cfa_expression (no DRAP)")
+    return "fx_drap_realign FDE %s DW_CFA_def_cfa_expression" % ("uses" if has_expr else
+                                                                 "does not use (no DRAP here)")
+
+
+def check_nounwind(arch, exe, bins):
+    for fn in ("fx_nounwind_crash", "fx_nounwind_outer"):
+        addr, _ = symbol_address(exe, fn)
+        if fde_for(arch, exe, addr):
+            raise CaseError("%s is covered by an FDE" % fn)
+    addr, _ = symbol_address(exe, "fx_unwind_caller")
+    if not fde_for(arch, exe, addr):
+        raise CaseError("fx_unwind_caller has no FDE")
+    # The crashing function must link itself into the frame chain before it crashes.
+    text = " | ".join("%s %s" % (i[1], i[2]) for i in disassemble(arch, exe, "fx_nounwind_crash"))
+    setup = {"x86_64": ("push %rbp", "mov %rsp,%rbp"), "aarch64": ("stp x29, x30", "mov x29, sp"),
+             "s390x": ("stmg",)}[arch]
+    if not all(s in text for s in setup):
+        raise CaseError("fx_nounwind_crash sets up no frame pointer: " + text)
+    return "fx_nounwind_crash/fx_nounwind_outer: no FDE in .eh_frame or .debug_frame"
+
+
+def check_plt(arch, exe, bins):
+    text = run([tool(arch, "objdump"), "-d", "-j", ".plt", exe]).stdout
+    m = re.search(r"^([0-9a-f]+) <getppid@plt>:", text, re.M)
+    if not m:
+        raise CaseError("no getppid slot in .plt")
+    dyn = run([tool(arch, "readelf"), "-d", exe]).stdout
+    if "BIND_NOW" in dyn or re.search(r"FLAGS.*\bNOW\b", dyn):
+        raise CaseError("binary binds now; the .plt slot would not be lazy")
+    return "getppid@plt slot at 0x%s in .plt, lazy binding" % m.group(1)
+
+
+def check_static(arch, exe, bins):
+    hdr = run([tool(arch, "readelf"), "-lh", exe]).stdout
+    if "INTERP" in hdr:
+        raise CaseError("has a PT_INTERP")
+    typ = re.search(r"Type:\s+(\S+)", hdr).group(1)
+    return "no PT_INTERP, type %s" % typ
+
+
+def check_staticpie(arch, exe, bins):
+    note = check_static(arch, exe, bins)
+    if "DYN" not in note:
+        raise CaseError("static-pie is not ET_DYN: " + note)
+    return note
+
+
+def check_stripped(arch, exe, bins):
+    if nm_symbols(exe):
+        raise CaseError("the stripped binary still has .symtab symbols")
+    if build_id(arch, exe) != build_id(arch, bins["unstripped"]):
+        raise CaseError("stripped and unstripped build-ids differ")
+    return "no .symtab; unstripped copy %s has the same build-id" % bins["unstripped"]
+
+
+def check_pac(arch, exe, bins):
+    insns = disassemble(arch, exe, "fx_pac_middle")
+    if not any(i[1] in ("paciasp", "pacibsp") for i in insns):
+        raise CaseError("fx_pac_middle does not sign its return address")
+    addr, _ = symbol_address(exe, "fx_pac_middle")
+    found = fde_for(arch, exe, addr)
+    if not found or not any("negate_ra_state" in i or "window_save" in i for i in found[0][2]):
+        raise CaseError("fx_pac_middle's FDE has no DW_CFA_AARCH64_negate_ra_state")
+    return "fx_pac_middle: paciasp + DW_CFA_AARCH64_negate_ra_state"
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases
+
+def _strip(arch, exe, bins):
+    unstripped = exe + ".unstripped"
+    shutil.copy2(exe, unstripped)
+    run([tool(arch, "strip"), "-s", exe])
+    bins["unstripped"] = unstripped
+    bins["gdb_exe"] = unstripped
+
+
+def _drop_debug_frame(arch, exe, bins):
+    # gcc emits .debug_frame for -g code without unwind tables; removing it leaves those
+    # functions with no CFI at all, which is the point of the case.
+    run([tool(arch, "objcopy"), "--remove-section=.debug_frame", exe])
+
+
+def _buildid_variant(arch, exe, bins):
+    """The wrong-build-id fixture: a variant build at the same path under wrongroot/."""
+    variant_dir = os.path.join(OUT, arch, "wrongroot") + os.path.dirname(exe)
+    os.makedirs(variant_dir, exist_ok=True)
+    variant = os.path.join(variant_dir, os.path.basename(exe))
+    compile_program(arch, CASES["buildid"], variant, extra=["-DFX_VARIANT=1"])
+    if build_id(arch, variant) == build_id(arch, exe):
+        raise CaseError("variant has the same build-id")
+    bins["variant"] = variant
+
+
+NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
+
+CASE_LIST = [
+    Case("chain", ["chain.c"], NATIVE_CHAIN, 11,
+         note="plain PIE, null write three calls deep"),
+    Case("noreturn", ["noreturn.c"], ["fx_noreturn_last", "fx_noreturn_caller", "main"], 6,
+         checks=[check_noreturn],
+         note="return address of a call to abort() lies past fx_noreturn_last's end"),
+    Case("sighandler", ["sighandler.c"],
+         ["fx_handler_crash", "fx_handler", "<signal handler called>", "fx_interrupted",
+          "fx_sig_caller", "main"], 11,
+         expect_cpu={"aarch64": "max,sve=off"},
+         note="SIGSEGV in a SIGUSR1 handler; through the signal trampoline into fx_interrupted"),
+    Case("threads", ["threads.c"], ["fx_main_abort", "main"], 6, ldflags=["-pthread"],
+         cflags=["-pthread"],
+         note="main aborts while 4 threads block in read, nanosleep, futex, poll"),
+    Case("drap", ["drap.c"], ["fx_drap_callee", "fx_drap_realign", "fx_drap_caller", "main"], 11,
+         checks=[check_drap], note="crash in the callee of a DRAP-realigned function"),
+    Case("plt", ["plt.c"], ["getppid@plt", "fx_plt_caller", "fx_plt_outer", "main"], 5,
+         arches=("x86_64",), mode="gdb-plt", ldflags=["-Wl,-z,lazy"], checks=[check_plt],
+         note="stopped by GDB on the first instruction of a lazy .plt slot, core by gcore"),
+    Case("terminate", ["terminate.cc"], ["fx_throw_it", "fx_throw_caller", "main"], 6,
+         note="uncaught C++ exception -> std::terminate -> abort"),
+    Case("static", ["chain.c"], NATIVE_CHAIN, 11, ldflags=["-static"], checks=[check_static],
+         note="static executable"),
+    Case("staticpie", ["chain.c"], NATIVE_CHAIN, 11, ldflags=["-static-pie"],
+         arches=("x86_64", "aarch64"),  # s390x glibc has no static-pie (no rcrt1.o)
+         checks=[check_staticpie], note="static-pie executable"),
+    Case("stripped", ["chain.c"], NATIVE_CHAIN, 11, post_build=_strip, checks=[check_stripped],
+         note="stripped executable; frames from GDB on the unstripped copy"),
+    Case("nounwind", [("nounwind.c", []), ("nounwind_fp.c", NO_UNWIND)],
+         ["fx_nounwind_crash", "fx_nounwind_outer", "fx_unwind_caller", "main"], 11,
+         post_build=_drop_debug_frame, checks=[check_nounwind],
+         note="two functions without CFI (frame pointer only) called from normal code"),
+    Case("overflow", ["overflow.c"], ["fx_recurse"] * 50, 11, max_frames=60, compare_frames=50,
+         stop="any", stack_kb=256, note="runaway recursion until the stack overflows"),
+    Case("smashed", ["smashed.c"], ["fx_smash_crash", "fx_smash_victim"], 11,
+         stop="early", compare_frames=2,
+         note="fx_smash_victim's saved return address is overwritten with 0x4141414141414141"),
+    Case("buildid", ["chain.c"], NATIVE_CHAIN, 11, post_build=None,
+         note="crashed, then its executable moved to bin/buildid-good/; wrongroot/ holds a "
+              "rebuilt variant (another build-id) at the original path"),
+    Case("pac", ["pac.c"], ["fx_pac_crash", "fx_pac_middle", "fx_pac_outer", "main"], 11,
+         arches=("aarch64",), cflags=["-mbranch-protection=standard"], checks=[check_pac],
+         qemu_cpu="max", expect_cpu={"aarch64": "max,pauth=off"},
+         note="pointer authentication: saved return addresses carry a PAC"),
+]
+CASES = {c.name: c for c in CASE_LIST}
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+def compile_program(arch, case, exe, extra=()):
+    prefix = ARCHES[arch]["prefix"]
+    objs = []
+    is_cxx = any(str(s if isinstance(s, str) else s[0]).endswith(".cc") for s in case.sources)
+    for src in case.sources:
+        name, flags = (src, []) if isinstance(src, str) else src
+        lang_cc = prefix + ("g++" if name.endswith(".cc") else "gcc")
+        obj = exe + "." + os.path.splitext(name)[0] + ".o"
+        arch_flags = []
+        if arch == "s390x" and flags is NO_UNWIND:
+            arch_flags = ["-mbackchain"]  # s390x's frame chain is the back chain
+        run([lang_cc] + CFLAGS + case.cflags + list(flags) + arch_flags + list(extra) +
+            ["-c", os.path.join(PROGRAMS, name), "-o", obj])
+        objs.append(obj)
+    link = prefix + ("g++" if is_cxx else "gcc")
+    run([link] + CFLAGS + case.ldflags + objs + ["-o", exe])
+    for obj in objs:
+        os.unlink(obj)
+
+
+def build(arch, case):
+    bindir = os.path.join(OUT, arch, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    exe = os.path.join(bindir, case.name)
+    compile_program(arch, case, exe)
+    bins = {"exe": exe, "gdb_exe": exe}
+    if case.post_build:
+        case.post_build(arch, exe, bins)
+    notes = [chk(arch, exe, bins) for chk in case.checks]
+    return bins, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Running and recording
+
+def _limits(stack_kb=None, coredump_filter=None):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        if stack_kb:
+            resource.setrlimit(resource.RLIMIT_STACK, (stack_kb * 1024, stack_kb * 1024))
+        if coredump_filter is not None:
+            with open("/proc/self/coredump_filter", "w") as f:
+                f.write(coredump_filter)
+    return apply
+
+
+def kernel_writes_cores_to_cwd():
+    try:
+        pattern = open("/proc/sys/kernel/core_pattern").read().strip()
+    except OSError:
+        return False
+    return not pattern.startswith("|") and "/" not in pattern and pattern.startswith("core")
+
+
+def gdb_record_cmds(raw, max_frames):
+    return ["-x", GDB_EXPECT, "-ex", "thread apply all bt %d" % max_frames,
+            "-ex", "ehbt-expect %s %d" % (raw, max_frames)]
+
+
+def fresh_rundir(arch, name):
+    rundir = os.path.join(OUT, arch, "run", name)
+    shutil.rmtree(rundir, ignore_errors=True)
+    os.makedirs(rundir)
+    return rundir
+
+
+def run_native(arch, case, bins, core, raw, text):
+    exe = bins["exe"]
+    rundir = fresh_rundir(arch, case.name)
+    if case.mode == "gdb-plt":
+        # Stop on the first instruction of getppid's .plt slot on its first call, then gcore.
+        # The slot's address comes from GDB's own .plt symbols; check_plt matched it against
+        # objdump, and the post-processing checks frame 0 is at offset 0 of that slot.
+        proc = run(["gdb", "-batch", "-nx", "-ex", "set pagination off",
+                    "-ex", "set startup-with-shell off", "-ex", "starti",
+                    "-ex", "break *'getppid@plt'", "-ex", "continue",
+                    "-ex", "gcore " + core, "-ex", "kill", exe], cwd=rundir, check=False,
+                   preexec_fn=_limits())
+        if not os.path.exists(core):
+            raise CaseError("gcore wrote no core:\n" + proc.stdout)
+    elif kernel_writes_cores_to_cwd():
+        run([exe], cwd=rundir, check=False, preexec_fn=_limits(case.stack_kb),
+            stdin=subprocess.DEVNULL)
+        found = glob.glob(os.path.join(rundir, "core")) + glob.glob(os.path.join(rundir, "core.*"))
+        if len(found) != 1:
+            raise CaseError("expected one core in %s, found %s" % (rundir, found))
+        shutil.move(found[0], core)
+    else:
+        # core_pattern pipes cores elsewhere: let GDB run it and write the core itself.
+        run(["gdb", "-batch", "-nx", "-ex", "set pagination off",
+             "-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "run",
+             "-ex", "gcore " + core, "-ex", "kill", exe], cwd=rundir, check=False,
+            preexec_fn=_limits(case.stack_kb))
+        if not os.path.exists(core):
+            raise CaseError("gdb gcore wrote no core")
+    proc = run(["gdb", "-batch", "-nx", "-ex", "set pagination off"] +
+               gdb_record_cmds(raw, case.max_frames) + [bins["gdb_exe"], core], check=False)
+    with open(text, "w") as f:
+        f.write(proc.stdout)
+    shutil.rmtree(rundir, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_qemu_live(arch, case, bins, raw, text, cpu=None, want_core=True):
+    """Runs the guest under qemu's gdbstub, records GDB's frames at the crash signal, then lets
+    the signal through so qemu writes the core. Returns the core path (in the run dir)."""
+    a = ARCHES[arch]
+    rundir = fresh_rundir(arch, case.name + ("" if want_core else ".second"))
+    port = free_port()
+    qemu = [a["qemu"], "-L", a["sysroot"], "-g", str(port)]
+    if cpu:
+        qemu += ["-cpu", cpu]
+    if case.stack_kb:
+        qemu += ["-s", str(case.stack_kb * 1024)]
+    # coredump_filter 0: qemu re-raises the signal on itself after writing the guest core;
+    # this keeps the host core of qemu (deleted below) tiny.
+    guest = subprocess.Popen(qemu + [bins["exe"]], cwd=rundir, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=_limits(coredump_filter="0"))
+    try:
+        gdb_cmd = [a["gdb"], "-batch", "-nx", "-ex", "set pagination off",
+                   "-ex", "set sysroot " + a["sysroot"], "-ex", "set tcp connect-timeout 30",
+                   "-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "file " + bins["gdb_exe"],
+                   "-ex", "target remote 127.0.0.1:%d" % port, "-ex", "continue"]
+        gdb_cmd += gdb_record_cmds(raw, case.max_frames)
+        gdb_cmd += ["-ex", "continue" if want_core else "kill"]
+        proc = run(gdb_cmd, check=False, timeout=300)
+        with open(text, "w") as f:
+            f.write(proc.stdout)
+        guest.wait(timeout=60)
+    finally:
+        if guest.poll() is None:
+            guest.kill()
+            guest.wait()
+    cores = glob.glob(os.path.join(rundir, "qemu_*.core"))
+    for host_core in glob.glob(os.path.join(rundir, "core*")):
+        os.unlink(host_core)  # qemu's own core, not the guest's
+    if want_core and len(cores) != 1:
+        raise CaseError("qemu (exit %s) wrote %d guest cores in %s; GDB said:\n%s" % (
+            guest.returncode, len(cores), rundir, "\n".join(proc.stdout.splitlines()[-15:])))
+    return cores[0] if cores else None
+
+
+def run_qemu(arch, case, bins, core, raw, text):
+    found = run_qemu_live(arch, case, bins, raw, text, cpu=case.qemu_cpu)
+    shutil.move(found, core)
+    shutil.rmtree(os.path.dirname(found), ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# From GDB's raw record to the expected file
+
+def demangle(names):
+    mangled = [n for n in names if n.startswith("_Z")]
+    if not mangled:
+        return []
+    out = run(["c++filt"] + mangled).stdout.split("\n")
+    return [o for o in out if o]
+
+
+def debug_file_for(arch, path):
+    bid = build_id(arch, path)
+    if not bid:
+        return None
+    cand = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[:2], bid[2:])
+    return cand if os.path.exists(cand) else None
+
+
+class SymbolTables:
+    """Acceptable ELF symbol names for a frame, from nm on the module file itself and on its
+    separate debug file: GDB's minimal symbol and every alias at the same address."""
+
+    def __init__(self, arch):
+        self.arch = arch
+        self.cache = {}
+        self.demangled = {}
+
+    def mangled(self, table):
+        """{demangled: mangled} for the C++ names of a table (computed once per table)."""
+        key = id(table)
+        if key not in self.demangled:
+            names = sorted({n for _, _, _, n in table if n.startswith("_Z")})
+            out = run(["c++filt"], input="\n".join(names) + "\n").stdout.split("\n")
+            self.demangled[key] = (table, dict(zip(out, names)))
+        return self.demangled[key][1]
+
+    def tables(self, path):
+        if path not in self.cache:
+            own = nm_symbols(path) + nm_symbols(path, dynamic=True)
+            dbg = debug_file_for(self.arch, path)
+            self.cache[path] = (own, nm_symbols(dbg) if dbg else [])
+        return self.cache[path]
+
+    @staticmethod
+    def gdb_to_elf_name(name):
+        """GDB shows a gcc clone `main.cold` as `main[cold]` (and C++ clones as
+        `f() [clone .cold]`); the symbol table holds `main.cold`."""
+        m = re.match(r"^(.*?)\s*\[clone (\.[\w.]+)\]$", name)
+        if m:
+            return m.group(1) + m.group(2)
+        m = re.match(r"^(.*)\[(\w+)\]$", name)
+        if m:
+            return m.group(1) + "." + m.group(2)
+        return name
+
+    @staticmethod
+    def aliases(table, name, offset):
+        """(names at the address of `name` that cover `offset`, whether it has a size)."""
+        hits = [(a, s) for a, s, _, n in table if n == name]
+        for addr, size in hits:
+            if size and offset >= size:
+                continue  # GDB's symbol does not cover the address in this table
+            return sorted({n for a, s, _, n in table if a == addr and (s or not size)}), size > 0
+        return [], False
+
+    def names(self, path, frame):
+        name, off = frame.get("min_symbol"), frame.get("min_symbol_offset") or 0
+        if not name or path is None or not os.path.exists(path):
+            return ([name] if name else []), False
+        if name.endswith("@plt"):
+            return [name], False  # synthetic: no symbol table holds PLT slots
+        name = self.gdb_to_elf_name(name)
+        own, dbg = self.tables(path)
+        if name[:2] != "_Z" and "(" in name:
+            # GDB shows C++ minimal symbols demangled; find the mangled name it came from.
+            name = self.mangled(own + dbg).get(name, name)
+        own_names, sized = self.aliases(own, name, off)
+        dbg_names, _ = self.aliases(dbg, name, off)
+        names = sorted(set(own_names + dbg_names))
+        names += demangle(names)
+        # A symbol without a size (s390x's _start) covers nothing for certain: GDB takes the
+        # nearest one before the pc, an ELF-symbol lookup may rightly say none. Not required.
+        return names, bool(own_names) and sized
+
+
+def module_basenames(path):
+    if path is None:
+        return None, []
+    if path == "[vdso]":
+        return "[vdso]", ["[vdso]", "linux-vdso.so.1", "linux-vdso64.so.1", "linux-vdso.so"]
+    real = os.path.realpath(path)
+    names = sorted({os.path.basename(path), os.path.basename(real)})
+    return os.path.basename(real), names
+
+
+def expected_frames(arch, raw_frames, bins, syms, sysroot):
+    frames = []
+    for i, f in enumerate(raw_frames):
+        if "error" in f:
+            break
+        mod = f["module"]
+        if mod and bins.get("gdb_exe") != bins["exe"] and mod == bins["gdb_exe"]:
+            mod = bins["exe"]  # GDB read the unstripped copy; the core names the stripped file
+        host_file = mod if mod and mod != "[vdso]" else None
+        if host_file and bins.get("moved_exe") and host_file == bins["exe"]:
+            host_file = bins["moved_exe"]
+        names, required = syms.names(host_file, f)
+        base, aliases = module_basenames(mod)
+        core_path = mod
+        if sysroot and mod and mod.startswith(sysroot + "/"):
+            core_path = mod[len(sysroot):]
+        frames.append({
+            "index": i,
+            "pc": f["pc"],
+            "function": f["name"],
+            "type": f["type"],
+            "module": base,
+            "module_aliases": aliases,
+            "module_file": host_file,
+            "module_core_path": core_path,
+            "symbols": names,
+            "symbol_required": required,
+        })
+    return frames
+
+
+def frame_names(frames):
+    return ["<signal handler called>" if f["type"] == "sigtramp" else f["function"]
+            for f in frames]
+
+
+def verify_chain(case, frames):
+    """The crashing thread must show the case's fixture functions, in order, contiguous."""
+    names = frame_names(frames)
+    chain = case.chain
+    for start in range(len(names)):
+        if names[start:start + len(chain)] == chain:
+            return start
+    raise CaseError("GDB's crashing thread %s does not contain the call chain %s" %
+                    (names, chain))
+
+
+def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", extra_note=""):
+    raw = json.load(open(raw_path))
+    a = ARCHES[arch]
+    syms = SymbolTables(arch)
+    threads = []
+    for t in raw["threads"]:
+        frames = expected_frames(arch, t["frames"], bins, syms, a["sysroot"])
+        threads.append({
+            "tid": t["tid"],
+            "crashing": t["selected"],
+            "frames": frames,
+            "stop": case.stop,
+            "compare_frames": case.compare_frames,
+            "gdb_stop": t["gdb_stop"],
+        })
+    crashing = [t for t in threads if t["crashing"]]
+    if len(crashing) != 1:
+        raise CaseError("GDB selected %d threads" % len(crashing))
+    ct = crashing[0]
+    if case.name == "nounwind":
+        names = frame_names(ct["frames"])
+        if "fx_nounwind_crash" in names and "fx_nounwind_outer" in names:
+            lo, hi = names.index("fx_nounwind_crash"), names.index("fx_nounwind_outer")
+            bogus = ct["frames"][lo + 1:hi]
+            if bogus and all(f["function"] is None for f in bogus):
+                # GDB's amd64 prologue analyser expects `mov %rsp,%rbp` right after
+                # `push %rbp`; gcc scheduled other instructions between them, so GDB misreads
+                # fx_nounwind_crash's frame and shows stack words as frames until it finds
+                # the chain again. By construction those are not frames (checked below).
+                ct["frames"] = ct["frames"][:lo + 1] + ct["frames"][hi:]
+                for i, f in enumerate(ct["frames"]):
+                    f["index"] = i
+                source = "construction"
+                extra_note = ("GDB shows %d bogus frames (%s) between fx_nounwind_crash and "
+                              "fx_nounwind_outer (its prologue analyser misreads the "
+                              "scheduled prologue); dropped, and every caller pc checked to "
+                              "follow its call instruction" % (
+                                  len(bogus), ", ".join(f["pc"] for f in bogus)))
+        check_return_addresses(arch, bins, raw_path, ct["frames"], case.chain)
+    start = verify_chain(case, ct["frames"])
+    case_notes = list(notes)
+
+    if case.stop == "outermost":
+        for t in threads:
+            last = t["frames"][-1]["function"] if t["frames"] else None
+            if t["gdb_stop"] != "outermost":
+                raise CaseError("GDB did not reach the outermost frame of thread %s: %s"
+                                % (t["tid"], t["gdb_stop"]))
+            # None: the cross libcs have no symbols for their thread entry (thread_start).
+            if last not in ("_start", "clone3", "clone", "__clone", "thread_start",
+                            "__thread_start", "__clone3", None):
+                raise CaseError("thread %s ends in %s" % (t["tid"], last))
+    if case.name == "plt":
+        f0 = raw["threads"][0]["frames"][0]
+        if not (f0["min_symbol"] == "getppid@plt" and f0["min_symbol_offset"] == 0 and
+                f0["section"] == ".plt"):
+            raise CaseError("frame 0 is not the first byte of getppid@plt: %s" % f0)
+        case_notes.append("frame 0 at getppid@plt+0 in .plt")
+    if case.name == "smashed":
+        # By construction the walk is good up to fx_smash_victim; its return address is
+        # garbage. GDB shows the garbage as one more frame and stops; that frame is dropped.
+        keep = start + len(case.chain)
+        dropped = ct["frames"][keep:]
+        if not dropped or int(dropped[0]["pc"], 16) != 0x4141414141414141:
+            raise CaseError("the frame after fx_smash_victim is not the garbage value: %s"
+                            % dropped[:1])
+        ct["frames"] = ct["frames"][:keep]
+        ct["compare_frames"] = keep
+        ct["garbage_pc"] = "0x4141414141414141"
+        source = "construction"
+        extra_note = ("frames up to fx_smash_victim as GDB shows them (they match the known call "
+                      "structure); GDB then shows the garbage return address 0x4141414141414141 as "
+                      "a frame, which is not a frame: expected stop is any non-outermost reason")
+    if case.name == "threads":
+        seen = sorted(n for t in threads if not t["crashing"] for n in frame_names(t["frames"])
+                      if n and n.startswith("fx_thread_"))
+        if seen != ["fx_thread_condwait", "fx_thread_poll", "fx_thread_read", "fx_thread_sleep"]:
+            raise CaseError("threads: the four blocked threads are not all there: %s" % seen)
+    if case.name == "overflow":
+        top = ct["frames"][:case.compare_frames]
+        if len(top) < case.compare_frames or any(f["function"] != "fx_recurse" for f in top):
+            raise CaseError("overflow: top frames are not all fx_recurse")
+    doc = {
+        "format": "ehbt-expected/1",
+        "arch": arch,
+        "program": case.name,
+        "core": core,
+        "exe": bins["exe"],
+        "exe_file": bins.get("moved_exe", bins["exe"]),
+        "exe_unstripped": bins.get("unstripped"),
+        "exe_build_id": build_id(arch, bins.get("moved_exe", bins["exe"])),
+        "sysroot": a["sysroot"],
+        "signal": case.signal,
+        "source": source,
+        "note": "; ".join([case.note] + case_notes + ([extra_note] if extra_note else [])),
+        "gdb_text": text_path,
+        "threads": threads,
+    }
+    if raw.get("signal") not in (None, case.signal):
+        raise CaseError("GDB reports signal %s, expected %s" % (raw.get("signal"), case.signal))
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------
+
+def second_run_expected(arch, case, bins, raw, text, core_raw):
+    """Where GDB cannot read the crash run (see Case.expect_cpu), the expected frames come from
+    GDB on a second run of the same program on a CPU without the feature GDB trips over. The
+    program is deterministic and qemu-user loads it at the same addresses, so the pcs are the
+    same: checked here against the frames GDB did get from the crash run, comparing pcs with
+    any pointer-authentication code stripped (user addresses are below 2^48)."""
+    cpu = case.expect_cpu[arch]
+    run_qemu_live(arch, case, bins, raw, text, cpu=cpu, want_core=False)
+    second = [f for f in json.load(open(raw))["threads"][0]["frames"] if "error" not in f]
+    first = [f for f in json.load(open(core_raw))["threads"][0]["frames"] if "error" not in f]
+    agree = 0
+    for a_, b in zip(first, second):
+        if int(a_["pc"], 16) & ((1 << 48) - 1) != int(b["pc"], 16):
+            break
+        agree += 1
+    if agree < 2 or agree < len(first) - 1:
+        raise CaseError("the crash run and the -cpu %s run disagree: %s vs %s" % (
+            cpu, [f["pc"] for f in first], [f["pc"] for f in second]))
+    return ("GDB on the crash run gets %d frames, the last %s; the expected frames are GDB's "
+            "from a second run with -cpu %s, whose pcs agree with the crash run's (PAC "
+            "stripped)" % (len(first), first[-1]["pc"], cpu))
+
+
+def exe_load_bias(bins, raw_path):
+    """The executable's load bias: GDB's runtime address of a symbol minus nm's."""
+    symfile = bins.get("unstripped") or bins.get("moved_exe", bins["exe"])
+    for t in json.load(open(raw_path))["threads"]:
+        for f in t["frames"]:
+            if f.get("module") in (bins["exe"], bins["gdb_exe"]) and f.get("min_symbol"):
+                try:
+                    addr, _ = symbol_address(symfile, f["min_symbol"])
+                except CaseError:
+                    continue
+                return int(f["lookup_pc"], 16) - f["min_symbol_offset"] - addr
+    return None
+
+
+def check_return_addresses(arch, bins, raw_path, frames, chain):
+    """By construction: each caller frame's pc must be the address right after the call
+    instruction that calls the younger chain function, in the caller's own disassembly."""
+    symfile = bins.get("unstripped") or bins.get("moved_exe", bins["exe"])
+    bias = exe_load_bias(bins, raw_path)
+    for callee, caller in zip(frames, frames[1:]):
+        if caller["function"] not in chain or callee["function"] not in chain:
+            continue
+        insns = disassemble(arch, symfile, caller["function"])
+        after = [insns[i + 1][0] for i in range(len(insns) - 1)
+                 if insns[i][1] in ARCHES[arch]["call"] and
+                 "<%s>" % callee["function"] in insns[i][2]]
+        if int(caller["pc"], 16) - bias not in after:
+            raise CaseError("%s's pc 0x%x is not after a call to %s (%s)" % (
+                caller["function"], int(caller["pc"], 16) - bias, callee["function"],
+                [hex(a) for a in after]))
+
+
+def exe_build_id_location(arch, bins, doc, raw_path):
+    """Whether the core holds the executable's build-id note where the executable maps it
+    (load bias + the PT_NOTE's address, in a PT_LOAD with file contents). The kernel dumps the
+    first page of each ELF mapping, so native cores do; qemu-user writes no contents for
+    read-only executable mappings, so its cores may not. Without it no tool can tell a
+    wrong-build-id file from the right one."""
+    exe = bins.get("moved_exe", bins["exe"])
+    bias = exe_load_bias(bins, raw_path)
+    result = {"exe_bias": None if bias is None else "0x%x" % bias,
+              "exe_build_id_in_core": False}
+    bid = doc.get("exe_build_id")
+    if bias is None or not bid:
+        return result
+    notes = []
+    for line in run([tool(arch, "readelf"), "-lW", exe]).stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "NOTE":
+            notes.append((int(parts[2], 16), int(parts[4], 16)))
+    loads = []
+    for line in run([tool(arch, "readelf"), "-lW", doc["core"]]).stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "LOAD":
+            loads.append((int(parts[1], 16), int(parts[2], 16), int(parts[4], 16)))
+    with open(doc["core"], "rb") as f:
+        for vaddr, size in notes:
+            start = bias + vaddr
+            for off, lo, filesz in loads:
+                if lo <= start and start + size <= lo + filesz:
+                    f.seek(off + start - lo)
+                    if bytes.fromhex(bid) in f.read(size):
+                        result["exe_build_id_in_core"] = True
+    return result
+
+
+def do_case(arch, case):
+    outdir = os.path.join(OUT, arch)
+    os.makedirs(outdir, exist_ok=True)
+    core = os.path.join(outdir, case.name + ".core")
+    raw = os.path.join(outdir, case.name + ".raw.json")
+    text = os.path.join(outdir, case.name + ".gdb.txt")
+    expected = os.path.join(outdir, case.name + ".expected.json")
+    for p in (core, raw, text, expected):
+        if os.path.exists(p):
+            os.unlink(p)
+    bins, notes = build(arch, case)
+    if ARCHES[arch]["qemu"]:
+        run_qemu(arch, case, bins, core, raw, text)
+    else:
+        run_native(arch, case, bins, core, raw, text)
+    source, extra = "gdb", ""
+    raw_for_expect = raw
+    if arch in case.expect_cpu:
+        raw_for_expect = os.path.join(outdir, case.name + ".second-run.raw.json")
+        extra = second_run_expected(arch, case, bins, raw_for_expect,
+                                    os.path.join(outdir, case.name + ".second-run.gdb.txt"), raw)
+        source = "gdb-second-run"
+    if case.name == "buildid":
+        good = os.path.join(outdir, "bin", "buildid-good")
+        os.makedirs(good, exist_ok=True)
+        moved = os.path.join(good, "buildid")
+        shutil.move(bins["exe"], moved)
+        bins["moved_exe"] = moved
+        bins["gdb_exe"] = bins["exe"]  # the path GDB printed for the module
+        _buildid_variant(arch, bins["exe"], bins)
+    for leftover in (case.name, case.name + ".second"):  # not a glob: static vs staticpie
+        shutil.rmtree(os.path.join(outdir, "run", leftover), ignore_errors=True)
+    doc = finish(arch, case, bins, raw_for_expect, core, text, notes, source, extra)
+    if raw_for_expect != raw:
+        # The frames come from the second run, the thread ids must be the core's.
+        crash_threads = json.load(open(raw))["threads"]
+        if len(crash_threads) != len(doc["threads"]):
+            raise CaseError("the second run has another number of threads")
+        for t, c in zip(doc["threads"], crash_threads):
+            t["tid"] = c["tid"]
+    doc.update(exe_build_id_location(arch, bins, doc, raw))
+    if "variant" in bins:
+        doc["variant_sysroot"] = os.path.join(outdir, "wrongroot")
+        doc["variant_file"] = bins["variant"]
+        doc["variant_build_id"] = build_id(arch, bins["variant"])
+    with open(expected, "w") as f:
+        json.dump(doc, f, indent=1)
+    return "%s/%s: ok (%s, %d threads, crashing thread %d frames)" % (
+        arch, case.name, doc["source"], len(doc["threads"]),
+        len([t for t in doc["threads"] if t["crashing"]][0]["frames"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("arches", nargs="*", default=["x86_64"])
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("-j", type=int, default=3,
+                    help="parallel cases (they mostly wait on gdb and qemu)")
+    args = ap.parse_args()
+    arches = []
+    for a in args.arches:
+        arches += list(ARCHES) if a == "all" else [a]
+    for a in arches:
+        if a not in ARCHES:
+            ap.error("unknown architecture " + a)
+    only = set(filter(None, args.only.split(",")))
+    jobs = [(a, c) for a in arches for c in CASE_LIST
+            if a in c.arches and (not only or c.name in only)]
+    failed = 0
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
+        futs = {pool.submit(do_case, a, c): (a, c.name) for a, c in jobs}
+        for fut in concurrent.futures.as_completed(futs):
+            a, name = futs[fut]
+            try:
+                print(fut.result(), flush=True)
+            except (CaseError, subprocess.TimeoutExpired, OSError) as e:
+                failed += 1
+                print("%s/%s: FAILED: %s" % (a, name, e), flush=True)
+    for a in arches:
+        try:
+            os.rmdir(os.path.join(OUT, a, "run"))
+        except OSError:
+            pass
+    print("make-cores: %d cases, %d failed, %.0fs" % (len(jobs), failed, time.time() - t0))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

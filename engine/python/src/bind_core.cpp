@@ -1,0 +1,203 @@
+// Targets (cores and live processes), their threads and signal, and the shared image store.
+// Unwinding a target's thread runs entirely in C++ with the GIL released.
+#include <pybind11/stl.h>
+
+#include <utility>
+
+#include "bindings.hpp"
+
+namespace ehbt::py {
+
+namespace {
+
+using TargetPtr = std::shared_ptr<PyTarget>;
+
+Target& live(PyTarget& t) {
+  if (!t.target) throw pyb::value_error("target is closed");
+  return *t.target;
+}
+
+TargetOptions target_options(const std::vector<std::string>& sysroots, const std::string& exe,
+                             const Limits& limits, const std::shared_ptr<ImageStore>& store) {
+  TargetOptions o;
+  o.sysroots = sysroots;
+  o.exe = exe;
+  o.limits = limits;
+  o.store = store.get();
+  return o;
+}
+
+TargetPtr wrap(Expected<std::unique_ptr<Target>, std::string> r, std::string path, int pid,
+               const Limits& limits, std::shared_ptr<ImageStore> store) {
+  if (!r) throw EhbtError(r.error());
+  auto t = std::make_shared<PyTarget>();
+  t->target = std::move(r).value();
+  t->path = std::move(path);
+  t->pid = pid;
+  t->limits = limits;
+  t->store = std::move(store);
+  return t;
+}
+
+}  // namespace
+
+std::shared_ptr<OwnedBacktrace> unwind_target_thread(const TargetPtr& target, std::size_t index,
+                                                     const Limits& limits,
+                                                     const UnwindOptions& options) {
+  std::lock_guard<std::mutex> lock(target->mu);
+  Target& t = live(*target);
+  if (index >= t.threads().size()) throw pyb::index_error("thread index out of range");
+  auto owned = std::make_shared<OwnedBacktrace>();
+  owned->owner = target;
+  Unwinder unwinder(limits);
+  owned->bt = unwinder.unwind(t.threads()[index].regs, t.memory(), t.modules(), options);
+  return owned;
+}
+
+void bind_core(pyb::module_& m) {
+  m.def(
+      "signal_name", [](int number) { return signal_name(number); }, pyb::arg("number"),
+      "'SIGSEGV' for 11; 'SIG<n>' when unknown.");
+
+  pyb::class_<ImageStore, std::shared_ptr<ImageStore>>(
+      m, "ImageStore", "Opened images shared across targets (one parse of libc per batch).")
+      .def(pyb::init<>())
+      .def("__len__", &ImageStore::size);
+
+  pyb::class_<ThreadState>(m, "Thread", "A thread of a target: id, registers, signal, name.")
+      .def_readonly("tid", &ThreadState::tid)
+      .def_readonly("regs", &ThreadState::regs)
+      .def_readonly("signal", &ThreadState::signal)
+      .def_readonly("name", &ThreadState::name)
+      .def("__repr__", [](const ThreadState& t) {
+        return "Thread(tid=" + std::to_string(t.tid) + ", pc=" + hex(t.regs.pc()) + ")";
+      });
+
+  pyb::class_<SignalInfo>(m, "Signal", "The signal that stopped the target.")
+      .def_readonly("number", &SignalInfo::number)
+      .def_readonly("code", &SignalInfo::code)
+      .def_readonly("address", &SignalInfo::address)
+      .def_property_readonly("name", [](const SignalInfo& s) { return signal_name(s.number); })
+      .def("__repr__", [](const SignalInfo& s) {
+        return "Signal(" + signal_name(s.number) + ", code=" + std::to_string(s.code) + ")";
+      });
+
+  pyb::class_<PyTarget, TargetPtr>(m, "Target", "A core file or a live process.")
+      .def_readonly("path", &PyTarget::path, "The core file; '' for a live process.")
+      .def_readonly("pid", &PyTarget::pid, "The live process; 0 for a core.")
+      .def_readonly("limits", &PyTarget::limits)
+      .def_property_readonly("arch", [](PyTarget& t) { return live(t).arch(); })
+      .def_property_readonly("threads", [](PyTarget& t) { return live(t).threads(); })
+      .def_property_readonly(
+          "crashing_thread", [](PyTarget& t) { return live(t).crashing_thread(); },
+          "Index into threads of the thread that took the signal.")
+      .def_property_readonly("signal", [](PyTarget& t) { return live(t).signal(); })
+      .def_property_readonly("executable", [](PyTarget& t) { return live(t).executable(); })
+      .def_property_readonly(
+          "modules", [](PyTarget& t) { return live(t).modules(); },
+          "A copy of the target's ModuleSet.")
+      .def_property_readonly("auxv", [](PyTarget& t) { return live(t).auxv(); })
+      .def(
+          "read",
+          [](PyTarget& t, uint64_t addr, std::size_t size) {
+            std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
+            std::size_t n = 0;
+            {
+              pyb::gil_scoped_release nogil;
+              std::lock_guard<std::mutex> lock(t.mu);
+              n = live(t).memory().read(addr, buf);
+            }
+            return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
+          },
+          pyb::arg("addr"), pyb::arg("size"),
+          "Target memory; shorter than asked where it faults. Usable as a memory callable.")
+      .def("__call__",
+           [](PyTarget& t, uint64_t addr, std::size_t size) {
+             std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
+             std::size_t n = 0;
+             {
+               pyb::gil_scoped_release nogil;
+               std::lock_guard<std::mutex> lock(t.mu);
+               n = live(t).memory().read(addr, buf);
+             }
+             return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
+           })
+      .def(
+          "unwind_thread",
+          [](const TargetPtr& t, std::size_t index, const pyb::handle& options,
+             const pyb::handle& limits) {
+            UnwindOptions opts = options_from_py(options);
+            Limits l = limits_from_py(limits, t->limits);
+            pyb::gil_scoped_release nogil;
+            return unwind_target_thread(t, index, l, opts);
+          },
+          pyb::arg("index"), pyb::arg("options") = pyb::none(), pyb::arg("limits") = pyb::none(),
+          "Backtrace of threads[index], computed in C++ without the GIL.")
+      .def(
+          "unwind_all",
+          [](const TargetPtr& t, const pyb::handle& options, const pyb::handle& limits) {
+            UnwindOptions opts = options_from_py(options);
+            Limits l = limits_from_py(limits, t->limits);
+            std::vector<std::shared_ptr<OwnedBacktrace>> out;
+            pyb::gil_scoped_release nogil;
+            std::size_t n = 0;
+            {
+              std::lock_guard<std::mutex> lock(t->mu);
+              n = live(*t).threads().size();
+            }
+            for (std::size_t i = 0; i < n; ++i) out.push_back(unwind_target_thread(t, i, l, opts));
+            return out;
+          },
+          pyb::arg("options") = pyb::none(), pyb::arg("limits") = pyb::none())
+      .def(
+          "close",
+          [](PyTarget& t) {
+            pyb::gil_scoped_release nogil;
+            std::lock_guard<std::mutex> lock(t.mu);
+            t.target.reset();
+          },
+          "Releases the core (or detaches from the process). Backtraces keep working.")
+      .def_property_readonly("closed", [](const PyTarget& t) { return !t.target; })
+      .def("__enter__", [](const TargetPtr& t) { return t; })
+      .def("__exit__", [](PyTarget& t, const pyb::args&) {
+        pyb::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(t.mu);
+        t.target.reset();
+      });
+
+  m.def(
+      "open_core",
+      [](const std::string& path, const std::vector<std::string>& sysroots, const std::string& exe,
+         const pyb::handle& limits, std::shared_ptr<ImageStore> store) {
+        Limits l = limits_from_py(limits);
+        TargetOptions o = target_options(sysroots, exe, l, store);
+        Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
+        {
+          pyb::gil_scoped_release nogil;
+          r = open_core(path, o);
+        }
+        return wrap(std::move(r), path, 0, l, std::move(store));
+      },
+      pyb::arg("path"), pyb::arg("sysroots") = std::vector<std::string>{}, pyb::arg("exe") = "",
+      pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
+      "Opens an ELF core. Raises ehbt.Error (one line saying why) when unusable.");
+
+  m.def(
+      "attach_process",
+      [](int pid, const std::vector<std::string>& sysroots, const pyb::handle& limits,
+         std::shared_ptr<ImageStore> store) {
+        Limits l = limits_from_py(limits);
+        TargetOptions o = target_options(sysroots, "", l, store);
+        Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
+        {
+          pyb::gil_scoped_release nogil;
+          r = attach_process(pid, o);
+        }
+        return wrap(std::move(r), "", pid, l, std::move(store));
+      },
+      pyb::arg("pid"), pyb::arg("sysroots") = std::vector<std::string>{},
+      pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
+      "Attaches to every thread of a live process; close() (or the last reference) detaches.");
+}
+
+}  // namespace ehbt::py

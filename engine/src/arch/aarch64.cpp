@@ -1,0 +1,112 @@
+// AArch64 (AAPCS64, Linux): callee-saved registers, pointer-authentication stripping, the
+// rt_sigreturn trampoline and the kernel's signal frame, the x29 frame-record chain.
+#include <array>
+#include <cstring>
+
+#include "arch/arch_ops.hpp"
+
+namespace ehbt::arch {
+namespace {
+
+constexpr uint16_t kX29 = 29, kX30 = 30, kSp = 31;
+
+// `mov x8, #139; svc #0` (139 = __NR_rt_sigreturn), the vDSO's __kernel_rt_sigreturn, as
+// little-endian instruction words d2801168 d4000001.
+constexpr std::array<uint8_t, 8> kRtSigreturnCode = {0x68, 0x11, 0x80, 0xd2,
+                                                     0x01, 0x00, 0x00, 0xd4};
+
+// Signal frame (arch/arm64/kernel/signal.c): the kernel points sp at struct rt_sigframe
+// { struct siginfo info; struct ucontext uc; } and the handler returns with sp unchanged.
+constexpr uint64_t kSiginfoSize = 128;
+// struct ucontext (arch/arm64/include/uapi/asm/ucontext.h): uc_flags, uc_link, uc_stack (24),
+// uc_sigmask (8), padding to a 1024-bit sigset (120), then uc_mcontext aligned to 16.
+constexpr uint64_t kUcMcontextOffset = 176;
+// struct sigcontext (uapi/asm/sigcontext.h): fault_address, regs[31], sp, pc, pstate.
+constexpr uint64_t kScRegsOffset = 8;
+constexpr unsigned kScWords = 33;  // x0..x30, sp, pc
+constexpr unsigned kScSp = 31, kScPc = 32;
+constexpr uint64_t kSigcontextRegs = kSiginfoSize + kUcMcontextOffset + kScRegsOffset;
+
+// Linux user space uses 48-bit virtual addresses unless a program asks for 52 bits; the bits
+// above hold a pointer-authentication code and/or a top-byte tag (TBI).
+constexpr unsigned kVaBits = 48;
+constexpr uint64_t kVaMask = (1ull << kVaBits) - 1;
+constexpr uint64_t kUserLimit = 1ull << 52;
+
+class AArch64Ops final : public ArchOps {
+ public:
+  AArch64Ops() : ArchOps(arch_info(Arch::AArch64)) {
+    for (uint16_t r = 19; r <= kX30; ++r) add_callee_saved(r);  // x19-x28, fp, lr
+    add_callee_saved(kSp);
+    for (uint16_t r = 72; r <= 79; ++r) add_callee_saved(r);  // d8-d15
+  }
+
+  uint64_t strip_return_address(uint64_t ra) const override { return ra & kVaMask; }
+
+  bool plausible_pc(uint64_t pc) const override { return pc < kUserLimit && pc % 4 == 0; }
+
+  Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
+    std::array<std::byte, kRtSigreturnCode.size()> code;
+    if (!mem.read_exact(pc, code)) return Sigreturn::None;
+    return std::memcmp(code.data(), kRtSigreturnCode.data(), code.size()) == 0 ? Sigreturn::Rt
+                                                                               : Sigreturn::None;
+  }
+
+  RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,
+                               Memory& mem) const override {
+    if (kind != Sigreturn::Rt) return unexpected(not_applicable("not an rt_sigreturn frame"));
+    if (!regs.has(kSp)) return unexpected(not_applicable("sp unknown at the trampoline"));
+    const uint64_t at = regs.raw(kSp) + kSigcontextRegs;
+    std::array<std::byte, kScWords * 8> block;
+    if (!mem.read_exact(at, block)) return unexpected(fault(at, block.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::AArch64);
+    for (unsigned i = 0; i <= kX30; ++i)
+      out.regs.set(static_cast<uint16_t>(i), word_at(block.data(), i));
+    out.regs.set(kSp, word_at(block.data(), kScSp));
+    out.regs.set_pc(word_at(block.data(), kScPc));
+    out.cfa = out.regs.raw(kSp);
+    return out;
+  }
+
+  // A frame record {x29, x30} sits where x29 points. The record does not say how far above
+  // it the caller's sp is (gcc puts it at the bottom of the frame, clang at the top), so sp
+  // stays unknown rather than guessed.
+  RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
+    if (!regs.has(kX29)) return unexpected(not_applicable("x29 unknown"));
+    const uint64_t fp = regs.raw(kX29);
+    if (fp == 0) return unexpected(not_applicable("x29 is 0"));
+    if (fp % 8 != 0) return unexpected(not_applicable("x29 is misaligned"));
+    if (regs.has(kSp) && fp < regs.raw(kSp)) return unexpected(not_applicable("x29 below sp"));
+    if (fp > UINT64_MAX - 16) return unexpected(not_applicable("x29 at the top of memory"));
+    std::array<std::byte, 16> rec;
+    if (!mem.read_exact(fp, rec)) return unexpected(fault(fp, rec.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::AArch64);
+    const uint64_t lr = word_at(rec.data(), 1);
+    out.regs.set(kX29, word_at(rec.data(), 0));
+    out.regs.set(kX30, lr);
+    out.regs.set_pc(strip_return_address(lr));
+    out.cfa = fp + 16;
+    return out;
+  }
+
+  // At a function's first instruction the return address is still in x30.
+  RecoverResult entry_step(const RegisterSet& regs, Memory&) const override {
+    if (!regs.has(kSp) || !regs.has(kX30)) return unexpected(not_applicable("sp or x30 unknown"));
+    Recovered out;
+    out.regs = keep_callee_saved(regs);
+    out.regs.set_pc(strip_return_address(regs.raw(kX30)));
+    out.cfa = regs.raw(kSp);
+    return out;
+  }
+};
+
+}  // namespace
+
+const ArchOps& aarch64_ops() {
+  static const AArch64Ops ops;
+  return ops;
+}
+
+}  // namespace ehbt::arch

@@ -1,0 +1,131 @@
+// What the step loop needs to know about one architecture beyond the table-driven facts in
+// ArchInfo: which registers survive a call, what a plausible code address looks like, how a
+// return address is cleaned (aarch64 pointer authentication), how to recognise a sigreturn
+// trampoline and read the registers the kernel saved below it, and the heuristic steps used
+// where no unwind table covers a pc (frame-pointer / backchain chain, function entry).
+//
+// One implementation per architecture lives next to this file (x86_64.cpp, aarch64.cpp,
+// s390x.cpp); arch_ops() hands out a static instance. Nothing here allocates or throws.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+
+#include "ehbt/arch.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/memory.hpp"
+#include "ehbt/registers.hpp"
+
+namespace ehbt::arch {
+
+// The registers of the caller found by a heuristic or signal-frame step, and the CFA of the
+// frame stepped from.
+struct Recovered {
+  uint64_t cfa = 0;
+  RegisterSet regs;  // pc() is the caller's pc
+};
+
+enum class RecoverError : uint8_t {
+  NotApplicable,  // the heuristic's preconditions do not hold (e.g. no frame pointer)
+  MemoryFault,    // a read of target memory failed at `addr`
+};
+
+struct RecoverFailure {
+  RecoverError kind = RecoverError::NotApplicable;
+  uint64_t addr = 0;     // faulting address (MemoryFault)
+  unsigned size = 0;     // bytes asked (MemoryFault)
+  const char* why = "";  // static text for NotApplicable
+};
+
+using RecoverResult = Expected<Recovered, RecoverFailure>;
+
+enum class Sigreturn : uint8_t {
+  None,
+  Rt,     // rt_sigreturn: the frame holds siginfo + ucontext
+  NonRt,  // sigreturn (s390x only): the frame holds a sigcontext pointing at _sigregs
+};
+
+class ArchOps {
+ public:
+  virtual ~ArchOps() = default;
+
+  const ArchInfo& info() const { return *info_; }
+
+  // A register whose value a callee preserves: with no rule, the caller's value is the
+  // callee's (DWARF "same value"); every other register without a rule is undefined.
+  bool callee_saved(uint16_t reg) const { return reg < kMaxRegs && callee_saved_.test(reg); }
+  const std::bitset<kMaxRegs>& callee_saved_set() const { return callee_saved_; }
+  // Copies the callee-saved registers of `from` that are valid into `to` (a fresh set).
+  void copy_callee_saved(const RegisterSet& from, RegisterSet& to) const {
+    for (uint8_t i = 0; i < num_callee_saved_; ++i) {
+      const uint16_t r = callee_saved_list_[i];
+      if (from.has(r)) to.set(r, from.raw(r));
+    }
+  }
+
+  // A return address as stored -> the code address it designates.
+  virtual uint64_t strip_return_address(uint64_t ra) const { return ra; }
+
+  // Could `pc` be a user-space instruction address (canonical, aligned)?
+  virtual bool plausible_pc(uint64_t pc) const = 0;
+
+  // Reads the instruction bytes at `pc` from target memory and tells whether they are a
+  // sigreturn trampoline. A failed read is "no".
+  virtual Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const = 0;
+
+  // `regs` are those of a frame stopped at a sigreturn trampoline of kind `kind`: returns
+  // the registers of the interrupted frame; cfa = its SP + cfa_sp_offset.
+  virtual RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,
+                                       Memory& mem) const = 0;
+
+  // One step along the frame-pointer chain (s390x: the backchain). Only the registers the
+  // chain records are valid in the result; other callee-saved registers are unknown.
+  virtual RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const = 0;
+
+  // Assumes `regs` stop at the first instruction of a function (a call to a bad pointer):
+  // the return address is where the call left it, nothing else has moved.
+  virtual RecoverResult entry_step(const RegisterSet& regs, Memory& mem) const = 0;
+
+ protected:
+  explicit ArchOps(const ArchInfo& info) : info_(&info) {}
+
+  // Reads one address-sized word in the target's byte order.
+  bool read_word(Memory& mem, uint64_t addr, uint64_t& out) const {
+    return mem.read_uint(addr, info_->address_size, info_->big_endian, out);
+  }
+  // Decodes word `index` of a block read from the target.
+  uint64_t word_at(const std::byte* block, unsigned index) const;
+  // Starts a caller register set holding the callee-saved registers of `regs` that are valid.
+  RegisterSet keep_callee_saved(const RegisterSet& regs) const;
+  // Declares `reg` callee-saved (constructors only).
+  void add_callee_saved(uint16_t reg) {
+    if (reg >= kMaxRegs || callee_saved_.test(reg) || num_callee_saved_ >= kMaxCalleeSaved) return;
+    callee_saved_.set(reg);
+    callee_saved_list_[num_callee_saved_++] = reg;
+  }
+
+  static RecoverFailure fault(uint64_t addr, unsigned size) {
+    return {RecoverError::MemoryFault, addr, size, ""};
+  }
+  static RecoverFailure not_applicable(const char* why) {
+    return {RecoverError::NotApplicable, 0, 0, why};
+  }
+
+  const ArchInfo* info_;
+
+ private:
+  static constexpr uint8_t kMaxCalleeSaved = 32;
+  std::bitset<kMaxRegs> callee_saved_;
+  std::array<uint16_t, kMaxCalleeSaved> callee_saved_list_{};
+  uint8_t num_callee_saved_ = 0;
+};
+
+const ArchOps& arch_ops(Arch arch);
+
+// Per-architecture instances (defined in x86_64.cpp, aarch64.cpp, s390x.cpp).
+const ArchOps& x86_64_ops();
+const ArchOps& aarch64_ops();
+const ArchOps& s390x_ops();
+
+}  // namespace ehbt::arch

@@ -1,0 +1,121 @@
+// s390x (zSeries ELF ABI, Linux, big-endian): callee-saved registers, the sigreturn and
+// rt_sigreturn trampolines and the kernel's two signal frames, the optional backchain.
+#include <array>
+
+#include "arch/arch_ops.hpp"
+
+namespace ehbt::arch {
+namespace {
+
+constexpr uint16_t kR14 = 14, kR15 = 15;
+
+// The trampolines are a single `svc` instruction: 0a NN with NN the syscall number
+// (173 = __NR_rt_sigreturn, 119 = __NR_sigreturn).
+constexpr uint8_t kSvcOpcode = 0x0a;
+constexpr uint8_t kNrRtSigreturn = 173;
+constexpr uint8_t kNrSigreturn = 119;
+
+// Every frame starts with the 160-byte register save area the callee may use
+// (__SIGNAL_FRAMESIZE); r15 points at the signal frame when the handler returns.
+constexpr uint64_t kSignalFramesize = 160;
+
+// struct rt_sigframe (arch/s390/kernel/signal.c): callee_used_stack[160], __u16 svc_insn,
+// struct siginfo info (8-aligned: offset 168, 128 bytes), struct ucontext_extended uc
+// (offset 296). ucontext_extended (uapi/asm/ucontext.h): uc_flags (8), uc_link (8),
+// uc_stack (24), then uc_mcontext (_sigregs) at +40.
+constexpr uint64_t kRtSigregsOffset = kSignalFramesize + 8 + 128 + 40;
+
+// sigframe (non-RT): callee_used_stack[160], then struct sigcontext { unsigned long
+// oldmask[1]; _sigregs *sregs; } (uapi/asm/sigcontext.h, 64-bit: _SIGCONTEXT_NSIG_WORDS = 1).
+constexpr uint64_t kSigcontextSregsOffset = kSignalFramesize + 8;
+
+// _sigregs (uapi/asm/sigcontext.h) begins with _s390_regs_common: psw {mask, addr}, gprs[16].
+constexpr unsigned kSigregsWords = 18;
+constexpr unsigned kSigregsPswAddr = 1, kSigregsGpr0 = 2;
+
+// The register save area of a frame holds r6..r15 at 48..127: r14 at 112.
+constexpr uint64_t kSaveAreaR14 = 14 * 8;
+
+class S390xOps final : public ArchOps {
+ public:
+  S390xOps() : ArchOps(arch_info(Arch::S390x)) {
+    for (uint16_t r = 6; r <= kR15; ++r) add_callee_saved(r);  // r6-r13, r14 (ra), r15 (sp)
+    for (uint16_t r = 24; r <= 31; ++r) add_callee_saved(r);   // f8-f15
+  }
+
+  bool plausible_pc(uint64_t pc) const override { return pc % 2 == 0; }
+
+  Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
+    std::array<std::byte, 2> code;
+    if (!mem.read_exact(pc, code)) return Sigreturn::None;
+    if (std::to_integer<uint8_t>(code[0]) != kSvcOpcode) return Sigreturn::None;
+    const uint8_t nr = std::to_integer<uint8_t>(code[1]);
+    if (nr == kNrRtSigreturn) return Sigreturn::Rt;
+    if (nr == kNrSigreturn) return Sigreturn::NonRt;
+    return Sigreturn::None;
+  }
+
+  RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,
+                               Memory& mem) const override {
+    if (kind == Sigreturn::None) return unexpected(not_applicable("not a sigreturn frame"));
+    if (!regs.has(kR15)) return unexpected(not_applicable("r15 unknown at the trampoline"));
+    const uint64_t frame = regs.raw(kR15);
+    uint64_t sigregs = frame + kRtSigregsOffset;
+    if (kind == Sigreturn::NonRt) {
+      const uint64_t at = frame + kSigcontextSregsOffset;
+      if (!read_word(mem, at, sigregs)) return unexpected(fault(at, 8));
+    }
+    std::array<std::byte, kSigregsWords * 8> block;
+    if (!mem.read_exact(sigregs, block)) return unexpected(fault(sigregs, block.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::S390x);
+    for (unsigned i = 0; i < 16; ++i)
+      out.regs.set(static_cast<uint16_t>(i), word_at(block.data(), kSigregsGpr0 + i));
+    out.regs.set_pc(word_at(block.data(), kSigregsPswAddr));
+    out.cfa = out.regs.raw(kR15) + kSignalFramesize;
+    return out;
+  }
+
+  // With -mbackchain, word 0 of each frame points at the caller's frame, whose register save
+  // area holds the r14 this function was called with. Accepted only when the chain goes up.
+  RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
+    if (!regs.has(kR15)) return unexpected(not_applicable("r15 unknown"));
+    const uint64_t sp = regs.raw(kR15);
+    uint64_t chain = 0;
+    if (!read_word(mem, sp, chain)) return unexpected(fault(sp, 8));
+    if (chain <= sp) return unexpected(not_applicable("backchain does not point up the stack"));
+    if (chain % 8 != 0) return unexpected(not_applicable("backchain is misaligned"));
+    if (chain > UINT64_MAX - kSignalFramesize)
+      return unexpected(not_applicable("backchain at the top of memory"));
+    uint64_t ra = 0;
+    if (!read_word(mem, chain + kSaveAreaR14, ra))
+      return unexpected(fault(chain + kSaveAreaR14, 8));
+    Recovered out;
+    out.regs = RegisterSet(Arch::S390x);
+    out.regs.set(kR15, chain);
+    out.regs.set(kR14, ra);
+    out.regs.set_pc(ra);
+    out.cfa = chain + kSignalFramesize;
+    return out;
+  }
+
+  // At a function's first instruction the return address is still in r14 and r15 is the
+  // caller's.
+  RecoverResult entry_step(const RegisterSet& regs, Memory&) const override {
+    if (!regs.has(kR15) || !regs.has(kR14)) return unexpected(not_applicable("r15 or r14 unknown"));
+    Recovered out;
+    out.regs = keep_callee_saved(regs);
+    out.regs.set_pc(regs.raw(kR14));
+    out.cfa = regs.raw(kR15) + kSignalFramesize;
+    return out;
+  }
+};
+
+}  // namespace
+
+const ArchOps& s390x_ops() {
+  static const S390xOps ops;
+  return ops;
+}
+
+}  // namespace ehbt::arch

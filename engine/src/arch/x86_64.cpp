@@ -1,0 +1,112 @@
+// x86-64 (System V psABI, Linux): callee-saved registers, the rt_sigreturn trampoline and the
+// kernel's signal frame, the rbp chain.
+#include <array>
+#include <cstring>
+
+#include "arch/arch_ops.hpp"
+
+namespace ehbt::arch {
+namespace {
+
+// DWARF numbers (psABI figure 3.36).
+constexpr uint16_t kRax = 0, kRdx = 1, kRcx = 2, kRbx = 3, kRsi = 4, kRdi = 5, kRbp = 6, kRsp = 7;
+
+// glibc's __restore_rt (and musl's): `mov $0xf,%rax; syscall` (15 = __NR_rt_sigreturn).
+constexpr std::array<uint8_t, 9> kRtSigreturnCode = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                                     0x00, 0x00, 0x0f, 0x05};
+
+// Signal frame (arch/x86/include/asm/sigframe.h, struct rt_sigframe): the handler is entered
+// with rsp at `pretcode`, as if called; its `ret` pops pretcode, so at the trampoline rsp
+// points at `uc` (struct ucontext, uapi/asm-generic/ucontext.h).
+// ucontext: uc_flags (8), uc_link (8), uc_stack (stack_t: ss_sp 8, ss_flags 4 + pad 4,
+// ss_size 8), then uc_mcontext (struct sigcontext, uapi/asm/sigcontext.h, 64-bit).
+constexpr uint64_t kUcMcontextOffset = 40;
+// struct sigcontext (64-bit) starts with these words, in this order.
+constexpr unsigned kScWords = 17;  // r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip
+constexpr std::array<uint16_t, 16> kScDwarf = {8,    9,    10,   11,   12,   13,   14,   15,
+                                               kRdi, kRsi, kRbp, kRbx, kRdx, kRax, kRcx, kRsp};
+constexpr unsigned kScRip = 16;
+
+// The legacy vsyscall page is user-executable although it lies in the kernel half.
+constexpr uint64_t kVsyscallStart = 0xffffffffff600000ull;
+constexpr uint64_t kVsyscallEnd = 0xffffffffff601000ull;
+// User addresses are below 2^47 (4-level paging) or 2^56 (5-level paging).
+constexpr uint64_t kUserLimit = 1ull << 56;
+
+class X86_64Ops final : public ArchOps {
+ public:
+  X86_64Ops() : ArchOps(arch_info(Arch::X86_64)) {
+    for (uint16_t r : {kRbx, kRbp, kRsp, uint16_t{12}, uint16_t{13}, uint16_t{14}, uint16_t{15}})
+      add_callee_saved(r);
+  }
+
+  bool plausible_pc(uint64_t pc) const override {
+    return pc < kUserLimit || (pc >= kVsyscallStart && pc < kVsyscallEnd);
+  }
+
+  Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
+    std::array<std::byte, kRtSigreturnCode.size()> code;
+    if (!mem.read_exact(pc, code)) return Sigreturn::None;
+    return std::memcmp(code.data(), kRtSigreturnCode.data(), code.size()) == 0 ? Sigreturn::Rt
+                                                                               : Sigreturn::None;
+  }
+
+  RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,
+                               Memory& mem) const override {
+    if (kind != Sigreturn::Rt) return unexpected(not_applicable("not an rt_sigreturn frame"));
+    if (!regs.has(kRsp)) return unexpected(not_applicable("rsp unknown at the trampoline"));
+    const uint64_t mc = regs.raw(kRsp) + kUcMcontextOffset;
+    std::array<std::byte, kScWords * 8> block;
+    if (!mem.read_exact(mc, block)) return unexpected(fault(mc, block.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::X86_64);
+    for (unsigned i = 0; i < kScDwarf.size(); ++i)
+      out.regs.set(kScDwarf[i], word_at(block.data(), i));
+    out.regs.set_pc(word_at(block.data(), kScRip));
+    out.cfa = out.regs.raw(kRsp);
+    return out;
+  }
+
+  // push %rbp; mov %rsp,%rbp: [rbp] = caller's rbp, [rbp+8] = return address, CFA = rbp+16.
+  RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
+    if (!regs.has(kRbp)) return unexpected(not_applicable("rbp unknown"));
+    const uint64_t fp = regs.raw(kRbp);
+    if (fp == 0) return unexpected(not_applicable("rbp is 0"));
+    if (fp % 8 != 0) return unexpected(not_applicable("rbp is misaligned"));
+    if (regs.has(kRsp) && fp < regs.raw(kRsp)) return unexpected(not_applicable("rbp below rsp"));
+    if (fp > UINT64_MAX - 16) return unexpected(not_applicable("rbp at the top of memory"));
+    std::array<std::byte, 16> rec;
+    if (!mem.read_exact(fp, rec)) return unexpected(fault(fp, rec.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::X86_64);
+    out.regs.set(kRbp, word_at(rec.data(), 0));
+    out.regs.set(kRsp, fp + 16);
+    out.regs.set_pc(word_at(rec.data(), 1));
+    out.cfa = fp + 16;
+    return out;
+  }
+
+  // At a function's first instruction the call has just pushed the return address.
+  RecoverResult entry_step(const RegisterSet& regs, Memory& mem) const override {
+    if (!regs.has(kRsp)) return unexpected(not_applicable("rsp unknown"));
+    const uint64_t sp = regs.raw(kRsp);
+    if (sp % 8 != 0) return unexpected(not_applicable("rsp is misaligned"));
+    uint64_t ra = 0;
+    if (!read_word(mem, sp, ra)) return unexpected(fault(sp, 8));
+    Recovered out;
+    out.regs = keep_callee_saved(regs);
+    out.regs.set(kRsp, sp + 8);
+    out.regs.set_pc(ra);
+    out.cfa = sp + 8;
+    return out;
+  }
+};
+
+}  // namespace
+
+const ArchOps& x86_64_ops() {
+  static const X86_64Ops ops;
+  return ops;
+}
+
+}  // namespace ehbt::arch

@@ -1,0 +1,75 @@
+// Reads from dumped core segments first, then from matched module files.
+#include "core/core_memory.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ehbt::core {
+
+CoreMemory::CoreMemory(std::vector<CoreSegment> segments) {
+  for (auto& s : segments) {
+    if (!s.dumped.empty()) segments_.push_back(s);
+  }
+  std::stable_sort(segments_.begin(), segments_.end(),
+                   [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+}
+
+void CoreMemory::add_file_backing(uint64_t start, uint64_t end, std::shared_ptr<const Image> image,
+                                  uint64_t bias) {
+  if (!image || end <= start) return;
+  Backing b{start, end, bias, std::move(image)};
+  auto it = std::upper_bound(backings_.begin(), backings_.end(), start,
+                             [](uint64_t a, const Backing& x) { return a < x.start; });
+  backings_.insert(it, std::move(b));
+}
+
+const CoreSegment* CoreMemory::dumped_at(uint64_t addr, uint64_t& next_start) const {
+  next_start = UINT64_MAX;
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), addr,
+                             [](uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+  if (it != segments_.end()) next_start = it->vaddr;
+  if (it == segments_.begin()) return nullptr;
+  const CoreSegment& s = *(it - 1);
+  if (addr - s.vaddr < s.dumped.size()) return &s;
+  return nullptr;
+}
+
+const CoreMemory::Backing* CoreMemory::backing_at(uint64_t addr) const {
+  auto it = std::upper_bound(backings_.begin(), backings_.end(), addr,
+                             [](uint64_t a, const Backing& x) { return a < x.start; });
+  // Backings may overlap (a bogus module range); look back a few, nearest start first.
+  for (int i = 0; i < 4 && it != backings_.begin(); ++i) {
+    --it;
+    if (addr < it->end) return &*it;
+  }
+  return nullptr;
+}
+
+std::size_t CoreMemory::read(uint64_t addr, std::span<std::byte> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    uint64_t a = addr + done;
+    if (a < addr) break;  // wrapped around the address space
+    std::size_t want = out.size() - done;
+    uint64_t next_dumped = 0;
+    if (const CoreSegment* s = dumped_at(a, next_dumped)) {
+      uint64_t off = a - s->vaddr;
+      std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(want, s->dumped.size() - off));
+      std::memcpy(out.data() + done, s->dumped.data() + off, n);
+      done += n;
+      continue;
+    }
+    const Backing* b = backing_at(a);
+    if (b == nullptr) break;
+    // Never let the file shadow dumped bytes that follow: they are the target's real state.
+    uint64_t limit = std::min(b->end, next_dumped);
+    std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(want, limit - a));
+    std::size_t got = b->image->read(a - b->bias, out.subspan(done, n));
+    if (got == 0) break;
+    done += got;
+    if (got < n) break;
+  }
+  return done;
+}
+
+}  // namespace ehbt::core

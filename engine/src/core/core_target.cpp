@@ -1,0 +1,120 @@
+// open_core: an ELF core file as a Target.
+#include <memory>
+
+#include "core/core_memory.hpp"
+#include "core/elf_core_file.hpp"
+#include "core/mapped_file.hpp"
+#include "core/module_discovery.hpp"
+#include "core/module_resolver.hpp"
+#include "ehbt/core.hpp"
+
+namespace ehbt {
+namespace {
+
+constexpr uint64_t kDefaultPageSize = 4096;
+constexpr std::size_t kMaxExecfn = 4096;
+
+bool signal_has_address(int signo) {
+  // SIGILL 4, SIGTRAP 5, SIGBUS 7, SIGFPE 8, SIGSEGV 11: the same numbers on all three arches.
+  return signo == 4 || signo == 5 || signo == 7 || signo == 8 || signo == 11;
+}
+
+class CoreTarget final : public Target {
+ public:
+  static Expected<std::unique_ptr<Target>, std::string> open(const std::string& path,
+                                                             const TargetOptions& options);
+  Memory& memory() override { return *memory_; }
+
+ private:
+  core::MappedFile file_;
+  std::unique_ptr<core::CoreMemory> memory_;
+};
+
+Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::string& path,
+                                                                const TargetOptions& options) {
+  auto file = core::MappedFile::open(path);
+  if (!file) return unexpected(file.error());
+  auto parsed = core::parse_core(file->bytes(), options.limits);
+  if (!parsed) return unexpected(path + ": " + parsed.error());
+
+  auto t = std::make_unique<CoreTarget>();
+  t->file_ = std::move(file.value());
+  core::ParsedCore& pc = parsed.value();
+  core::CoreNotes& notes = pc.notes;
+  t->arch_ = pc.arch;
+  t->auxv_ = notes.auxv;
+
+  bool found_crashing = false;
+  for (std::size_t i = 0; i < notes.threads.size(); ++i) {
+    const core::PrStatus& st = notes.threads[i];
+    ThreadState ts;
+    ts.tid = st.pid;
+    ts.regs = st.regs;
+    // The kernel writes the thread that took the signal first; take the first signalled one.
+    // It also copies the process's signal into every thread's pr_cursig, so only the
+    // crashing thread is reported as signalled.
+    if (!found_crashing && st.cursig != 0) {
+      t->crashing_ = i;
+      found_crashing = true;
+      ts.signal = st.cursig;
+    }
+    t->threads_.push_back(std::move(ts));
+  }
+
+  if (notes.siginfo && notes.siginfo->signo != 0) {
+    SignalInfo si;
+    si.number = notes.siginfo->signo;
+    si.code = notes.siginfo->code;
+    if (signal_has_address(si.number)) si.address = notes.siginfo->addr;
+    t->signal_ = si;
+  } else if (found_crashing) {
+    const core::PrStatus& st = notes.threads[t->crashing_];
+    SignalInfo si;
+    si.number = st.cursig;
+    if (st.info_signo == st.cursig) si.code = st.info_code;
+    t->signal_ = si;
+  }
+
+  std::vector<uint64_t> dumped_starts;  // where a copy of a file's first page may lie
+  for (const core::CoreSegment& s : pc.segments) {
+    if (!s.dumped.empty()) dumped_starts.push_back(s.vaddr);
+  }
+  t->memory_ = std::make_unique<core::CoreMemory>(std::move(pc.segments));
+  uint64_t page_size = core::auxv_value(notes.auxv, core::kAtPagesz).value_or(kDefaultPageSize);
+  if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = kDefaultPageSize;
+
+  core::ModuleResolver resolver(*t->memory_, pc.arch, pc.big_endian, options, page_size);
+  core::CoreMemory* mem = t->memory_.get();
+  core::ModuleCollector collector(
+      *t->memory_, resolver, pc.big_endian, options.limits,
+      [mem](const Module& m) { mem->add_file_backing(m.start, m.end, m.image, m.bias); });
+  collector.add_vdso(notes.auxv);
+  std::size_t before = collector.modules().size();
+  if (notes.has_file_note && !notes.files.empty()) {
+    t->executable_ = collector.add_from_mappings(notes.files, notes.auxv);
+  }
+  if (collector.modules().size() == before) {
+    // No file list (qemu-user and other producers write none): ask the dynamic linker.
+    std::string exe;
+    if (auto execfn = core::auxv_value(notes.auxv, core::kAtExecfn)) {
+      exe = core::read_c_string(*t->memory_, *execfn, kMaxExecfn).value_or("");
+    }
+    if (exe.empty()) exe = core::exe_name_from_psinfo(notes.fname, notes.psargs);
+    collector.set_header_candidates(std::move(dumped_starts));
+    collector.add_from_link_map(notes.auxv, exe);
+    t->executable_ = exe;
+  }
+  if (t->executable_.empty())
+    t->executable_ = core::exe_name_from_psinfo(notes.fname, notes.psargs);
+  for (Module& m : collector.take()) t->modules_.add(std::move(m));
+  return std::unique_ptr<Target>(std::move(t));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Target>, std::string> open_core(const std::string& path,
+                                                         const TargetOptions& options) {
+  return CoreTarget::open(path, options);
+}
+
+}  // namespace ehbt

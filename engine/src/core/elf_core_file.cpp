@@ -1,0 +1,206 @@
+// ELF core decoding: ELF64 header, program headers (PT_LOAD, PT_NOTE) and the CORE notes.
+#include "core/elf_core_file.hpp"
+
+#include <algorithm>
+
+#include "core/byte_order.hpp"
+
+namespace ehbt::core {
+namespace {
+
+constexpr uint32_t kPtLoad = 1;
+constexpr uint32_t kPtNote = 4;
+constexpr uint16_t kEtCore = 4;
+constexpr uint16_t kPnXnum = 0xffff;
+constexpr std::size_t kEhdrSize = 64;
+constexpr std::size_t kPhdrSize = 56;
+constexpr std::size_t kShdrSize = 64;
+
+// struct elf_prpsinfo (64-bit): pr_fname[16] at 40, pr_psargs[80] at 56.
+constexpr std::size_t kPsFname = 40;
+constexpr std::size_t kPsFnameLen = 16;
+constexpr std::size_t kPsArgs = 56;
+constexpr std::size_t kPsArgsLen = 80;
+
+// siginfo_t (64-bit): si_signo 0, si_errno 4, si_code 8, si_addr 16 (for fault signals).
+constexpr std::size_t kSiSigno = 0;
+constexpr std::size_t kSiCode = 8;
+constexpr std::size_t kSiAddr = 16;
+
+bool note_name_is(std::span<const std::byte> name, std::string_view want) {
+  // namesz counts the terminating NUL; tolerate producers that omit it.
+  std::size_t n = name.size();
+  while (n > 0 && name[n - 1] == std::byte{0}) --n;
+  if (n != want.size()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (static_cast<char>(name[i]) != want[i]) return false;
+  }
+  return true;
+}
+
+void parse_nt_file(ByteView d, CoreNotes& notes) {
+  uint64_t count = d.u64(0);
+  uint64_t page_size = d.u64(8);
+  if (!d.ok()) return;
+  // Each entry needs 24 bytes of triple and at least one byte of name.
+  if (count > (d.size() - 16) / 25) return;
+  uint64_t names = 16 + count * 24;
+  uint64_t name_off = names;
+  notes.has_file_note = true;
+  for (uint64_t i = 0; i < count; ++i) {
+    FileMapping m;
+    m.start = d.u64(16 + i * 24);
+    m.end = d.u64(16 + i * 24 + 8);
+    uint64_t pages = d.u64(16 + i * 24 + 16);
+    if (!d.ok() || name_off >= d.size()) return;
+    m.path = d.str(name_off, d.size() - name_off);
+    name_off += m.path.size() + 1;
+    // The file offset is recorded in pages; an overflowing product is nonsense: drop it.
+    if (page_size != 0 && pages > UINT64_MAX / page_size) continue;
+    m.offset = pages * page_size;
+    if (m.end <= m.start) continue;
+    notes.files.push_back(std::move(m));
+  }
+}
+
+void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> name,
+                std::span<const std::byte> desc, CoreNotes& notes) {
+  if (!note_name_is(name, "CORE")) return;
+  ByteView d(desc, be);
+  switch (type) {
+    case kNtPrstatus:
+      if (auto st = decode_prstatus(arch, desc, be)) notes.threads.push_back(*st);
+      break;
+    case kNtPrpsinfo:
+      if (desc.size() < kPsArgs + kPsArgsLen) break;
+      notes.has_prpsinfo = true;
+      notes.fname = d.str(kPsFname, kPsFnameLen);
+      notes.psargs = d.str(kPsArgs, kPsArgsLen);
+      break;
+    case kNtSiginfo: {
+      if (desc.size() < kSiAddr + 8 || notes.siginfo) break;
+      SigInfoNote si;
+      si.signo = d.s32(kSiSigno);
+      si.code = d.s32(kSiCode);
+      si.addr = d.u64(kSiAddr);
+      notes.siginfo = si;
+      break;
+    }
+    case kNtAuxv:
+      if (!notes.auxv.empty()) break;
+      for (uint64_t off = 0; off + 16 <= desc.size(); off += 16) {
+        uint64_t tag = d.u64(off);
+        if (tag == kAtNull) break;
+        notes.auxv.emplace_back(tag, d.u64(off + 8));
+      }
+      break;
+    case kNtFile:
+      if (!notes.has_file_note && desc.size() >= 16) parse_nt_file(d, notes);
+      break;
+    default:
+      break;
+  }
+}
+
+// Walks one PT_NOTE segment. A note whose sizes run past the segment ends the walk of that
+// segment (nothing after it can be located), but what was decoded so far stays.
+void parse_notes(Arch arch, bool be, std::span<const std::byte> seg, CoreNotes& notes) {
+  ByteView v(seg, be);
+  uint64_t off = 0;
+  while (off + 12 <= seg.size()) {
+    uint64_t namesz = v.u32(off);
+    uint64_t descsz = v.u32(off + 4);
+    uint32_t type = v.u32(off + 8);
+    uint64_t name_off = off + 12;
+    uint64_t desc_off = align_up(name_off + namesz, 4);
+    uint64_t next = align_up(desc_off + descsz, 4);
+    if (desc_off > seg.size() || descsz > seg.size() - desc_off) return;
+    parse_note(arch, be, type, seg.subspan(name_off, namesz), seg.subspan(desc_off, descsz), notes);
+    if (next <= off) return;
+    off = next;
+  }
+}
+
+}  // namespace
+
+std::optional<uint64_t> auxv_value(const std::vector<std::pair<uint64_t, uint64_t>>& auxv,
+                                   uint64_t tag) {
+  for (const auto& [t, v] : auxv) {
+    if (t == tag) return v;
+  }
+  return std::nullopt;
+}
+
+Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
+                                             const Limits& limits) {
+  (void)limits;
+  if (file.size() < 16 || file[0] != std::byte{0x7f} || file[1] != std::byte{'E'} ||
+      file[2] != std::byte{'L'} || file[3] != std::byte{'F'}) {
+    return unexpected(std::string("not an ELF file"));
+  }
+  if (file[4] != std::byte{2}) return unexpected(std::string("not a 64-bit ELF core (ELFCLASS32)"));
+  if (file[5] != std::byte{1} && file[5] != std::byte{2}) {
+    return unexpected(std::string("bad ELF byte order"));
+  }
+  ParsedCore core;
+  core.big_endian = file[5] == std::byte{2};
+  if (file.size() < kEhdrSize) return unexpected(std::string("truncated ELF header"));
+  ByteView h(file, core.big_endian);
+  uint16_t type = h.u16(16);
+  uint16_t machine = h.u16(18);
+  uint64_t phoff = h.u64(32);
+  uint64_t shoff = h.u64(40);
+  uint16_t phentsize = h.u16(54);
+  uint64_t phnum = h.u16(56);
+  uint16_t shentsize = h.u16(58);
+  if (type != kEtCore) {
+    return unexpected("not a core file (ELF type " + std::to_string(type) + ")");
+  }
+  auto arch = arch_from_elf_machine(machine);
+  if (!arch) return unexpected("unsupported core machine " + std::to_string(machine));
+  core.arch = *arch;
+  // More than 0xfffe program headers: the real count is in section header 0's sh_info.
+  if (phnum == kPnXnum) {
+    if (shoff == 0 || shentsize < kShdrSize || shoff > file.size() ||
+        file.size() - shoff < kShdrSize) {
+      return unexpected(std::string("truncated section header 0 (PN_XNUM)"));
+    }
+    phnum = h.u32(shoff + 44);
+  }
+  if (phentsize < kPhdrSize) return unexpected(std::string("bad program header size"));
+  if (phnum == 0) return unexpected(std::string("no program headers"));
+  if (phoff > file.size() || (file.size() - phoff) / phentsize < phnum) {
+    return unexpected(std::string("truncated program headers"));
+  }
+  bool saw_note = false;
+  for (uint64_t i = 0; i < phnum; ++i) {
+    uint64_t p = phoff + i * phentsize;
+    uint32_t ptype = h.u32(p);
+    uint32_t flags = h.u32(p + 4);
+    uint64_t offset = h.u64(p + 8);
+    uint64_t vaddr = h.u64(p + 16);
+    uint64_t filesz = h.u64(p + 32);
+    uint64_t memsz = h.u64(p + 40);
+    if (ptype == kPtNote) {
+      saw_note = true;
+      // A note segment cut short by truncation still yields the notes that fit.
+      parse_notes(core.arch, core.big_endian, h.sub(offset, filesz), core.notes);
+    } else if (ptype == kPtLoad) {
+      if (memsz == 0 || vaddr + memsz < vaddr) continue;
+      CoreSegment s;
+      s.vaddr = vaddr;
+      s.memsz = memsz;
+      s.flags = flags;
+      s.dumped = h.sub(offset, std::min(filesz, memsz));
+      core.segments.push_back(s);
+    }
+  }
+  if (!saw_note) return unexpected(std::string("no PT_NOTE segment"));
+  if (core.notes.threads.empty())
+    return unexpected(std::string("no threads (NT_PRSTATUS) in notes"));
+  std::stable_sort(core.segments.begin(), core.segments.end(),
+                   [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+  return core;
+}
+
+}  // namespace ehbt::core

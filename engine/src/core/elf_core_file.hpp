@@ -1,0 +1,86 @@
+// The ELF core format itself: header, program headers and notes of a core mapped in memory,
+// decoded with the core's own byte order. Knows nothing of modules or files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/prstatus.hpp"
+#include "ehbt/arch.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/limits.hpp"
+
+namespace ehbt::core {
+
+// One PT_LOAD: [vaddr, vaddr + memsz) was mapped; only `dumped` (the first filesz bytes that
+// really are in the file) has contents. The rest must come from the module's file.
+struct CoreSegment {
+  uint64_t vaddr = 0;
+  uint64_t memsz = 0;
+  uint32_t flags = 0;
+  std::span<const std::byte> dumped;
+};
+
+// One NT_FILE entry: [start, end) maps `path` from byte `offset`.
+struct FileMapping {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  std::string path;
+};
+
+struct SigInfoNote {
+  int signo = 0;
+  int code = 0;
+  uint64_t addr = 0;
+};
+
+struct CoreNotes {
+  std::vector<PrStatus> threads;  // NT_PRSTATUS, in note order
+  std::optional<SigInfoNote> siginfo;
+  bool has_prpsinfo = false;
+  std::string fname;   // pr_fname: at most 16 bytes of the executable's name
+  std::string psargs;  // pr_psargs: the start of the command line
+  std::vector<std::pair<uint64_t, uint64_t>> auxv;
+  bool has_file_note = false;
+  std::vector<FileMapping> files;
+};
+
+struct ParsedCore {
+  Arch arch = Arch::X86_64;
+  bool big_endian = false;
+  std::vector<CoreSegment> segments;  // sorted by vaddr
+  CoreNotes notes;
+};
+
+// Decodes a whole core image. Unusable input (not ELF, not ET_CORE, unsupported class or
+// machine, truncated headers, no notes, no thread) gives a one-line reason. Malformed
+// individual notes are skipped.
+Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file, const Limits& limits);
+
+// Note types and auxv tags used here (values from <elf.h>, repeated so the decoder does not
+// depend on the host's headers).
+inline constexpr uint32_t kNtPrstatus = 1;
+inline constexpr uint32_t kNtPrpsinfo = 3;
+inline constexpr uint32_t kNtAuxv = 6;
+inline constexpr uint32_t kNtSiginfo = 0x53494749;
+inline constexpr uint32_t kNtFile = 0x46494c45;
+
+inline constexpr uint64_t kAtNull = 0;
+inline constexpr uint64_t kAtPhdr = 3;
+inline constexpr uint64_t kAtPhnum = 5;
+inline constexpr uint64_t kAtPagesz = 6;
+inline constexpr uint64_t kAtBase = 7;
+inline constexpr uint64_t kAtEntry = 9;
+inline constexpr uint64_t kAtExecfn = 31;
+inline constexpr uint64_t kAtSysinfoEhdr = 33;
+
+// The value of an auxv tag, if present.
+std::optional<uint64_t> auxv_value(const std::vector<std::pair<uint64_t, uint64_t>>& auxv,
+                                   uint64_t tag);
+
+}  // namespace ehbt::core

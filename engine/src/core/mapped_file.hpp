@@ -1,0 +1,30 @@
+// A file mapped read-only into memory (cores are hundreds of megabytes: never read whole).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "ehbt/expected.hpp"
+
+namespace ehbt::core {
+
+class MappedFile {
+ public:
+  static Expected<MappedFile, std::string> open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace ehbt::core

@@ -1,0 +1,314 @@
+// Module resolution shared by cores and live processes.
+#include "core/module_resolver.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "core/byte_order.hpp"
+
+namespace ehbt::core {
+namespace {
+
+// Link-time address of file offset 0 for an opened file (see TargetElf::header_vaddr).
+std::optional<uint64_t> file_header_vaddr(const Image& image) {
+  const auto& segs = image.segments();
+  if (segs.empty()) return std::nullopt;
+  auto first = std::min_element(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) {
+    return a.vaddr < b.vaddr;
+  });
+  return first->offset <= first->vaddr ? first->vaddr - first->offset : first->vaddr;
+}
+
+std::pair<uint64_t, uint64_t> file_load_range(const Image& image, uint64_t page_size) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const Segment& s : image.segments()) {
+    lo = std::min(lo, s.vaddr);
+    hi = std::max(hi, s.vaddr + s.memsz);
+  }
+  if (lo == UINT64_MAX) return {0, 0};
+  if (page_size != 0 && (page_size & (page_size - 1)) == 0) lo &= ~(page_size - 1);
+  return {lo, hi};
+}
+
+// Link-time address of the program headers of an opened file (its header vaddr + e_phoff):
+// AT_PHDR minus this is the bias even when the target's copy of the headers was not dumped.
+std::optional<uint64_t> file_phdr_vaddr(const Image& image) {
+  auto hv = file_header_vaddr(image);
+  if (!hv) return std::nullopt;
+  std::byte ehdr[64];
+  if (image.read(*hv, ehdr) != sizeof ehdr) return std::nullopt;
+  if (ehdr[0] != std::byte{0x7f} || ehdr[1] != std::byte{'E'} || ehdr[2] != std::byte{'L'} ||
+      ehdr[3] != std::byte{'F'}) {
+    return std::nullopt;
+  }
+  uint64_t phoff = 0;
+  if (!load_uint(ehdr, 32, 8, image.big_endian(), phoff)) return std::nullopt;
+  return *hv + phoff;
+}
+
+// When the target recorded no build-id, its dynamic section (dumped: it is writable or
+// RELRO) still tells files apart: the file's entries must all be there, each value equal or
+// relocated by the bias (glibc adjusts a few pointer tags in place), DT_DEBUG aside.
+// Nothing when there is nothing to compare.
+std::optional<bool> dynamic_matches(Memory& mem, const Image& file, uint64_t bias) {
+  constexpr uint64_t kDtNull = 0, kDtDebug = 21;
+  constexpr std::size_t kMaxEntries = 4096;
+  SectionRef dyn = file.dynamic();
+  if (dyn.bytes.size() < 16) return std::nullopt;
+  bool be = file.big_endian();
+  std::size_t n = std::min(dyn.bytes.size() / 16, kMaxEntries);
+  std::vector<std::byte> mem_dyn(n * 16);
+  if (mem.read(dyn.addr + bias, mem_dyn) != mem_dyn.size()) return std::nullopt;
+  for (std::size_t i = 0; i < n; ++i) {
+    uint64_t ftag = 0, fval = 0, mtag = 0, mval = 0;
+    load_uint(dyn.bytes, i * 16, 8, be, ftag);
+    load_uint(dyn.bytes, i * 16 + 8, 8, be, fval);
+    load_uint(mem_dyn, i * 16, 8, be, mtag);
+    load_uint(mem_dyn, i * 16 + 8, 8, be, mval);
+    if (ftag != mtag) return false;
+    if (ftag == kDtNull) break;
+    if (ftag == kDtDebug) continue;
+    if (mval != fval && mval != fval + bias) return false;
+  }
+  return true;
+}
+
+// A file's contents placed at a bias, as if it were target memory.
+class PlacedImage final : public Memory {
+ public:
+  PlacedImage(const Image& image, uint64_t bias) : image_(image), bias_(bias) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
+    return image_.read(addr - bias_, out);
+  }
+
+ private:
+  const Image& image_;
+  uint64_t bias_;
+};
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+std::string strip_deleted(std::string path) {
+  static constexpr std::string_view kDeleted = " (deleted)";
+  if (path.size() > kDeleted.size() &&
+      path.compare(path.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+    path.resize(path.size() - kDeleted.size());
+  }
+  return path;
+}
+
+std::shared_ptr<const Image> ModuleResolver::open_one(const std::string& file) {
+  if (!is_regular_file(file)) return nullptr;
+  if (options_.store != nullptr) return options_.store->open(file, options_.limits);
+  auto img = Image::open(file, options_.limits);
+  if (!img) return nullptr;
+  return std::shared_ptr<const Image>(std::move(img.value()));
+}
+
+std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
+                                                       bool main_executable, std::string& found) {
+  found.clear();
+  std::vector<std::string> candidates;
+  if (!path.empty() && path.front() == '[') {
+    // [vdso], [vsyscall] and friends are not files; they only exist in target memory.
+  } else if (main_executable && !options_.exe.empty()) {
+    candidates.push_back(options_.exe);
+  } else if (!path.empty()) {
+    for (const std::string& root : options_.sysroots) {
+      if (root.empty()) continue;
+      std::string joined = root;
+      if (joined.back() != '/' && path.front() != '/') joined.push_back('/');
+      if (joined.back() == '/' && path.front() == '/') joined.pop_back();
+      candidates.push_back(joined + path);
+    }
+    candidates.push_back(path);
+  }
+  for (const std::string& c : candidates) {
+    if (auto img = open_one(c)) {
+      found = c;
+      return img;
+    }
+  }
+  return nullptr;
+}
+
+std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
+  std::optional<TargetElf> elf;
+  std::optional<uint64_t> bias = hint.bias;
+  bool have_header = false;  // an ELF header (not only program headers) was read
+
+  // 1. Headers from target memory.
+  if (hint.phdr && hint.phnum != 0) {
+    elf = read_target_phdrs(mem_, *hint.phdr, hint.phnum, big_endian_);
+    if (elf && elf->phdr_vaddr) {
+      bias = *hint.phdr - *elf->phdr_vaddr;
+    } else if (elf && page_size_ != 0) {
+      // No PT_PHDR (static, non-PIE): the header is normally on the page holding the phdrs.
+      uint64_t page = *hint.phdr & ~(page_size_ - 1);
+      if (auto e = read_target_elf(mem_, page, big_endian_)) {
+        if (e->header_vaddr() == elf->header_vaddr()) {
+          elf = e;
+          bias = page - e->header_vaddr();
+          have_header = true;
+        }
+      }
+    }
+  }
+  if (!elf && hint.base) {
+    elf = read_target_elf(mem_, *hint.base, big_endian_);
+    if (elf) {
+      have_header = true;
+      if (!bias) bias = *hint.base - elf->header_vaddr();
+    }
+  }
+  if (!elf && hint.bias) {
+    // link_map gives the bias; a shared object's header usually sits at bias + 0. Accept the
+    // guess only if it describes the dynamic section the target recorded.
+    if (auto e = read_target_elf(mem_, *hint.bias, big_endian_)) {
+      bool fits =
+          e->header_vaddr() == 0 &&
+          (!hint.dynamic || (e->dynamic_vaddr && *hint.bias + *e->dynamic_vaddr == *hint.dynamic));
+      if (fits) {
+        elf = e;
+        have_header = true;
+      }
+    }
+  }
+
+  if (!elf && !bias && hint.phdr && hint.header_candidates != nullptr && page_size_ != 0) {
+    // Neither the mapped headers nor (maybe) the file: look for a dumped copy of the first
+    // page that places itself consistently -- its PT_PHDR gives a bias under which one of its
+    // own segments maps file page 0 exactly at the candidate.
+    for (uint64_t c : *hint.header_candidates) {
+      auto e = read_target_elf(mem_, c, big_endian_);
+      if (!e || !e->phdr_vaddr) continue;
+      uint64_t b = *hint.phdr - *e->phdr_vaddr;
+      bool placed = false;
+      for (const Segment& s : e->loads) {
+        placed |= s.offset < page_size_ && ((b + s.vaddr) & ~(page_size_ - 1)) == c &&
+                  c != b + e->header_vaddr();
+      }
+      if (placed) {
+        e->page0_alias = c;
+        elf = std::move(e);
+        bias = b;
+        break;
+      }
+    }
+  }
+
+  // 2. The file.
+  std::string found;
+  std::shared_ptr<const Image> file = open_file(hint.path, hint.main_executable, found);
+  if (file && !bias) {
+    std::optional<uint64_t> phdr_vaddr = hint.phdr ? file_phdr_vaddr(*file) : std::nullopt;
+    if (phdr_vaddr) {
+      bias = *hint.phdr - *phdr_vaddr;
+    } else if (hint.entry && file->entry() != 0) {
+      bias = *hint.entry - file->entry();
+    } else if (hint.base) {
+      if (auto hv = file_header_vaddr(*file)) bias = *hint.base - *hv;
+    }
+  }
+  if (!bias) return std::nullopt;
+  if (!elf && file && hint.bias && !have_header) {
+    // Now that the file says where its header lies, read the target's copy of it.
+    if (auto hv = file_header_vaddr(*file)) {
+      if (auto e = read_target_elf(mem_, *bias + *hv, big_endian_)) {
+        if (e->header_vaddr() == *hv) {
+          elf = e;
+          have_header = true;
+        }
+      }
+    }
+  }
+
+  ResolvedModule r;
+  Module& m = r.module;
+  m.path = hint.path;
+  m.bias = *bias;
+  if (elf) m.build_id = read_build_id(mem_, *elf, *bias);
+  if (m.build_id.empty() && elf && elf->page0_alias) {
+    m.build_id = read_build_id_at_offsets(mem_, *elf, *elf->page0_alias, page_size_);
+  }
+  if (m.build_id.empty()) {
+    // The first page (headers, notes) was not dumped where it is mapped -- qemu-user skips
+    // mapped text -- but a writable segment whose first page is file page 0 shows the same
+    // bytes again, and that one is dumped.
+    const std::vector<Segment>* layout = elf ? &elf->loads : file ? &file->segments() : nullptr;
+    uint64_t header = *bias + (elf    ? elf->header_vaddr()
+                               : file ? file_header_vaddr(*file).value_or(0)
+                                      : 0);
+    for (std::size_t i = 0; layout != nullptr && i < layout->size(); ++i) {
+      const Segment& s = (*layout)[i];
+      if (s.offset >= page_size_ || page_size_ == 0) continue;  // does not map file page 0
+      uint64_t alias = (*bias + s.vaddr) & ~(page_size_ - 1);
+      if (alias == header) continue;
+      auto e = read_target_elf(mem_, alias, big_endian_);
+      if (!e) continue;
+      m.build_id = read_build_id_at_offsets(mem_, *e, alias, s.offset + s.filesz);
+      if (!m.build_id.empty()) {
+        if (!elf) elf = std::move(e);  // the target's own program headers
+        elf->page0_alias = alias;
+        break;
+      }
+    }
+  }
+
+  bool match = false;
+  if (file) {
+    match = file->arch() == arch_ && (m.build_id.empty() || m.build_id == file->build_id());
+    if (match && m.build_id.empty()) match = dynamic_matches(mem_, *file, *bias).value_or(true);
+    if (match) {
+      m.image = file;
+      m.file = found;
+      r.file_usable = true;
+    }
+  }
+  m.build_id_match = !file || match;
+  if (!m.image && elf) {
+    // No usable file: rebuild what we can from the target's own memory (the vDSO, or text
+    // pages a core happened to dump). Never from a mismatched file.
+    uint64_t header = *bias + elf->header_vaddr();
+    auto img = Image::from_memory(mem_, header, hint.path, options_.limits);
+    if (img) m.image = std::shared_ptr<const Image>(std::move(img.value()));
+  }
+
+  if (!elf && file) {
+    // The target's headers are gone; the file's describe the same layout (if it matched) or
+    // very nearly (if it did not): good enough for the range and the dynamic section.
+    if (auto hv = file_header_vaddr(*file)) {
+      PlacedImage placed(*file, *bias);
+      elf = read_target_elf(placed, *bias + *hv, file->big_endian());
+      r.elf_from_file = elf.has_value();
+    }
+  }
+  r.file = file;
+
+  std::pair<uint64_t, uint64_t> range{0, 0};
+  if (elf) {
+    range = elf->load_range(page_size_);
+  } else if (m.image) {
+    range = file_load_range(*m.image, page_size_);
+  }
+  if (range.second > range.first) {
+    m.start = range.first + *bias;
+    m.end = range.second + *bias;
+  } else if (hint.range) {
+    m.start = hint.range->first;
+    m.end = hint.range->second;
+  } else {
+    return std::nullopt;
+  }
+  if (m.end <= m.start) return std::nullopt;  // wrapped: a bias that cannot be right
+  r.elf = std::move(elf);
+  return r;
+}
+
+}  // namespace ehbt::core

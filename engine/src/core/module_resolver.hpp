@@ -1,0 +1,73 @@
+// Turns what a target says about one mapped ELF (its name, where it is mapped, its load
+// bias) into a Module: reads the headers and build-id the target holds, finds the file
+// (sysroots first), checks the build-id, and falls back to an image built from target memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/target_elf.hpp"
+#include "ehbt/core.hpp"
+
+namespace ehbt::core {
+
+// What is known about one module before resolving it; any field may be missing.
+struct ModuleHint {
+  std::string path;                 // as the target names it
+  std::optional<uint64_t> base;     // target address of file offset 0 (the ELF header)
+  std::optional<uint64_t> bias;     // load bias the target recorded (link_map l_addr)
+  std::optional<uint64_t> dynamic;  // target address of its dynamic section (l_ld)
+  std::optional<uint64_t> phdr;     // AT_PHDR ...
+  uint64_t phnum = 0;               // ... and AT_PHNUM
+  std::optional<uint64_t> entry;    // AT_ENTRY
+  bool main_executable = false;     // TargetOptions::exe applies
+  // Dumped addresses that may hold a copy of the file's first page (core segment starts):
+  // with AT_PHDR, they let an executable be placed when neither its mapped headers nor its
+  // file are available.
+  const std::vector<uint64_t>* header_candidates = nullptr;
+  // Mapped range, when the headers cannot be read and no file is found.
+  std::optional<std::pair<uint64_t, uint64_t>> range;
+};
+
+struct ResolvedModule {
+  Module module;
+  // The program headers as the target holds them; when those were not dumped, the file's
+  // (elf_from_file), which still give the layout, the dynamic section and the interpreter.
+  std::optional<TargetElf> elf;
+  bool elf_from_file = false;
+  std::shared_ptr<const Image> file;  // the file found, even when it did not match
+  bool file_usable = false;           // the file may stand in for undumped target memory
+};
+
+class ModuleResolver {
+ public:
+  ModuleResolver(Memory& mem, Arch arch, bool big_endian, const TargetOptions& options,
+                 uint64_t page_size)
+      : mem_(mem), arch_(arch), big_endian_(big_endian), options_(options), page_size_(page_size) {}
+
+  // Nothing when the hint does not lead to an ELF with a known bias and range.
+  std::optional<ResolvedModule> resolve(const ModuleHint& hint);
+
+  // Opens the file the target names `path`: each sysroot + path, then path (for the main
+  // executable TargetOptions::exe replaces all of these). Sets `found` to the file opened.
+  std::shared_ptr<const Image> open_file(const std::string& path, bool main_executable,
+                                         std::string& found);
+
+ private:
+  std::shared_ptr<const Image> open_one(const std::string& file);
+
+  Memory& mem_;
+  Arch arch_;
+  bool big_endian_;
+  const TargetOptions& options_;
+  uint64_t page_size_;
+};
+
+// Removes the " (deleted)" suffix the kernel appends to names of unlinked files.
+std::string strip_deleted(std::string path);
+
+}  // namespace ehbt::core

@@ -1,0 +1,201 @@
+// Decoding ELF64 headers, program headers and notes out of target memory.
+#include "core/target_elf.hpp"
+
+#include <algorithm>
+
+#include "core/byte_order.hpp"
+
+namespace ehbt::core {
+namespace {
+
+constexpr uint32_t kPtLoad = 1;
+constexpr uint32_t kPtDynamic = 2;
+constexpr uint32_t kPtInterp = 3;
+constexpr uint32_t kPtNote = 4;
+constexpr uint32_t kPtPhdr = 6;
+constexpr std::size_t kPhdrSize = 56;
+constexpr uint32_t kNtGnuBuildId = 3;
+// A note segment bigger than this is not a real one; build-id notes are ~36 bytes.
+constexpr uint64_t kMaxNoteBytes = 64 * 1024;
+// Build-ids are 16 (md5/uuid) or 20 (sha1) bytes; accept up to 64.
+constexpr uint64_t kMaxBuildIdBytes = 64;
+
+bool decode_phdrs(std::span<const std::byte> bytes, uint64_t count, uint64_t entsize,
+                  bool big_endian, TargetElf& elf) {
+  ByteView v(bytes, big_endian);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t p = i * entsize;
+    uint32_t type = v.u32(p);
+    uint32_t flags = v.u32(p + 4);
+    uint64_t offset = v.u64(p + 8);
+    uint64_t vaddr = v.u64(p + 16);
+    uint64_t filesz = v.u64(p + 32);
+    uint64_t memsz = v.u64(p + 40);
+    uint64_t align = v.u64(p + 48);
+    if (!v.ok()) return false;
+    switch (type) {
+      case kPtLoad:
+        if (memsz != 0 && vaddr + memsz > vaddr) {
+          elf.loads.push_back(Segment{vaddr, memsz, offset, filesz, flags});
+        }
+        break;
+      case kPtDynamic:
+        elf.dynamic_vaddr = vaddr;
+        elf.dynamic_size = memsz;
+        break;
+      case kPtInterp:
+        elf.interp_vaddr = vaddr;
+        elf.interp_offset = offset;
+        elf.interp_size = filesz;
+        break;
+      case kPtNote:
+        elf.notes.push_back(NoteRange{vaddr, offset, filesz, align == 8 ? 8u : 4u});
+        break;
+      case kPtPhdr:
+        elf.phdr_vaddr = vaddr;
+        break;
+      default:
+        break;
+    }
+  }
+  std::sort(elf.loads.begin(), elf.loads.end(),
+            [](const Segment& a, const Segment& b) { return a.vaddr < b.vaddr; });
+  return !elf.loads.empty();
+}
+
+}  // namespace
+
+uint64_t TargetElf::header_vaddr() const {
+  if (loads.empty()) return 0;
+  const Segment& first = loads.front();
+  // The first segment maps file offset PAGESTART(offset); for the usual offset-0 segment the
+  // header sits at its vaddr. Segments whose offset exceeds their vaddr are inconsistent.
+  return first.offset <= first.vaddr ? first.vaddr - first.offset : first.vaddr;
+}
+
+std::pair<uint64_t, uint64_t> TargetElf::load_range(uint64_t page_size) const {
+  if (loads.empty()) return {0, 0};
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const Segment& s : loads) {
+    lo = std::min(lo, s.vaddr);
+    hi = std::max(hi, s.vaddr + s.memsz);
+  }
+  if (page_size != 0 && (page_size & (page_size - 1)) == 0) lo &= ~(page_size - 1);
+  return {lo, hi};
+}
+
+std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian) {
+  std::byte ehdr[64];
+  if (!mem.read_exact(addr, ehdr)) return std::nullopt;
+  if (ehdr[0] != std::byte{0x7f} || ehdr[1] != std::byte{'E'} || ehdr[2] != std::byte{'L'} ||
+      ehdr[3] != std::byte{'F'} || ehdr[4] != std::byte{2}) {
+    return std::nullopt;
+  }
+  if (ehdr[5] != std::byte{static_cast<unsigned char>(big_endian ? 2 : 1)}) return std::nullopt;
+  ByteView h(ehdr, big_endian);
+  TargetElf elf;
+  elf.big_endian = big_endian;
+  elf.type = h.u16(16);
+  elf.machine = h.u16(18);
+  elf.entry = h.u64(24);
+  uint64_t phoff = h.u64(32);
+  uint16_t entsize = h.u16(54);
+  uint16_t phnum = h.u16(56);
+  if (entsize < kPhdrSize || phnum == 0 || phnum == 0xffff) return std::nullopt;
+  if (addr + phoff < addr) return std::nullopt;
+  std::vector<std::byte> ph(std::size_t{phnum} * entsize);
+  if (!mem.read_exact(addr + phoff, ph)) return std::nullopt;
+  if (!decode_phdrs(ph, phnum, entsize, big_endian, elf)) return std::nullopt;
+  return elf;
+}
+
+std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
+                                           bool big_endian) {
+  if (count == 0 || count >= 0xffff) return std::nullopt;
+  std::vector<std::byte> ph(count * kPhdrSize);
+  if (!mem.read_exact(addr, ph)) return std::nullopt;
+  TargetElf elf;
+  elf.big_endian = big_endian;
+  if (!decode_phdrs(ph, count, kPhdrSize, big_endian, elf)) return std::nullopt;
+  return elf;
+}
+
+namespace {
+
+// Scans the notes in `buf` for NT_GNU_BUILD_ID.
+std::string build_id_in(std::span<const std::byte> buf, bool big_endian, uint64_t align) {
+  ByteView v(buf, big_endian);
+  uint64_t off = 0;
+  while (off + 12 <= buf.size()) {
+    uint64_t namesz = v.u32(off);
+    uint64_t descsz = v.u32(off + 4);
+    uint32_t type = v.u32(off + 8);
+    uint64_t desc_off = align_up(off + 12 + namesz, align);
+    uint64_t next = align_up(desc_off + descsz, align);
+    if (desc_off > buf.size() || descsz > buf.size() - desc_off) break;
+    if (type == kNtGnuBuildId && namesz == 4 && v.str(off + 12, 4) == "GNU" && descsz > 0 &&
+        descsz <= kMaxBuildIdBytes) {
+      return to_hex(v.sub(desc_off, descsz));
+    }
+    if (next <= off) break;
+    off = next;
+  }
+  return {};
+}
+
+std::string read_note_build_id(Memory& mem, const NoteRange& n, uint64_t addr, bool big_endian) {
+  if (n.size < 12 || n.size > kMaxNoteBytes) return {};
+  std::vector<std::byte> buf(n.size);
+  if (!mem.read_exact(addr, buf)) return {};
+  return build_id_in(buf, big_endian, n.align);
+}
+
+}  // namespace
+
+std::string read_build_id(Memory& mem, const TargetElf& elf, uint64_t bias) {
+  for (const NoteRange& n : elf.notes) {
+    std::string id = read_note_build_id(mem, n, bias + n.vaddr, elf.big_endian);
+    if (!id.empty()) return id;
+  }
+  return {};
+}
+
+std::string read_build_id_at_offsets(Memory& mem, const TargetElf& elf, uint64_t offset0,
+                                     uint64_t file_limit) {
+  for (const NoteRange& n : elf.notes) {
+    if (n.offset > file_limit || n.size > file_limit - n.offset) continue;
+    std::string id = read_note_build_id(mem, n, offset0 + n.offset, elf.big_endian);
+    if (!id.empty()) return id;
+  }
+  return {};
+}
+
+std::optional<std::string> read_c_string(Memory& mem, uint64_t addr, std::size_t max_len) {
+  std::string out;
+  std::byte chunk[64];
+  while (out.size() < max_len) {
+    std::size_t want = std::min(sizeof chunk, max_len - out.size());
+    // A string may end just before unreadable memory: take what a short read gives.
+    std::size_t got = mem.read(addr + out.size(), std::span(chunk, want));
+    if (got == 0) return std::nullopt;
+    for (std::size_t i = 0; i < got; ++i) {
+      if (chunk[i] == std::byte{0}) return out;
+      out.push_back(static_cast<char>(chunk[i]));
+    }
+  }
+  return std::nullopt;
+}
+
+std::string to_hex(std::span<const std::byte> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (std::byte b : bytes) {
+    auto u = std::to_integer<unsigned>(b);
+    s.push_back(kDigits[u >> 4]);
+    s.push_back(kDigits[u & 15]);
+  }
+  return s;
+}
+
+}  // namespace ehbt::core

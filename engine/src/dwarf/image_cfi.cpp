@@ -1,0 +1,295 @@
+// All CFI of one image: finds the FDE for a pc (through .eh_frame_hdr, or an index built by
+// one scan of the section), evaluates it to a row, and caches CIEs, the index and rows. A
+// section whose structure turns out corrupt is marked bad once and never parsed again.
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "dwarf/cfi.hpp"
+#include "dwarf/record_framing.hpp"
+
+namespace ehbt::dwarf {
+namespace {
+
+// Direct-mapped row cache. A row is valid for its whole [start, end) range, so a hit only
+// needs the slot's row to contain the pc.
+constexpr std::size_t kRowCacheBits = 8;
+constexpr std::size_t kRowCacheSlots = std::size_t{1} << kRowCacheBits;
+// Parsed CIEs kept per section; real sections have a few dozen at most.
+constexpr std::size_t kMaxCachedCies = 4096;
+
+struct IndexEntry {
+  uint64_t pc_begin;
+  uint64_t pc_end;
+  uint64_t offset;
+};
+
+struct CachedRow {
+  Row row;  // start == end: empty slot
+  SectionKind from = SectionKind::EhFrame;
+};
+
+// Errors that say a section's structure (not one FDE's program) cannot be trusted.
+bool is_structural(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::BadLength:
+    case ErrorCode::BadCie:
+    case ErrorCode::Unsorted:
+    case ErrorCode::LimitSearchProbes:
+    case ErrorCode::LimitIndexEntries:
+    case ErrorCode::LimitRecordBytes:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline std::size_t row_slot(uint64_t pc) {
+  return static_cast<std::size_t>((pc * 0x9e3779b97f4a7c15ull) >> (64 - kRowCacheBits));
+}
+
+}  // namespace
+
+struct ImageCfi::Impl {
+  struct Section {
+    explicit Section(SectionKind k) : kind(k) {}
+    SectionKind kind;
+    SectionView view;
+    bool bad = false;
+    Error bad_error;
+    std::unordered_map<uint64_t, Cie> cies;
+    bool indexed = false;
+    std::vector<IndexEntry> index;  // sorted by pc_begin
+  };
+
+  Format fmt;
+  Bases bases;
+  Limits limits;
+  IndirectReader indirect;
+  SectionView hdr_view;
+  bool hdr_parsed = false;
+  std::optional<EhFrameHdr> hdr;
+  Section eh{SectionKind::EhFrame};
+  Section debug{SectionKind::DebugFrame};
+  std::unique_ptr<CachedRow[]> rows;
+
+  Section& section(SectionKind kind) { return kind == SectionKind::EhFrame ? eh : debug; }
+
+  Unexpected<Error> mark_bad(Section& s, Error e) {
+    s.bad = true;
+    s.bad_error = e;
+    return unexpected(e);
+  }
+
+  Expected<const Cie*, Error> cie_at(Section& s, uint64_t offset) {
+    if (auto it = s.cies.find(offset); it != s.cies.end()) return &it->second;
+    auto cie = parse_cie(s.kind, s.view, offset, fmt, limits, bases, indirect);
+    if (!cie) return unexpected(cie.error());
+    if (s.cies.size() >= kMaxCachedCies) s.cies.clear();
+    return &s.cies.emplace(offset, *cie).first->second;
+  }
+
+  // The FDE at `offset` and its CIE.
+  Expected<std::pair<Fde, Cie>, Error> record_at(Section& s, uint64_t offset) {
+    auto h = parse_record_header(s.kind, s.view, offset, fmt, limits);
+    if (!h) return unexpected(h.error());
+    if (h->kind != RecordKind::Fde) return unexpected(Error{ErrorCode::BadCie, offset});
+    auto cie = cie_at(s, h->cie_offset);
+    if (!cie) return unexpected(cie.error());
+    auto fde = parse_fde(s.kind, s.view, offset, **cie, fmt, limits, bases, indirect);
+    if (!fde) return unexpected(fde.error());
+    return std::pair<Fde, Cie>(*fde, **cie);
+  }
+
+  const EhFrameHdr* table() {
+    if (!hdr_parsed) {
+      hdr_parsed = true;
+      // A header we cannot read is only a missing accelerator: the section is scanned.
+      if (!hdr_view.bytes.empty()) {
+        auto h = EhFrameHdr::parse(hdr_view, fmt, limits, indirect);
+        if (h && h->has_table()) hdr = *h;
+      }
+    }
+    return hdr ? &*hdr : nullptr;
+  }
+
+  Expected<std::pair<Fde, Cie>, Error> find_via_table(const EhFrameHdr& t, uint64_t pc) {
+    auto e = t.lookup_entry(pc);
+    if (!e) {
+      if (e.error().code == ErrorCode::NoEntry) return unexpected(e.error());
+      return mark_bad(eh, e.error());  // a table we cannot search is not retried
+    }
+    const uint64_t size = eh.view.bytes.size();
+    if (e->fde_addr < eh.view.addr || e->fde_addr - eh.view.addr >= size) {
+      return mark_bad(eh, Error{ErrorCode::BadLength, e->fde_addr});
+    }
+    auto rec = record_at(eh, e->fde_addr - eh.view.addr);
+    if (!rec) {
+      if (is_structural(rec.error().code)) return mark_bad(eh, rec.error());
+      return unexpected(rec.error());
+    }
+    // The table gives the FDE with the greatest start <= pc; if that one ends before pc, no
+    // FDE covers it.
+    if (pc < rec->first.pc_begin || pc >= rec->first.pc_end) {
+      return unexpected(Error{ErrorCode::NoEntry, pc});
+    }
+    return rec;
+  }
+
+  // One linear scan: every FDE that parses goes into the index; records that do not are
+  // skipped where their length allows.
+  Expected<void, Error> build_index(Section& s) {
+    s.indexed = true;
+    const uint64_t size = s.view.bytes.size();
+    uint64_t offset = 0;
+    while (offset < size) {
+      auto f = parse_record_framing(s.kind, s.view, offset, fmt, limits);
+      if (!f || f->header.kind == RecordKind::Terminator) break;
+      const RecordHeader& h = f->header;
+      if (h.kind == RecordKind::Fde && f->cie_ok) {
+        auto cie = cie_at(s, h.cie_offset);
+        if (cie) {
+          auto fde = parse_fde(s.kind, s.view, offset, **cie, fmt, limits, bases, indirect);
+          if (fde && fde->pc_begin < fde->pc_end) {
+            if (s.index.size() >= limits.max_index_entries) {
+              s.index.clear();
+              s.index.shrink_to_fit();
+              return mark_bad(s, Error{ErrorCode::LimitIndexEntries, offset});
+            }
+            s.index.push_back({fde->pc_begin, fde->pc_end, offset});
+          }
+        }
+      }
+      offset = h.end;
+    }
+    std::sort(s.index.begin(), s.index.end(),
+              [](const IndexEntry& a, const IndexEntry& b) { return a.pc_begin < b.pc_begin; });
+    return {};
+  }
+
+  Expected<std::pair<Fde, Cie>, Error> find_via_index(Section& s, uint64_t pc) {
+    if (!s.indexed) {
+      auto ok = build_index(s);
+      if (!ok) return unexpected(ok.error());
+    }
+    auto it = std::upper_bound(s.index.begin(), s.index.end(), pc,
+                               [](uint64_t v, const IndexEntry& e) { return v < e.pc_begin; });
+    if (it == s.index.begin()) return unexpected(Error{ErrorCode::NoEntry, pc});
+    --it;
+    if (pc >= it->pc_end) return unexpected(Error{ErrorCode::NoEntry, pc});
+    return record_at(s, it->offset);
+  }
+
+  Expected<std::pair<Fde, Cie>, Error> find_fde(SectionKind kind, uint64_t pc) {
+    Section& s = section(kind);
+    if (s.bad) return unexpected(s.bad_error);
+    if (s.view.bytes.empty()) return unexpected(Error{ErrorCode::NoEntry, pc});
+    if (kind == SectionKind::EhFrame) {
+      if (const EhFrameHdr* t = table()) return find_via_table(*t, pc);
+    }
+    return find_via_index(s, pc);
+  }
+};
+
+ImageCfi::ImageCfi(SectionView eh_frame_hdr, SectionView eh_frame, SectionView debug_frame,
+                   Format fmt, Bases bases, const Limits& limits, IndirectReader indirect)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->fmt = fmt;
+  impl_->bases = bases;
+  impl_->limits = limits;
+  impl_->indirect = std::move(indirect);
+  impl_->hdr_view = eh_frame_hdr;
+  impl_->eh.view = eh_frame;
+  impl_->debug.view = debug_frame;
+}
+
+ImageCfi::~ImageCfi() = default;
+
+Expected<const Row*, Error> ImageCfi::find_row_ref(uint64_t pc, SectionKind* from,
+                                                   bool use_debug_frame) {
+  Impl& m = *impl_;
+  if (m.rows) {
+    const CachedRow& c = m.rows[row_slot(pc)];
+    if (pc >= c.row.start && pc < c.row.end) {
+      if (from != nullptr) *from = c.from;
+      return &c.row;
+    }
+  }
+  SectionKind kind = SectionKind::EhFrame;
+  auto rec = m.find_fde(SectionKind::EhFrame, pc);
+  if (!rec && use_debug_frame && !m.debug.view.bytes.empty()) {
+    auto dbg = m.find_fde(SectionKind::DebugFrame, pc);
+    // .debug_frame answers when it can; otherwise the more telling of the two errors.
+    if (dbg || rec.error().code == ErrorCode::NoEntry) {
+      rec = std::move(dbg);
+      kind = SectionKind::DebugFrame;
+    }
+  }
+  if (!rec) return unexpected(rec.error());
+  auto row = evaluate_row(rec->second, rec->first, pc, m.fmt, m.limits);
+  if (!row) return unexpected(row.error());
+  // Allocated on the first row, so images never looked up cost nothing.
+  if (!m.rows) m.rows.reset(new CachedRow[kRowCacheSlots]);
+  CachedRow& c = m.rows[row_slot(pc)];
+  c.row = *row;
+  c.from = kind;
+  if (from != nullptr) *from = kind;
+  return &c.row;
+}
+
+Expected<Row, Error> ImageCfi::find_row(uint64_t pc, SectionKind* from, bool use_debug_frame) {
+  auto r = find_row_ref(pc, from, use_debug_frame);
+  if (!r) return unexpected(r.error());
+  return **r;
+}
+
+Expected<std::pair<Fde, Cie>, Error> ImageCfi::find_fde(SectionKind kind, uint64_t pc) {
+  return impl_->find_fde(kind, pc);
+}
+
+void ImageCfi::for_each_fde(SectionKind kind, const std::function<void(const Fde&, const Cie&)>& fn,
+                            const std::function<void(const Error&)>& on_error) {
+  Impl& m = *impl_;
+  Impl::Section& s = m.section(kind);
+  auto report = [&](const Error& e) {
+    if (on_error) on_error(e);
+  };
+  const uint64_t size = s.view.bytes.size();
+  uint64_t offset = 0;
+  // Each record is at least 4 bytes, so the walk ends within size / 4 steps.
+  while (offset < size) {
+    auto f = parse_record_framing(kind, s.view, offset, m.fmt, m.limits);
+    if (!f) {
+      report(f.error());  // the length itself is broken: nothing after it can be trusted
+      return;
+    }
+    const RecordHeader& h = f->header;
+    if (h.kind == RecordKind::Terminator) return;
+    if (h.kind == RecordKind::Fde) {
+      if (!f->cie_ok) {
+        report(Error{ErrorCode::BadCie, offset});
+      } else if (auto cie = m.cie_at(s, h.cie_offset); !cie) {
+        report(cie.error());
+      } else if (auto fde =
+                     parse_fde(kind, s.view, offset, **cie, m.fmt, m.limits, m.bases, m.indirect);
+                 !fde) {
+        report(fde.error());
+      } else if (fn) {
+        fn(*fde, **cie);
+      }
+    }
+    offset = h.end;
+  }
+}
+
+bool ImageCfi::eh_frame_bad() const {
+  return impl_->eh.bad;
+}
+bool ImageCfi::debug_frame_bad() const {
+  return impl_->debug.bad;
+}
+Format ImageCfi::format() const {
+  return impl_->fmt;
+}
+
+}  // namespace ehbt::dwarf

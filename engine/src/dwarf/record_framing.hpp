@@ -1,0 +1,19 @@
+// Internal: a record's framing without judging its CIE pointer, for section walkers that must
+// step over a bad FDE to reach the next record.
+#pragma once
+
+#include "dwarf/cfi.hpp"
+
+namespace ehbt::dwarf {
+
+// Like parse_record_header, but an FDE whose CIE pointer is unusable still comes back (with
+// `cie_ok` false) so the walk can continue at `end`.
+struct RecordFraming {
+  RecordHeader header;
+  bool cie_ok = true;
+};
+Expected<RecordFraming, Error> parse_record_framing(SectionKind kind, SectionView section,
+                                                    uint64_t offset, Format fmt,
+                                                    const Limits& limits);
+
+}  // namespace ehbt::dwarf

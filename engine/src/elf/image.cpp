@@ -1,0 +1,91 @@
+// Image members that do not depend on where the image came from: reading link-time
+// addresses, the executable test, and the lazily loaded symbols.
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "elf/byte_view.hpp"
+#include "elf/image_impl.hpp"
+
+namespace ehbt {
+
+Image::~Image() = default;
+
+std::shared_ptr<Image> ImageLoader::make(const Limits& limits) {
+  std::shared_ptr<Image> img(new Image());
+  img->impl_ = std::make_unique<Image::Impl>();
+  img->impl_->limits = limits;
+  img->impl_->symbols = elf::SymbolTable(limits.max_symbols);
+  return img;
+}
+
+bool Image::is_executable(uint64_t link_addr) const {
+  const bool any_x = std::any_of(segments_.begin(), segments_.end(),
+                                 [](const Segment& s) { return (s.flags & PF_X) != 0; });
+  return std::any_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
+    bool inside = link_addr >= s.vaddr && link_addr - s.vaddr < s.memsz;
+    return inside && (!any_x || (s.flags & PF_X) != 0);
+  });
+}
+
+std::size_t Image::read(uint64_t link_addr, std::span<std::byte> out) const {
+  std::size_t done = 0;
+  if (impl_ == nullptr) return 0;
+  const Impl& im = *impl_;
+
+  if (!im.pieces.empty()) {
+    // An image from target memory: only the pieces it copied are known.
+    for (std::size_t guard = 0; guard <= im.pieces.size() && done < out.size(); ++guard) {
+      uint64_t a = link_addr + done;
+      if (a < link_addr) break;
+      auto it = std::find_if(im.pieces.begin(), im.pieces.end(), [a](const auto& p) {
+        return a >= p.first && a - p.first < p.second.size();
+      });
+      if (it == im.pieces.end()) break;
+      std::size_t off = static_cast<std::size_t>(a - it->first);
+      std::size_t n = std::min(out.size() - done, it->second.size() - off);
+      std::memcpy(out.data() + done, it->second.data() + off, n);
+      done += n;
+    }
+    return done;
+  }
+
+  // Each step finishes either a file-backed or a zero-filled part of a segment, so two steps
+  // per segment are enough unless the range leaves the segments.
+  for (std::size_t guard = 0; guard <= 2 * segments_.size() + 1 && done < out.size(); ++guard) {
+    uint64_t a = link_addr + done;
+    if (a < link_addr) break;
+    const Segment* seg = nullptr;
+    for (const Segment& s : segments_) {
+      if (a >= s.vaddr && a - s.vaddr < s.memsz) {
+        seg = &s;
+        break;
+      }
+    }
+    if (seg == nullptr) break;
+    uint64_t in_seg = a - seg->vaddr;
+    uint64_t want = std::min<uint64_t>(out.size() - done, seg->memsz - in_seg);
+    if (in_seg < seg->filesz) {
+      uint64_t n = std::min(want, seg->filesz - in_seg);
+      auto start = elf::checked_add(seg->offset, in_seg);
+      if (!start || *start >= im.file.size()) break;
+      n = std::min<uint64_t>(n, im.file.size() - *start);  // a truncated file ends the read
+      std::memcpy(out.data() + done, im.file.data() + *start, static_cast<std::size_t>(n));
+      done += static_cast<std::size_t>(n);
+      if (n < std::min(want, seg->filesz - in_seg)) break;
+    } else {
+      std::memset(out.data() + done, 0, static_cast<std::size_t>(want));
+      done += static_cast<std::size_t>(want);
+    }
+  }
+  return done;
+}
+
+std::optional<Symbol> Image::symbolize(uint64_t link_addr) const {
+  if (impl_ == nullptr) return std::nullopt;
+  std::call_once(impl_->symbols_once, [this] { ImageLoader::load_symbols(*this); });
+  return impl_->symbols.lookup(link_addr);
+}
+
+}  // namespace ehbt

@@ -1,0 +1,91 @@
+// The private state behind ehbt::Image and the loader that fills it. Only engine/src/elf
+// includes this.
+#pragma once
+
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ehbt/image.hpp"
+#include "elf/file_mapping.hpp"
+#include "elf/symbol_table.hpp"
+
+namespace ehbt {
+
+// Owns a libelf descriptor.
+struct ElfHandle {
+  Elf* elf = nullptr;
+  ElfHandle() = default;
+  explicit ElfHandle(Elf* e) : elf(e) {}
+  ~ElfHandle() {
+    if (elf != nullptr) elf_end(elf);
+  }
+  ElfHandle(const ElfHandle&) = delete;
+  ElfHandle& operator=(const ElfHandle&) = delete;
+};
+
+struct Image::Impl {
+  // Where the file bytes live: a read-only mapping (open) or an owned buffer (from_bytes).
+  // Section spans point into one of them, so they are declared before anything that refers
+  // to them and destroyed last.
+  elf::FileMapping mapping;
+  std::vector<std::byte> owned;
+  std::span<const std::byte> file;           // the whole file; empty for images built from memory
+  std::vector<std::byte> debug_frame_plain;  // decompressed .debug_frame, when it was compressed
+
+  // Images from target memory own the pieces they copied, keyed by link-time address.
+  std::vector<std::pair<uint64_t, std::vector<std::byte>>> pieces;
+
+  // libelf's view of `file`, kept for the lazy symbol load. Destroyed before the bytes.
+  ElfHandle elf;
+
+  Limits limits;
+  // False for a separate debug file opened only for its symbols (no further lookups).
+  bool allow_debug_file = true;
+
+  std::once_flag symbols_once;
+  elf::SymbolTable symbols;
+};
+
+// Builds images; a friend of Image, so its members fill the protected fields directly.
+class ImageLoader {
+ public:
+  using Result = Expected<std::shared_ptr<Image>, std::string>;
+
+  static std::shared_ptr<Image> make(const Limits& limits);
+  static Image::Impl& impl(const Image& image) { return *image.impl_; }
+
+  // Parses the file bytes already placed in impl(image).file (and, for open(), `fd`).
+  static Expected<void, std::string> parse_file(Image& image, int fd);
+  static Result from_memory(Memory& mem, uint64_t load_addr, std::string name,
+                            const Limits& limits);
+  static void load_symbols(const Image& image);
+};
+
+namespace elf {
+
+// PT_GNU_SFRAME (binutils 2.40+); older <elf.h> lacks it.
+inline constexpr uint32_t kPtGnuSframe = 0x6474e554;
+// Section and segment headers walked per image at most.
+inline constexpr uint32_t kMaxProgramHeaders = 65536;
+inline constexpr uint32_t kMaxSections = 1u << 20;
+// Page size assumed when a PT_LOAD states no usable alignment.
+inline constexpr uint64_t kPageSize = 4096;
+
+// Lowest PT_LOAD vaddr rounded down to its alignment (a power of two), else to a page.
+uint64_t load_base(uint64_t vaddr, uint64_t align);
+
+// The PT_LOAD whose file-backed part [vaddr, vaddr + filesz) holds addr, or null.
+const Segment* file_segment_at(const std::vector<Segment>& segments, uint64_t addr);
+
+// Initialises libelf once per process.
+bool libelf_ready();
+
+}  // namespace elf
+}  // namespace ehbt

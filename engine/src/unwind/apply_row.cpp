@@ -1,0 +1,203 @@
+#include "unwind/apply_row.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "unwind/describe.hpp"
+
+namespace ehbt::unwind {
+namespace {
+
+// The outcome of one register rule.
+struct RuleValue {
+  enum Kind : uint8_t { Value, Unknown, Fault, ExprError } kind = Unknown;
+  uint64_t value = 0;       // Value
+  uint64_t fault_addr = 0;  // Fault
+  dwarf::Error error;       // ExprError
+};
+
+struct RowEnv {
+  const arch::ArchOps& ops;
+  const RegisterSet& regs;
+  const RegisterSet& expr_regs;  // regs, plus the pc column where the arch has one
+  Memory& mem;
+  const Limits& limits;
+  uint64_t cfa;
+  dwarf::Format fmt;
+};
+
+RuleValue read_saved(const RowEnv& env, uint64_t addr) {
+  RuleValue out;
+  if (env.mem.read_uint(addr, env.fmt.address_size, env.fmt.big_endian, out.value)) {
+    out.kind = RuleValue::Value;
+  } else {
+    out.kind = RuleValue::Fault;
+    out.fault_addr = addr;
+  }
+  return out;
+}
+
+RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
+  RuleValue out;
+  switch (rule.kind) {
+    case dwarf::RuleKind::Unspecified:
+      if (env.ops.callee_saved(reg) && env.regs.has(reg)) {
+        out.kind = RuleValue::Value;
+        out.value = env.regs.raw(reg);
+      }
+      return out;
+    case dwarf::RuleKind::Undefined:
+      return out;
+    case dwarf::RuleKind::SameValue:
+      if (env.regs.has(reg)) {
+        out.kind = RuleValue::Value;
+        out.value = env.regs.raw(reg);
+      }
+      return out;
+    case dwarf::RuleKind::Offset:
+      return read_saved(env, env.cfa + static_cast<uint64_t>(rule.offset));
+    case dwarf::RuleKind::ValOffset:
+      out.kind = RuleValue::Value;
+      out.value = env.cfa + static_cast<uint64_t>(rule.offset);
+      return out;
+    case dwarf::RuleKind::Register:
+      if (env.regs.has(rule.reg)) {
+        out.kind = RuleValue::Value;
+        out.value = env.regs.raw(rule.reg);
+      }
+      return out;
+    case dwarf::RuleKind::Expression:
+    case dwarf::RuleKind::ValExpression: {
+      dwarf::ExprContext ctx;
+      ctx.regs = &env.expr_regs;
+      ctx.mem = &env.mem;
+      ctx.fmt = env.fmt;
+      ctx.limits = &env.limits;
+      ctx.cfa = env.cfa;
+      auto r = dwarf::evaluate_expression(rule.expr, ctx, env.cfa);
+      if (!r) {
+        out.kind = RuleValue::ExprError;
+        out.error = r.error();
+        return out;
+      }
+      if (rule.kind == dwarf::RuleKind::Expression) return read_saved(env, *r);
+      out.kind = RuleValue::Value;
+      out.value = *r;
+      return out;
+    }
+  }
+  return out;
+}
+
+// x86-64's return-address column (16) is the instruction pointer itself, and glibc's .plt
+// CFA expression reads it (DW_OP_breg16). Core and ptrace registers give rip as the pc, so
+// expressions see a copy with the column filled in; plain rules never read it.
+const RegisterSet& with_pc_column(const ArchInfo& ai, const RegisterSet& regs,
+                                  std::optional<RegisterSet>& scratch) {
+  if (ai.arch != Arch::X86_64 || regs.has(ai.ra_reg)) return regs;
+  scratch.emplace(regs);
+  scratch->set(ai.ra_reg, regs.pc());
+  return *scratch;
+}
+
+Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa = 0) {
+  return unexpected(StopInfo{reason, std::move(detail), cfa});
+}
+
+}  // namespace
+
+Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Row& row,
+                                       const RegisterSet& regs, Memory& mem, const Limits& limits,
+                                       RegisterSet& caller) {
+  const ArchInfo& ai = ops.info();
+  const dwarf::Format fmt{ai.big_endian, ai.address_size};
+
+  std::optional<RegisterSet> scratch;
+  const bool needs_expr_regs = row.cfa.kind == dwarf::CfaKind::Expression ||
+                               std::any_of(row.rules.begin(), row.rules.begin() + row.num_rules,
+                                           [](const dwarf::RegRule& r) {
+                                             return r.rule.kind == dwarf::RuleKind::Expression ||
+                                                    r.rule.kind == dwarf::RuleKind::ValExpression;
+                                           });
+  const RegisterSet& expr_regs = needs_expr_regs ? with_pc_column(ai, regs, scratch) : regs;
+
+  uint64_t cfa = 0;
+  switch (row.cfa.kind) {
+    case dwarf::CfaKind::RegOffset:
+      if (!regs.has(row.cfa.reg)) {
+        return stop(StopReason::BadUnwindInfo,
+                    "CFA needs " + reg_name(ai.arch, row.cfa.reg) + ", unknown in this frame");
+      }
+      cfa = regs.raw(row.cfa.reg) + static_cast<uint64_t>(row.cfa.offset);
+      break;
+    case dwarf::CfaKind::Expression: {
+      dwarf::ExprContext ctx;
+      ctx.regs = &expr_regs;
+      ctx.mem = &mem;
+      ctx.fmt = fmt;
+      ctx.limits = &limits;
+      auto r = dwarf::evaluate_expression(row.cfa.expr, ctx);
+      if (!r) {
+        return stop(dwarf::to_stop_reason(r.error().code),
+                    std::string(dwarf::to_string(r.error().code)) + " in CFA expression (at " +
+                        hex(r.error().where) + ")");
+      }
+      cfa = *r;
+      break;
+    }
+    case dwarf::CfaKind::Undefined:
+      return stop(StopReason::BadUnwindInfo, "row has no CFA rule");
+  }
+  if (cfa == 0 || cfa % ai.address_size != 0) {
+    return stop(StopReason::BadUnwindInfo, "CFA " + hex(cfa) + " is zero or misaligned");
+  }
+
+  const RowEnv env{ops, regs, expr_regs, mem, limits, cfa, fmt};
+  // A fresh set (the walk hands over a default-constructed one: reuse it, no second clear).
+  if (caller.arch() != ai.arch || caller.count() != 0) {
+    std::destroy_at(&caller);
+    std::construct_at(&caller, ai.arch);
+  }
+  // Callee-saved registers first; the rules below override them.
+  ops.copy_callee_saved(regs, caller);
+  bool sp_ruled = false;
+  for (uint8_t i = 0; i < row.num_rules && i < row.rules.size(); ++i) {
+    const uint16_t reg = row.rules[i].reg;
+    if (reg == row.ra_reg) continue;
+    if (reg == ai.sp_reg) sp_ruled = row.rules[i].rule.kind != dwarf::RuleKind::Unspecified;
+    RuleValue v = evaluate(env, row.rules[i].rule, reg);
+    if (v.kind == RuleValue::Value) {
+      caller.set(reg, v.value);
+    } else {
+      caller.clear(reg);
+    }
+  }
+  if (!sp_ruled) caller.set(ai.sp_reg, cfa - static_cast<uint64_t>(ai.cfa_sp_offset));
+
+  const dwarf::Rule ra_rule = row.rule(row.ra_reg);
+  if (ra_rule.kind == dwarf::RuleKind::Undefined) {
+    return stop(StopReason::Outermost, "", cfa);
+  }
+  RuleValue ra = evaluate(env, ra_rule, row.ra_reg);
+  switch (ra.kind) {
+    case RuleValue::Value:
+      break;
+    case RuleValue::Fault:
+      return stop(StopReason::MemoryFault, read_failed(ra.fault_addr, fmt.address_size), cfa);
+    case RuleValue::ExprError:
+      return stop(dwarf::to_stop_reason(ra.error.code),
+                  std::string(dwarf::to_string(ra.error.code)) +
+                      " in return-address expression (at " + hex(ra.error.where) + ")",
+                  cfa);
+    case RuleValue::Unknown:
+      return stop(StopReason::BadUnwindInfo,
+                  "return address (" + reg_name(ai.arch, row.ra_reg) + ") is unknown", cfa);
+  }
+  caller.set(row.ra_reg, ra.value);
+  caller.set_pc(ops.strip_return_address(ra.value));
+  return cfa;
+}
+
+}  // namespace ehbt::unwind

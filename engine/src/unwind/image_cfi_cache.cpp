@@ -1,0 +1,44 @@
+// Builds an image's ImageCfi from its sections: .eh_frame_hdr is the data base of its own
+// encodings, there is no text base, and indirect pointers are read from the file's segments.
+#include "unwind/image_cfi_cache.hpp"
+
+#include <array>
+
+namespace ehbt::unwind {
+namespace {
+
+dwarf::SectionView view(const SectionRef& s) {
+  return {s.addr, s.bytes};
+}
+
+dwarf::IndirectReader indirect_reader(const Image& image) {
+  return [&image](uint64_t link_addr) -> std::optional<uint64_t> {
+    const unsigned size = image.address_size();
+    std::array<std::byte, 8> buf{};
+    if (size == 0 || size > buf.size()) return std::nullopt;
+    if (image.read(link_addr, std::span(buf.data(), size)) != size) return std::nullopt;
+    uint64_t v = 0;
+    for (unsigned i = 0; i < size; ++i) {
+      unsigned idx = image.big_endian() ? i : size - 1 - i;
+      v = (v << 8) | std::to_integer<uint64_t>(buf[idx]);
+    }
+    return v;
+  };
+}
+
+}  // namespace
+
+CfiImageCache::CfiImageCache(const Image& image, const Limits& limits)
+    : cfi_(view(image.eh_frame_hdr()), view(image.eh_frame()), view(image.debug_frame()),
+           dwarf::Format{image.big_endian(), image.address_size()},
+           dwarf::Bases{0, image.eh_frame_hdr().addr}, limits, indirect_reader(image)) {}
+
+dwarf::ImageCfi& image_cfi(const Image& image, const Limits& limits) {
+  if (auto* mine = dynamic_cast<CfiImageCache*>(image.cache())) return mine->cfi();
+  auto fresh = std::make_unique<CfiImageCache>(image, limits);
+  dwarf::ImageCfi& cfi = fresh->cfi();
+  image.set_cache(std::move(fresh));
+  return cfi;
+}
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,171 @@
+#include "unwind/step.hpp"
+
+#include <string>
+
+#include "arch/arch_ops.hpp"
+#include "unwind/apply_row.hpp"
+#include "unwind/describe.hpp"
+
+namespace ehbt::unwind {
+namespace {
+
+using StepOutcome = Expected<uint64_t, StopInfo>;
+
+Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa = 0) {
+  return unexpected(StopInfo{reason, std::move(detail), cfa});
+}
+
+const Module* module_for(const Frame& frame, const ModuleSet& modules) {
+  const uint64_t pc = frame.lookup_pc();
+  if (frame.module != nullptr && frame.module->contains(pc)) return frame.module;
+  return modules.find(pc);
+}
+
+// Checks the caller's pc and fills caller.module. `from_signal`: the pc was interrupted, not
+// a return address.
+std::optional<StopInfo> validate_caller(const arch::ArchOps& ops, Frame& caller, uint64_t cfa,
+                                        Memory& mem, const ModuleSet& modules, bool from_signal) {
+  const uint64_t pc = caller.pc;
+  if (pc == 0 && !from_signal) return StopInfo{StopReason::Outermost, "", cfa};
+  if (!ops.plausible_pc(pc)) {
+    return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is not a code address", cfa};
+  }
+  const uint64_t lookup = caller.lookup_pc();
+  caller.module = modules.find(lookup);
+  if (from_signal) return std::nullopt;
+  if (caller.module != nullptr) {
+    const Image* image = caller.module->image.get();
+    if (image != nullptr && !image->is_executable(caller.module->to_link(lookup))) {
+      return StopInfo{StopReason::BadPc,
+                      "caller pc " + describe_pc(pc, caller.module) + " is not executable", cfa};
+    }
+    return std::nullopt;
+  }
+  if (modules.modules().empty()) return std::nullopt;
+  if (ops.sigreturn_at(mem, pc) != arch::Sigreturn::None) return std::nullopt;
+  return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
+}
+
+StopInfo recover_failure(const arch::RecoverFailure& f, const char* what) {
+  if (f.kind == arch::RecoverError::MemoryFault) {
+    return StopInfo{StopReason::MemoryFault, read_failed(f.addr, f.size) + " (" + what + ")", 0};
+  }
+  return StopInfo{StopReason::NoUnwindInfo, std::string(what) + ": " + f.why, 0};
+}
+
+// Fills `caller` from a heuristic or signal-frame recovery and validates it.
+StepOutcome finish(const arch::ArchOps& ops, arch::Recovered&& rec, FrameSource source,
+                   bool exact_pc, Memory& mem, const ModuleSet& modules, Frame& caller) {
+  caller.pc = rec.regs.pc();
+  caller.source = source;
+  caller.exact_pc = exact_pc;
+  caller.signal_trampoline = false;
+  caller.cfa = 0;
+  caller.regs = std::move(rec.regs);
+  if (auto bad = validate_caller(ops, caller, rec.cfa, mem, modules, exact_pc)) {
+    return unexpected(std::move(*bad));
+  }
+  return rec.cfa;
+}
+
+StepOutcome signal_step(const arch::ArchOps& ops, const Frame& frame, arch::Sigreturn kind,
+                        Memory& mem, const ModuleSet& modules, Frame& caller) {
+  auto rec = ops.recover_signal(frame.regs, kind, mem);
+  if (!rec) return unexpected(recover_failure(rec.error(), "signal frame"));
+  return finish(ops, std::move(*rec), FrameSource::Signal, true, mem, modules, caller);
+}
+
+StepOutcome frame_pointer_only(const arch::ArchOps& ops, const Frame& frame, Memory& mem,
+                               const ModuleSet& modules, Frame& caller) {
+  auto rec = ops.frame_pointer_step(frame.regs, mem);
+  if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
+  return finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
+}
+
+}  // namespace
+
+StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules,
+                       const UnwindOptions& options, const Limits& limits, CfiMemo& memo,
+                       Frame& caller) {
+  const arch::ArchOps& ops = arch::arch_ops(frame.regs.arch());
+  const Module* module = module_for(frame, modules);
+
+  if (options.source == SourcePreference::FramePointer) {
+    return frame_pointer_only(ops, frame, mem, modules, caller);
+  }
+  if (options.source == SourcePreference::SFrame) {
+    return stop(StopReason::Unsupported, "sframe unwinding is not available in this build");
+  }
+
+  // 1. The CFI row.
+  StopReason reason = StopReason::NoModule;
+  std::string detail;
+  const Image* image = module != nullptr ? module->image.get() : nullptr;
+  if (image != nullptr) {
+    dwarf::ImageCfi& cfi = memo.get(*image, limits);
+    dwarf::SectionKind from = dwarf::SectionKind::EhFrame;
+    // By reference into the CFI row cache (a Row is ~2 KB): valid until the next lookup.
+    auto found =
+        cfi.find_row_ref(module->to_link(frame.lookup_pc()), &from, options.use_debug_frame);
+    if (found) {
+      const dwarf::Row* row = *found;
+      if (row->signal_frame) {
+        const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
+        if (kind != arch::Sigreturn::None) {
+          return signal_step(ops, frame, kind, mem, modules, caller);
+        }
+      }
+      auto cfa = apply_row(ops, *row, frame.regs, mem, limits, caller.regs);
+      if (!cfa) return unexpected(std::move(cfa.error()));
+      caller.pc = caller.regs.pc();
+      caller.cfa = 0;
+      caller.source =
+          from == dwarf::SectionKind::DebugFrame ? FrameSource::DebugFrame : FrameSource::EhFrame;
+      caller.exact_pc = row->signal_frame;
+      caller.signal_trampoline = false;
+      if (auto bad = validate_caller(ops, caller, *cfa, mem, modules, row->signal_frame)) {
+        return unexpected(std::move(*bad));
+      }
+      return *cfa;
+    }
+    const dwarf::ErrorCode code = found.error().code;
+    if (code != dwarf::ErrorCode::NoEntry && code != dwarf::ErrorCode::NotCovered) {
+      return stop(dwarf::to_stop_reason(code), std::string(dwarf::to_string(code)) + " for " +
+                                                   describe_pc(frame.lookup_pc(), module) +
+                                                   " (at " + hex(found.error().where) + ")");
+    }
+    reason = StopReason::NoUnwindInfo;
+    detail = "no FDE for " + describe_pc(frame.lookup_pc(), module);
+  } else if (module != nullptr) {
+    reason = StopReason::NoUnwindInfo;
+    detail = "no file for " + describe_pc(frame.lookup_pc(), module);
+  } else {
+    detail = hex(frame.pc) + " is in no module";
+  }
+
+  // 2. A sigreturn trampoline nobody described.
+  const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
+  if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
+
+  // 3. Heuristics.
+  if (!options.frame_pointer_fallback || options.source != SourcePreference::Auto) {
+    return stop(reason, std::move(detail));
+  }
+  if (module == nullptr && frame.exact_pc) {
+    auto rec = ops.entry_step(frame.regs, mem);
+    if (rec) {
+      auto out = finish(ops, std::move(*rec), FrameSource::Scan, false, mem, modules, caller);
+      if (out) return out;
+    }
+  }
+  auto rec = ops.frame_pointer_step(frame.regs, mem);
+  if (!rec) {
+    StopInfo why = recover_failure(rec.error(), "frame pointer");
+    return stop(reason, detail + "; " + why.detail);
+  }
+  auto out = finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
+  if (!out) return stop(reason, detail + "; frame pointer: " + out.error().detail);
+  return out;
+}
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,30 @@
+// One step of a walk: a frame -> its caller, by the first strategy that applies:
+//   1. the CFI row covering the frame's lookup pc (.eh_frame, then .debug_frame); when the row
+//      is a signal frame ('S') and the pc holds a sigreturn trampoline, the kernel's signal
+//      frame is read directly instead (it does not depend on the FDE being right);
+//   2. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc;
+//   3. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto): for an
+//      exact pc outside every module (a call through a bad pointer), the function-entry rule
+//      (tagged `scan`: a guess, validated); then the frame-pointer / backchain rule (tagged
+//      `frame_pointer`).
+// Every caller found is validated: pc 0 -> Outermost; a pc that is not a plausible code
+// address, lies in a module outside executable segments, or lies in no module (unless it is
+// a sigreturn trampoline, or the module set is empty and nothing can be checked) -> BadPc.
+// Frames recovered from a signal frame are exempt from the module check (their pc was
+// interrupted and may be anywhere) and may have pc 0.
+#pragma once
+
+#include "ehbt/expected.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/unwinder.hpp"
+#include "unwind/image_cfi_cache.hpp"
+
+namespace ehbt::unwind {
+
+// On success fills `caller` (which must not be `frame`) and returns the CFA of `frame`.
+// Writes in place so that the walk copies no register sets.
+Expected<uint64_t, StopInfo> step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules,
+                                        const UnwindOptions& options, const Limits& limits,
+                                        CfiMemo& memo, Frame& caller);
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,159 @@
+// Text and JSON renderings of a backtrace report.
+#include "cli_backtrace_report.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "cli_json.hpp"
+#include "cli_names.hpp"
+
+namespace ehbt::cli {
+namespace {
+
+std::string padded_address(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
+  return buf;
+}
+
+// GDB numbers frames as "#0  ", "#10 ", "#100 ": the number left-aligned in three columns.
+std::string frame_number(uint32_t index) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "#%-3u", index);
+  std::string s = buf;
+  if (s.back() != ' ') s += ' ';
+  return s;
+}
+
+std::string frame_text(const FrameLine& f) {
+  std::string line = frame_number(f.index);
+  if (f.signal_trampoline) {
+    line += "<signal handler called>";
+  } else {
+    line += padded_address(f.pc) + " in " + f.symbol.value_or("??") + " ()";
+    if (f.module) line += " from " + *f.module;
+  }
+  // Frames found without unwind tables are guesses; say so.
+  if (f.source == FrameSource::FramePointer || f.source == FrameSource::Scan) {
+    line += " [" + std::string(frame_source_name(f.source)) + "]";
+  }
+  return line;
+}
+
+std::string thread_header(const ThreadReport& t, const std::optional<SignalLine>& sig) {
+  std::string line = "Thread " + std::to_string(t.tid);
+  if (!t.name.empty()) line += " \"" + t.name + "\"";
+  if (t.crashing && sig) line += " (crashed: " + describe_signal(*sig) + ")";
+  return line + ":";
+}
+
+bool stopped_early(StopReason r) {
+  return r != StopReason::Outermost && r != StopReason::MaxFrames;
+}
+
+}  // namespace
+
+std::string describe_signal(const SignalLine& sig) {
+  std::string s = sig.name.empty() ? "SIG" + std::to_string(sig.number) : sig.name;
+  std::string_view code = signal_code_name(sig.number, sig.code);
+  s += ", ";
+  s += code.empty() ? "code " + std::to_string(sig.code) : std::string(code);
+  if (sig.address) s += " at " + hex(*sig.address);
+  return s;
+}
+
+std::string render_text(const BacktraceReport& r) {
+  std::string out;
+  if (r.core) out += "Core: " + *r.core + "\n";
+  if (r.pid) out += "Process: " + std::to_string(*r.pid) + "\n";
+  out += "Executable: " + (r.executable.empty() ? std::string("??") : r.executable) + "\n";
+  out += "Arch: " + r.arch + "\n";
+  if (r.signal) {
+    out += "Signal: " + describe_signal(*r.signal) + "\n";
+  } else {
+    out += "Signal: none\n";
+  }
+  for (const ThreadReport& t : r.threads) {
+    out += "\n" + thread_header(t, r.signal) + "\n";
+    for (const FrameLine& f : t.frames) out += frame_text(f) + "\n";
+    if (t.stop != StopReason::Outermost) {
+      out += "Backtrace stopped: " + std::string(stop_reason_name(t.stop));
+      if (!t.detail.empty()) out += ": " + t.detail;
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string render_json(const BacktraceReport& r) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.field("format", "ehbt-backtrace/1");
+  if (r.core) w.field("core", *r.core);
+  if (r.pid) w.field("pid", *r.pid);
+  w.field("arch", r.arch);
+  w.field("executable", r.executable);
+  w.key("signal");
+  if (r.signal) {
+    w.begin_object(true)
+        .field("number", r.signal->number)
+        .field("name", r.signal->name)
+        .field("code", r.signal->code)
+        .address_field("address", r.signal->address)
+        .end_object();
+  } else {
+    w.null();
+  }
+  w.key("modules").begin_array();
+  for (const ModuleLine& m : r.modules) {
+    auto or_null = [](const std::string& s) {
+      return s.empty() ? std::nullopt : std::optional<std::string>(s);
+    };
+    w.begin_object(true)
+        .field("path", m.path)
+        .field("file", or_null(m.file))
+        .address_field("base", m.base)
+        .address_field("bias", m.bias)
+        .field("build_id", or_null(m.build_id))
+        .field("build_id_match", m.build_id_match)
+        .end_object();
+  }
+  w.end_array();
+  w.key("threads").begin_array();
+  for (const ThreadReport& t : r.threads) {
+    w.begin_object()
+        .field("tid", t.tid)
+        .field("crashing", t.crashing)
+        .field("stop_reason", stop_reason_name(t.stop))
+        .field("stop_detail", t.detail);
+    w.key("frames").begin_array();
+    for (const FrameLine& f : t.frames) {
+      w.begin_object(true)
+          .field("index", f.index)
+          .address_field("pc", f.pc)
+          .address_field("cfa", f.cfa)
+          .field("source", frame_source_name(f.source))
+          .field("module", f.module)
+          .address_field("module_offset", f.module_offset)
+          .field("symbol", f.symbol)
+          .address_field("symbol_offset", f.symbol_offset)
+          .end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out += '\n';
+  return out;
+}
+
+int exit_status(const BacktraceReport& r) {
+  for (const ThreadReport& t : r.threads) {
+    if (stopped_early(t.stop)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace ehbt::cli

@@ -1,0 +1,77 @@
+// What `ehbt core` and `ehbt pid` print, as plain data, and its two renderings: GDB-like text
+// and the ehbt-backtrace/1 JSON document. Kept free of targets and images so that the
+// formatting is tested on hand-made reports.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ehbt/unwinder.hpp"
+
+namespace ehbt::cli {
+
+struct FrameLine {
+  uint32_t index = 0;
+  uint64_t pc = 0;
+  std::optional<uint64_t> cfa;  // absent when the unwinder did not compute it
+  FrameSource source = FrameSource::Context;
+  bool signal_trampoline = false;
+  std::optional<std::string> module;      // the module's path as the target names it
+  std::optional<uint64_t> module_offset;  // pc - bias
+  std::optional<std::string> symbol;
+  std::optional<uint64_t> symbol_offset;  // pc - symbol start (link-time)
+};
+
+struct ThreadReport {
+  int64_t tid = 0;
+  std::string name;
+  bool crashing = false;
+  StopReason stop = StopReason::Outermost;
+  std::string detail;
+  std::vector<FrameLine> frames;
+};
+
+struct ModuleLine {
+  std::string path;
+  std::string file;  // "" when no file was found
+  uint64_t base = 0;
+  uint64_t bias = 0;
+  std::string build_id;  // "" when unknown
+  bool build_id_match = true;
+};
+
+struct SignalLine {
+  int number = 0;
+  std::string name;  // "SIGSEGV"
+  int code = 0;
+  std::optional<uint64_t> address;
+};
+
+struct BacktraceReport {
+  std::optional<std::string> core;  // the core's path, as given
+  std::optional<int64_t> pid;       // or the live process
+  std::string arch;
+  std::string executable;
+  std::optional<SignalLine> signal;
+  std::vector<ModuleLine> modules;
+  std::vector<ThreadReport> threads;
+};
+
+// "SIGSEGV, SEGV_MAPERR at 0x0": name, code name (or "code N"), fault address when known.
+std::string describe_signal(const SignalLine& sig);
+
+// A header (core or process, executable, arch, signal), then one block per thread:
+//   Thread 4242 "name" (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
+//   #0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server
+//   #1  0x00007f0000001000 in ?? ()
+//   Backtrace stopped: memory_fault: <detail>
+std::string render_text(const BacktraceReport& report);
+// The ehbt-backtrace/1 document, newline-terminated.
+std::string render_json(const BacktraceReport& report);
+
+// 0 when every thread ended at an outermost frame or at max_frames, 1 otherwise.
+int exit_status(const BacktraceReport& report);
+
+}  // namespace ehbt::cli

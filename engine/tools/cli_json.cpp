@@ -1,0 +1,203 @@
+// JSON string escaping and the indenting writer.
+#include "cli_json.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace ehbt::cli {
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0 when the byte does not start one.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char b0 = byte(i);
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    len = 2;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    len = 3;
+    if (b0 == 0xe0) lo = 0xa0;  // overlong
+    if (b0 == 0xed) hi = 0x9f;  // surrogates
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    len = 4;
+    if (b0 == 0xf0) lo = 0x90;  // overlong
+    if (b0 == 0xf4) hi = 0x8f;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xbf) return 0;
+  }
+  return len;
+}
+
+void append_u00(std::string& out, unsigned char c) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\u%04x", c);
+  out += buf;
+}
+
+}  // namespace
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20) {
+            append_u00(out, c);
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    std::size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {
+      // Not UTF-8: keep the byte visible as the code point of the same value.
+      append_u00(out, c);
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+void JsonWriter::newline() {
+  out_ += '\n';
+  out_.append(2 * levels_.size(), ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (levels_.empty()) return;
+  Level& level = levels_.back();
+  if (!level.empty) out_ += level.one_line ? ", " : ",";
+  if (!level.one_line) newline();
+  level.empty = false;
+}
+
+void JsonWriter::open(char bracket, bool one_line) {
+  before_value();
+  out_ += bracket;
+  bool inherited = !levels_.empty() && levels_.back().one_line;
+  levels_.push_back({true, one_line || inherited});
+}
+
+void JsonWriter::close(char bracket) {
+  if (levels_.empty()) return;  // unbalanced call: ignore rather than corrupt the output
+  Level level = levels_.back();
+  levels_.pop_back();
+  if (!level.empty && !level.one_line) newline();
+  out_ += bracket;
+}
+
+JsonWriter& JsonWriter::begin_object(bool one_line) {
+  open('{', one_line);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_object() {
+  close('}');
+  return *this;
+}
+
+JsonWriter& JsonWriter::begin_array(bool one_line) {
+  open('[', one_line);
+  return *this;
+}
+
+JsonWriter& JsonWriter::end_array() {
+  close(']');
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(std::string_view k) {
+  before_value();
+  out_ += json_quote(k);
+  out_ += ": ";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::string_view s) {
+  before_value();
+  out_ += json_quote(s);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(int64_t v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(uint64_t v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(bool v) {
+  before_value();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+
+JsonWriter& JsonWriter::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+JsonWriter& JsonWriter::address(uint64_t v) {
+  before_value();
+  out_ += '"';
+  out_ += hex(v);
+  out_ += '"';
+  return *this;
+}
+
+}  // namespace ehbt::cli

@@ -1,0 +1,76 @@
+// A small JSON writer for the CLI's documents: no external library, strict escaping (control
+// characters, quotes, backslashes; bytes that are not valid UTF-8 become \u00XX so that paths
+// and symbol names from arbitrary binaries always yield valid JSON).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ehbt::cli {
+
+// `s` as a quoted JSON string literal.
+std::string json_quote(std::string_view s);
+
+// "0x" followed by lowercase hex digits, no padding: the address format of every document.
+std::string hex(uint64_t v);
+
+// Writes one JSON value into a string, indenting nested containers by two spaces. Commas and
+// separators are inserted automatically; callers only say what comes next.
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out) : out_(out) {}
+
+  // `one_line`: the container and everything in it on one line (a frame, a module), so that
+  // long lists stay readable.
+  JsonWriter& begin_object(bool one_line = false);
+  JsonWriter& end_object();
+  JsonWriter& begin_array(bool one_line = false);
+  JsonWriter& end_array();
+  // Inside an object: the key of the next value.
+  JsonWriter& key(std::string_view k);
+
+  JsonWriter& value(std::string_view s);
+  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
+  JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
+  JsonWriter& value(int64_t v);
+  JsonWriter& value(uint64_t v);
+  JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
+  JsonWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
+  JsonWriter& value(bool v);
+  JsonWriter& null();
+  // An address as a hex string (see hex()).
+  JsonWriter& address(uint64_t v);
+  JsonWriter& address(std::optional<uint64_t> v) { return v ? address(*v) : null(); }
+  JsonWriter& value(const std::optional<std::string>& s) { return s ? value(*s) : null(); }
+
+  // Shorthands for `key(k).value(v)`.
+  template <class T>
+  JsonWriter& field(std::string_view k, const T& v) {
+    key(k);
+    return value(v);
+  }
+  JsonWriter& address_field(std::string_view k, std::optional<uint64_t> v) {
+    key(k);
+    return address(v);
+  }
+
+ private:
+  // Before any value: a comma after a previous sibling, then a newline and indentation.
+  void before_value();
+  void newline();
+  void close(char bracket);
+
+  struct Level {
+    bool empty = true;
+    bool one_line = false;
+  };
+  void open(char bracket, bool one_line);
+  std::string& out_;
+  std::vector<Level> levels_;
+  bool after_key_ = false;
+};
+
+}  // namespace ehbt::cli

@@ -1,0 +1,214 @@
+// Name tables. Register numbers follow the DWARF register mappings of the x86-64 psABI, the
+// AArch64 DWARF ABI (aadwarf64) and the s390x ELF ABI; signal codes follow <signal.h>.
+#include "cli_names.hpp"
+
+#include <signal.h>
+
+#include <array>
+
+namespace ehbt::cli {
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::Outermost:
+      return "outermost";
+    case StopReason::MaxFrames:
+      return "max_frames";
+    case StopReason::NoModule:
+      return "no_module";
+    case StopReason::NoUnwindInfo:
+      return "no_unwind_info";
+    case StopReason::MemoryFault:
+      return "memory_fault";
+    case StopReason::BadUnwindInfo:
+      return "bad_unwind_info";
+    case StopReason::Unsupported:
+      return "unsupported";
+    case StopReason::NoProgress:
+      return "no_progress";
+    case StopReason::BadPc:
+      return "bad_pc";
+  }
+  return "unsupported";
+}
+
+std::string_view frame_source_name(FrameSource source) {
+  switch (source) {
+    case FrameSource::Context:
+      return "context";
+    case FrameSource::EhFrame:
+      return "eh_frame";
+    case FrameSource::DebugFrame:
+      return "debug_frame";
+    case FrameSource::SFrame:
+      return "sframe";
+    case FrameSource::Signal:
+      return "signal";
+    case FrameSource::FramePointer:
+      return "frame_pointer";
+    case FrameSource::Scan:
+      return "scan";
+  }
+  return "scan";
+}
+
+std::string_view signal_code_name(int signo, int code) {
+  // Codes every signal can carry (sent by a process rather than raised by the kernel).
+  switch (code) {
+    case SI_USER:
+      return "SI_USER";
+    case SI_KERNEL:
+      return "SI_KERNEL";
+    case SI_QUEUE:
+      return "SI_QUEUE";
+    case SI_TIMER:
+      return "SI_TIMER";
+    case SI_MESGQ:
+      return "SI_MESGQ";
+    case SI_ASYNCIO:
+      return "SI_ASYNCIO";
+    case SI_SIGIO:
+      return "SI_SIGIO";
+    case SI_TKILL:
+      return "SI_TKILL";
+    default:
+      break;
+  }
+  switch (signo) {
+    case SIGSEGV: {
+      static constexpr std::array<std::string_view, 10> kNames{"",
+                                                               "SEGV_MAPERR",
+                                                               "SEGV_ACCERR",
+                                                               "SEGV_BNDERR",
+                                                               "SEGV_PKUERR",
+                                                               "SEGV_ACCADI",
+                                                               "SEGV_ADIDERR",
+                                                               "SEGV_ADIPERR",
+                                                               "SEGV_MTEAERR",
+                                                               "SEGV_MTESERR"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    case SIGBUS: {
+      static constexpr std::array<std::string_view, 6> kNames{
+          "", "BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR", "BUS_MCEERR_AR", "BUS_MCEERR_AO"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    case SIGILL: {
+      static constexpr std::array<std::string_view, 10> kNames{
+          "",           "ILL_ILLOPC", "ILL_ILLOPN", "ILL_ILLADR", "ILL_ILLTRP",
+          "ILL_PRVOPC", "ILL_PRVREG", "ILL_COPROC", "ILL_BADSTK", "ILL_BADIADDR"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    case SIGFPE: {
+      static constexpr std::array<std::string_view, 9> kNames{
+          "",           "FPE_INTDIV", "FPE_INTOVF", "FPE_FLTDIV", "FPE_FLTOVF",
+          "FPE_FLTUND", "FPE_FLTRES", "FPE_FLTINV", "FPE_FLTSUB"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    case SIGTRAP: {
+      static constexpr std::array<std::string_view, 5> kNames{"", "TRAP_BRKPT", "TRAP_TRACE",
+                                                              "TRAP_BRANCH", "TRAP_HWBKPT"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    case SIGCHLD: {
+      static constexpr std::array<std::string_view, 7> kNames{"",
+                                                              "CLD_EXITED",
+                                                              "CLD_KILLED",
+                                                              "CLD_DUMPED",
+                                                              "CLD_TRAPPED",
+                                                              "CLD_STOPPED",
+                                                              "CLD_CONTINUED"};
+      if (code > 0 && code < static_cast<int>(kNames.size())) return kNames[code];
+      break;
+    }
+    default:
+      break;
+  }
+  return "";
+}
+
+namespace {
+
+std::string x86_64_register(uint16_t reg) {
+  static constexpr std::array<std::string_view, 17> kGpr{"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
+                                                         "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                         "r12", "r13", "r14", "r15", "rip"};
+  if (reg < kGpr.size()) return std::string(kGpr[reg]);
+  if (reg >= 17 && reg <= 32) return "xmm" + std::to_string(reg - 17);
+  if (reg >= 33 && reg <= 40) return "st" + std::to_string(reg - 33);
+  if (reg >= 41 && reg <= 48) return "mm" + std::to_string(reg - 41);
+  switch (reg) {
+    case 49:
+      return "rflags";
+    case 50:
+      return "es";
+    case 51:
+      return "cs";
+    case 52:
+      return "ss";
+    case 53:
+      return "ds";
+    case 54:
+      return "fs";
+    case 55:
+      return "gs";
+    case 58:
+      return "fs.base";
+    case 59:
+      return "gs.base";
+    default:
+      return "reg" + std::to_string(reg);
+  }
+}
+
+std::string aarch64_register(uint16_t reg) {
+  if (reg <= 30) return "x" + std::to_string(reg);
+  if (reg >= 64 && reg <= 95) return "v" + std::to_string(reg - 64);
+  switch (reg) {
+    case 31:
+      return "sp";
+    case 32:
+      return "pc";
+    case 33:
+      return "elr_mode";
+    case 34:
+      return "ra_sign_state";
+    case 46:
+      return "vg";
+    default:
+      return "reg" + std::to_string(reg);
+  }
+}
+
+std::string s390x_register(uint16_t reg) {
+  // DWARF 16-31 are the floating-point registers in the ABI's interleaved order.
+  static constexpr std::array<int, 16> kFpr{0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+  if (reg <= 15) return "r" + std::to_string(reg);
+  if (reg <= 31) return "f" + std::to_string(kFpr[reg - 16]);
+  if (reg <= 47) return "cr" + std::to_string(reg - 32);
+  if (reg <= 63) return "a" + std::to_string(reg - 48);
+  if (reg == 64) return "pswm";
+  if (reg == 65) return "pswa";
+  return "reg" + std::to_string(reg);
+}
+
+}  // namespace
+
+std::string register_name(Arch arch, uint16_t reg) {
+  switch (arch) {
+    case Arch::X86_64:
+      return x86_64_register(reg);
+    case Arch::AArch64:
+      return aarch64_register(reg);
+    case Arch::S390x:
+      return s390x_register(reg);
+  }
+  return "reg" + std::to_string(reg);
+}
+
+}  // namespace ehbt::cli

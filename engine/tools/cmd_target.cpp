@@ -1,0 +1,204 @@
+// `ehbt core CORE` and `ehbt pid PID`: unwind the threads of a core file or a live process and
+// print them as GDB-like text or as the ehbt-backtrace/1 JSON document.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_args.hpp"
+#include "cli_backtrace_collect.hpp"
+#include "cli_backtrace_report.hpp"
+#include "cli_command.hpp"
+#include "ehbt/core.hpp"
+
+namespace ehbt::cli {
+namespace {
+
+constexpr OptionSpec kOptions[] = {
+    {"--sysroot", true, true},       {"--exe", true, false},    {"--json", false, false},
+    {"--all-threads", false, false}, {"--thread", true, false}, {"--max-frames", true, false},
+    {"--source", true, false},       {"--help", false, false},  {"-h", false, false},
+};
+
+constexpr std::string_view kOutputHelp = R"(options:
+  --sysroot DIR      look up every file the target names as DIR/<path> first (may repeat)
+  --exe PATH         use PATH as the main executable
+  --json             print the ehbt-backtrace/1 JSON document instead of text
+  --all-threads      print every thread (default: the crashing thread, else the first)
+  --thread TID       print only thread TID (an unknown TID is an error, exit 2)
+  --max-frames N     stop each walk after N frames (default 2048)
+  --source S         auto (default): .eh_frame, .debug_frame, .sframe as available, then
+                     frame pointers where no table covers the pc; eh_frame: DWARF CFI
+                     only; sframe: .sframe only (until SFrame support lands every frame
+                     may stop as unsupported); frame_pointer: the frame-pointer chain only
+
+text output, one block per thread, in the style of GDB's `bt`:
+  Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
+  #0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server
+  #1  0x000055d4c0a01300 in ?? () from /opt/app/bin/server
+  #2  <signal handler called>
+  #3  0x00007f4c63e29eec in ?? ()
+  Backtrace stopped: no_module: <detail>
+- `??`: no symbol covers the pc (never a neighbouring function's name); no `from`: no
+  module covers the pc. Frame 0 shows the thread's pc, every other frame its return
+  address; symbols of callers are looked up at pc - 1.
+- Frames found without unwind tables end in `[frame_pointer]` or `[scan]`.
+- `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach the outermost
+  frame; REASON is one of max_frames, no_module, no_unwind_info, memory_fault,
+  bad_unwind_info, unsupported, no_progress, bad_pc.
+- A header comes first: Core (or Process), Executable, Arch, Signal.
+
+JSON output (--json): the ehbt-backtrace/1 document (see INTERFACES.md): format, core (or
+pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
+build_id_match}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
+cfa, source, module, module_offset, symbol, symbol_offset}]}]. Addresses are lowercase
+hex strings with 0x; module_offset = pc - bias; symbol_offset = pc - symbol start. null
+marks what is unknown: no module, no symbol, no file found, no recorded build-id, a CFA
+the unwinder did not compute.
+
+exit status:
+  0  every printed thread reached its outermost frame (or --max-frames)
+  1  some printed thread stopped early (see its stop reason)
+  2  unusable input or usage error (one line on stderr)
+)";
+
+constexpr std::string_view kCoreHelp =
+    "CORE is an ELF core file; the files it names are opened from --sysroot or as named.\n"
+    "A file whose build-id differs from the core's record is reported with\n"
+    "build_id_match false.\n\n";
+constexpr std::string_view kPidHelp =
+    "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
+    "process then runs on as before.\n\n";
+
+std::string help_text(std::string_view intro) {
+  return std::string(intro) + std::string(kOutputHelp);
+}
+
+// The options both subcommands share, checked; the usage error message otherwise.
+struct OutputOptions {
+  TargetOptions target;
+  CollectOptions collect;
+  bool json = false;
+};
+
+Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
+  OutputOptions o;
+  o.target.sysroots = args.values("--sysroot");
+  o.target.exe = args.value("--exe").value_or("");
+  o.json = args.has("--json");
+  o.collect.all_threads = args.has("--all-threads");
+  if (auto tid = args.value("--thread")) {
+    if (o.collect.all_threads) {
+      return unexpected(std::string("--all-threads and --thread exclude each other"));
+    }
+    auto n = parse_decimal(*tid);
+    if (!n || *n > static_cast<uint64_t>(INT64_MAX)) {
+      return unexpected("bad thread id '" + *tid + "'");
+    }
+    o.collect.tid = static_cast<int64_t>(*n);
+  }
+  if (auto max = args.value("--max-frames")) {
+    auto n = parse_decimal(*max);
+    if (!n || *n == 0 || *n > UINT32_MAX) return unexpected("bad frame count '" + *max + "'");
+    o.collect.limits.max_frames = static_cast<uint32_t>(*n);
+  }
+  if (auto src = args.value("--source")) {
+    if (*src == "auto") {
+      o.collect.unwind.source = SourcePreference::Auto;
+    } else if (*src == "eh_frame") {
+      o.collect.unwind.source = SourcePreference::EhFrame;
+    } else if (*src == "sframe") {
+      o.collect.unwind.source = SourcePreference::SFrame;
+    } else if (*src == "frame_pointer") {
+      o.collect.unwind.source = SourcePreference::FramePointer;
+    } else {
+      return unexpected("unknown source '" + *src + "'");
+    }
+  }
+  o.target.limits = o.collect.limits;
+  return o;
+}
+
+// What the command line asked for: the operand (CORE or PID) and the output options.
+struct Invocation {
+  bool help = false;
+  std::string operand;
+  OutputOptions options;
+};
+
+Expected<Invocation, std::string> parse_invocation(std::span<const std::string> argv) {
+  auto args = parse_args(argv, kOptions);
+  if (!args) return unexpected(args.error());
+  Invocation inv;
+  inv.help = args->has("--help") || args->has("-h");
+  if (inv.help) return inv;
+  if (args->positionals.size() != 1) {
+    return unexpected(
+        std::string(args->positionals.empty() ? "missing argument" : "too many arguments"));
+  }
+  inv.operand = args->positionals[0];
+  auto o = output_options(*args);
+  if (!o) return unexpected(o.error());
+  inv.options = std::move(*o);
+  return inv;
+}
+
+// Unwinds, then releases the target before anything is written (a live process is detached
+// as soon as its stacks are read, whatever happens to our stdout), then prints. The report
+// names the target by its core path or its pid.
+int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const std::string& subject,
+                 std::optional<std::string> core, std::optional<int64_t> pid) {
+  auto report = collect_backtraces(*target, o.collect);
+  target.reset();
+  if (!report) return input_error(subject, report.error());
+  report->core = std::move(core);
+  report->pid = pid;
+  write_stdout(o.json ? render_json(*report) : render_text(*report));
+  return exit_status(*report);
+}
+
+int run_core(const Command& self, std::span<const std::string> argv) {
+  auto inv = parse_invocation(argv);
+  if (!inv) return usage_error(self, inv.error());
+  if (inv->help) return print_command_help(self);
+  const std::string& path = inv->operand;
+  auto target = open_core(path, inv->options.target);
+  if (!target) return input_error(path, target.error());
+  return print_target(std::move(*target), inv->options, path, path, std::nullopt);
+}
+
+int run_pid(const Command& self, std::span<const std::string> argv) {
+  auto inv = parse_invocation(argv);
+  if (!inv) return usage_error(self, inv.error());
+  if (inv->help) return print_command_help(self);
+  auto pid = parse_decimal(inv->operand);
+  if (!pid || *pid == 0 || *pid > INT32_MAX) {
+    return usage_error(self, "bad pid '" + inv->operand + "'");
+  }
+  std::string subject = "pid " + inv->operand;
+  // The target detaches from the process when destroyed, on every path.
+  auto target = attach_process(static_cast<int>(*pid), inv->options.target);
+  if (!target) return input_error(subject, target.error());
+  return print_target(std::move(*target), inv->options, subject, std::nullopt,
+                      static_cast<int64_t>(*pid));
+}
+
+const std::string kCoreHelpText = help_text(kCoreHelp);
+const std::string kPidHelpText = help_text(kPidHelp);
+
+const CommandRegistrar kCore{Command{
+    "core", 10,
+    "ehbt core CORE [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
+    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer]",
+    "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
+
+const CommandRegistrar kPid{
+    Command{"pid", 20,
+            "ehbt pid PID [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer]",
+            "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
+            run_pid}};
+
+}  // namespace
+}  // namespace ehbt::cli

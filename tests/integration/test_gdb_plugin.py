@@ -1,0 +1,217 @@
+"""The GDB plugin (plugins/gdb/ehbt.py): the `ehbt` command against GDB's own frames and the
+fixture cores' expected frames, and the `ehbt` unwinder driving GDB's bt/up/finish.
+
+GDB runs in batch mode with EHBT_PYTHONPATH pointing at the build tree's package."""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import cores_expect as ce
+import ehbt_py as h
+
+pytestmark = pytest.mark.usefixtures("built")
+
+
+@pytest.fixture(scope="module")
+def built(build_dir):
+    h.import_ehbt(build_dir)  # skips when the module is not built
+    h.need_gdb()
+
+
+def gdb_json(build_dir, args, pre=(), gdb="gdb", command="ehbt -all -json", tmp=None):
+    out = os.path.join(str(tmp), "ehbt.json")
+    text = h.run_gdb(build_dir, args, list(pre) + [
+        "python open(%r, 'w').write(gdb.execute(%r, to_string=True))" % (out, command)],
+        gdb=gdb)
+    assert os.path.exists(out), text[-3000:]
+    with open(out) as f:
+        captured = f.read()
+    # GDB's own warnings (thread switches in a core) may come first; the document follows.
+    start = captured.find("\n{") + 1 if not captured.startswith("{") else 0
+    return json.loads(captured[start:]), text
+
+
+def test_sourcing_changes_nothing_until_enabled(build_dir):
+    out = h.run_gdb(build_dir, [], ["info unwinder", "help ehbt", "complete ehbt -a",
+                                    "complete ehbt -", "enable unwinder global ehbt",
+                                    "info unwinder"])
+    first, _, after = out.partition("Usage: ehbt")
+    assert "ehbt [disabled]" in first, out
+    assert "-compare" in after and "-json" in after
+    assert "ehbt -all\n" in after
+    for opt in ("-all", "-json", "-full", "-n", "-compare"):
+        assert "ehbt %s\n" % opt in after
+    assert after.rstrip().endswith("ehbt"), after  # enabled: no "[disabled]" any more
+
+
+def test_bad_arguments_are_reported(build_dir, tmp_path):
+    out = h.run_gdb(build_dir, [], ["ehbt -bogus", "ehbt -n", "ehbt -n x"])
+    assert "unknown argument '-bogus'" in out
+    assert "-n needs a number" in out
+
+
+# ---- fixture cores ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("arch,name", ce.ALL_CASES, ids=["%s-%s" % c for c in ce.ALL_CASES])
+def test_fixture_core_json_matches_expected(build_dir, tmp_path, arch, name):
+    if not ce.expected_path(arch, name).exists():
+        pytest.skip("no fixture core (run cores/make-cores.sh %s)" % arch)
+    exp = ce.load_expected(arch, name)
+    gdb = ce.MAKE.ARCHES[arch]["gdb"]
+    h.need_gdb(gdb)
+    pre = ["set sysroot " + exp["sysroot"]] if exp.get("sysroot") else []
+    pre += ["file " + exp["exe_file"], "core " + exp["core"]]
+    doc, text = gdb_json(build_dir, [], pre=pre, gdb=gdb, tmp=tmp_path)
+    assert doc["format"] == "ehbt-backtrace/1" and doc["core"] == exp["core"]
+    errors = ce.compare(exp, doc)
+    assert not errors, "\n".join(errors)
+
+
+# ---- a core of our own, GDB's bt with and without the unwinder ---------------------------------
+
+CHAIN_C = r"""
+#include <stdlib.h>
+__attribute__((noinline)) void bottom(int n) { if (n >= 0 && getenv("EHBT_CRASH")) abort(); }
+__attribute__((noinline)) void level3(int n) { bottom(n); asm volatile(""); }
+__attribute__((noinline)) void level2(int n) { level3(n + 1); asm volatile(""); }
+__attribute__((noinline)) void level1(int n) { level2(n + 1); asm volatile(""); }
+__attribute__((noinline)) int recurse(int n) {
+  if (n == 0) { level1(0); return 0; }
+  return recurse(n - 1) + 1;
+}
+int main(int argc, char **argv) { (void)argv; return recurse(argc + 4); }
+"""
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    d = tmp_path_factory.mktemp("chain")
+    exe = h.compile_c(CHAIN_C, d / "chain", flags=("-O1", "-g", "-fno-inline",
+                                                   "-fomit-frame-pointer"))
+    return exe, d
+
+
+@pytest.fixture(scope="module")
+def chain_core(chain):
+    exe, d = chain
+    return exe, h.make_core(exe, d, env=dict(os.environ, EHBT_CRASH="1"))
+
+
+def test_unwinder_gives_gdb_the_same_frames(build_dir, chain_core):
+    exe, core = chain_core
+    out = h.run_gdb(build_dir, [exe, core], [
+        h.GDB_FRAMES_PY, "enable unwinder global ehbt", "echo ENABLED\\n",
+        h.frames_cmd("UNWOUND"),
+        "python print('WALKS', gdb._ehbt_plugin_state['unwinder'].walks)"])
+    before = h.parse_frames(out)
+    after = h.parse_frames(out, "UNWOUND")
+    names = [n for _, n in before]
+    assert "bottom" in names, out  # below it: abort, raise and friends from libc
+    names = names[names.index("bottom"):]
+    assert names[:4] == ["bottom", "level3", "level2", "level1"], out
+    assert names.count("recurse") == 6 and names[-1] == "main", names
+    assert after == before
+    walks = [line for line in out.splitlines() if line.startswith("WALKS ")]
+    assert walks and int(walks[0].split()[1]) >= 1, "the ehbt unwinder never ran:\n" + out
+
+
+def test_ehbt_command_on_own_core(build_dir, chain_core, tmp_path):
+    exe, core = chain_core
+    out = h.run_gdb(build_dir, [exe, core], [
+        h.GDB_FRAMES_PY, "echo MARK:EHBT\\n", "ehbt", "echo MARK:COMPARE\\n", "ehbt -compare",
+        "echo MARK:N3\\n", "ehbt -n 3", "echo MARK:FULL\\n", "ehbt -full -n 1",
+        "echo MARK:END\\n"])
+    theirs = h.parse_frames(out)
+    pieces = re.split(r"^MARK:(\w+)\n", out, flags=re.M)
+    part = dict(zip(pieces[1::2], pieces[2::2]))
+    ours = h.parse_bt_text(part["EHBT"])
+    # GDB stops at main; the engine goes on to _start. GDB names libc's frames from its
+    # debug info (__GI_raise), the engine from the ELF symbol table (raise): names are
+    # compared from the program's own frames on.
+    assert [pc for _, pc, _ in ours[:len(theirs)]] == [pc for pc, _ in theirs]
+    start = [n for _, n in theirs].index("bottom")
+    assert [name for _, _, name in ours[start:len(theirs)]] == [n for _, n in theirs[start:]]
+    assert [name for _, _, name in ours[len(theirs):]][-1] == "_start"
+    assert "GDB and ehbt agree on all %d frames GDB shows." % len(theirs) in part["COMPARE"]
+    assert "first difference" not in part["COMPARE"]
+    assert len(h.parse_bt_text(part["N3"])) == 3
+    assert part["N3"].rstrip().endswith("(More stack frames follow...)")
+    assert "via context" in part["FULL"] and "rsp=0x" in part["FULL"]
+
+
+# ---- a live session ---------------------------------------------------------------------------
+
+def test_live_session_ehbt_up_finish(build_dir, chain, tmp_path):
+    exe, _ = chain
+    py_frames = h.GDB_FRAMES_PY
+    out = h.run_gdb(build_dir, [exe], [
+        "break bottom", "run",
+        py_frames, "echo EHBT\\n", "ehbt", "echo END\\n",
+        "enable unwinder global ehbt",
+        h.frames_cmd("UNWOUND"),
+        "up",
+        "python print('SELECTED', gdb.selected_frame().name())",
+        # from_tty, as when typed: batch-mode commands do not announce "Run till exit".
+        "python gdb.execute('finish', True)",
+        "python print('AFTER', gdb.selected_frame().name(), hex(gdb.selected_frame().pc()))",
+        h.frames_cmd("FINISHED"),
+        "python print('WALKS', gdb._ehbt_plugin_state['unwinder'].walks)",
+        "kill"])
+    theirs = h.parse_frames(out)
+    assert [n for _, n in theirs[:4]] == ["bottom", "level3", "level2", "level1"], out
+    ours = h.parse_bt_text(out.split("EHBT\n", 1)[1].split("END\n", 1)[0])
+    assert [(pc, name) for _, pc, name in ours[:len(theirs)]] == theirs
+    assert h.parse_frames(out, "UNWOUND") == theirs
+    assert "SELECTED level3" in out
+    assert "Run till exit from #1" in out, out
+    # finish from level3 returns into level2, at the return address bt showed for level3.
+    after = [line.split() for line in out.splitlines() if line.startswith("AFTER ")]
+    assert after and after[0][1] == "level2", out
+    assert int(after[0][2], 16) == theirs[2][0]
+    assert h.parse_frames(out, "FINISHED") == theirs[2:]
+    walks = [line for line in out.splitlines() if line.startswith("WALKS ")]
+    assert int(walks[0].split()[1]) >= 2, out  # one walk per stop at least
+
+
+def test_live_json_matches_gdb(build_dir, chain, tmp_path):
+    exe, _ = chain
+    doc, text = gdb_json(build_dir, [exe], pre=["break bottom", "run", h.GDB_FRAMES_PY],
+                         command="ehbt -json", tmp=tmp_path)
+    theirs = h.parse_frames(text)
+    assert doc["core"] is None and doc["arch"] == os.uname().machine
+    (thread,) = doc["threads"]
+    frames = thread["frames"]
+    assert [(int(f["pc"], 16), f["symbol"]) for f in frames[:len(theirs)]] == theirs
+    assert thread["stop_reason"] == "outermost"
+    assert frames[0]["source"] == "context" and all(
+        f["source"] != "context" for f in frames[1:])
+    assert any(os.path.basename(m["path"]) == "chain" for m in doc["modules"])
+
+
+# ---- the installed layout -----------------------------------------------------------------------
+
+def test_installed_plugin_finds_its_package(build_dir, chain_core, tmp_path):
+    """PREFIX/share/ehbt/gdb/ehbt.py imports PREFIX/lib/python3/dist-packages/ehbt with no
+    PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
+    prefix = tmp_path / "prefix"
+    for sub in ("engine/python", "plugins/gdb"):
+        script = build_dir / sub / "cmake_install.cmake"
+        subprocess.run(["cmake", "-DCMAKE_INSTALL_PREFIX=%s" % prefix, "-P", str(script)],
+                       check=True, capture_output=True)
+    plugin = prefix / "share" / "ehbt" / "gdb" / "ehbt.py"
+    assert plugin.exists()
+    exe, core = chain_core
+    env = {k: v for k, v in os.environ.items() if k not in ("EHBT_PYTHONPATH", "PYTHONPATH")}
+    proc = subprocess.run(["gdb", "-batch", "-nx", "-ex", "source %s" % plugin,
+                           "-ex", "python import ehbt; print('PKG', ehbt.__file__)",
+                           "-ex", "ehbt", str(exe), str(core)],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    pkg = [line.split()[1] for line in out.splitlines() if line.startswith("PKG ")]
+    assert pkg and pkg[0].startswith(str(prefix / "lib" / "python3" / "dist-packages")), out
+    names = [name for _, _, name in h.parse_bt_text(out)]
+    assert "bottom" in names and "main" in names, out

@@ -1,0 +1,329 @@
+"""The `ehbt` Python package against stacks whose frames are known independently: a stack
+laid out by hand from the psABI frame layout (function and return addresses from nm and
+objdump), and real cores and processes whose frames GDB reports."""
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import time
+
+import pytest
+
+import ehbt_py as h
+
+# A -O0 frame-pointer program: f2's body keeps CFA = rbp + 16, saved rbp at CFA - 16 and the
+# return address at CFA - 8 (x86-64 psABI frame layout with a frame pointer).
+SYNTH_C = """
+int f2(int x) { volatile int y = x * 3; return y + 1; }
+int f1(int x) { volatile int z = f2(x + 1); return z + 2; }
+int main(int argc, char **argv) { (void)argv; return f1(argc); }
+"""
+
+BIAS = 0x555555554000
+STACK = 0x7ffd12340000
+B0, B1, B2 = STACK + 0x100, STACK + 0x140, STACK + 0x180  # rbp of f2, f1, main
+
+
+@pytest.fixture(scope="module")
+def ehbt(build_dir):
+    return h.import_ehbt(build_dir)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    """The program, its symbols and call return addresses (from binutils, not from ehbt)."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the hand-made stack is x86-64")
+    d = tmp_path_factory.mktemp("synth")
+    exe = h.compile_c(SYNTH_C, d / "synth", flags=("-O0", "-fno-omit-frame-pointer", "-pie",
+                                                   "-fpie"))
+    syms = h.symbol_addresses(exe)
+    ret_f1 = h.return_addresses(exe, "f2")[0]  # in f1, after `call f2`
+    ret_main = h.return_addresses(exe, "f1")[0]  # in main, after `call f1`
+    stack = bytearray(0x200)
+
+    def put(addr, value):
+        stack[addr - STACK:addr - STACK + 8] = struct.pack("<Q", value)
+
+    put(B0, B1)
+    put(B0 + 8, BIAS + ret_f1)
+    put(B1, B2)
+    put(B1 + 8, BIAS + ret_main)
+    put(B2, 0)
+    put(B2 + 8, 0)  # main "returns" to 0: the walk must end there
+    return {"exe": exe, "syms": syms, "ret_f1": ret_f1, "ret_main": ret_main,
+            "stack": bytes(stack), "pc0": BIAS + syms["f2"] + 0x10}
+
+
+def stack_reader(stack, fault=None, calls=None):
+    """read(addr, size) over the hand-made stack; raises outside it or inside `fault`."""
+    def read(addr, size):
+        if calls is not None:
+            calls.append((addr, size))
+        if fault and addr < fault[1] and addr + size > fault[0]:
+            raise OSError("unreadable")
+        if addr < STACK or addr + size > STACK + len(stack):
+            raise OSError("unmapped")
+        return stack[addr - STACK:addr - STACK + size]
+    return read
+
+
+def synth_walk(ehbt, synth, reader, **kw):
+    image = ehbt.Image.open(str(synth["exe"]))
+    modules = ehbt.ModuleSet([ehbt.Module(image, path="/opt/synth", bias=BIAS)])
+    regs = ehbt.RegisterSet("x86_64", {6: B0, 7: B0 - 0x20}, pc=synth["pc0"])
+    return ehbt.Unwinder().unwind(regs, reader, modules, **kw)
+
+
+def test_synthetic_stack_unwinds_to_main(ehbt, synth):
+    bt = synth_walk(ehbt, synth, stack_reader(synth["stack"]))
+    frames = bt.frames
+    assert [f.pc for f in frames] == [synth["pc0"], BIAS + synth["ret_f1"],
+                                      BIAS + synth["ret_main"]], bt
+    assert [f.cfa for f in frames] == [B0 + 16, B1 + 16, B2 + 16]
+    assert [f.symbolize()[0] for f in frames] == ["f2", "f1", "main"]
+    assert frames[1].symbolize()[1] == BIAS + synth["syms"]["f1"]
+    assert [f.source for f in frames] == ["context", "eh_frame", "eh_frame"]
+    assert [f.module_offset for f in frames] == [synth["syms"]["f2"] + 0x10, synth["ret_f1"],
+                                                 synth["ret_main"]]
+    # The caller's frame pointer is the value saved at CFA - 16, its sp the CFA.
+    assert frames[1].regs[6] == B1 and frames[1].regs.sp == B0 + 16
+    assert frames[2].regs[6] == B2
+    assert bt.stop in ("outermost", "bad_pc"), (bt.stop, bt.detail)
+    assert frames[0].module.path == "/opt/synth"
+
+
+@pytest.mark.parametrize("how", ["raise", "short", "none", "garbage"])
+def test_memory_fault_gives_partial_trace(ehbt, synth, how):
+    good = stack_reader(synth["stack"])
+
+    def read(addr, size):
+        if addr < B1 + 16 and addr + size > B1:  # f1's saved rbp and return address
+            if how == "raise":
+                raise ValueError("no such memory")
+            if how == "short":
+                return good(addr, size)[:max(0, B1 - addr)]
+            if how == "none":
+                return None
+            return 12345  # not bytes at all
+        return good(addr, size)
+
+    bt = synth_walk(ehbt, synth, read)
+    assert [f.pc for f in bt.frames] == [synth["pc0"], BIAS + synth["ret_f1"]]
+    assert bt.stop == "memory_fault", (bt.stop, bt.detail)
+    assert not bt.complete
+
+
+def test_memory_cache_reads_pages_once(ehbt, synth):
+    cached, direct = [], []
+    synth_walk(ehbt, synth, stack_reader(synth["stack"], calls=cached))
+    bt = synth_walk(ehbt, synth, stack_reader(synth["stack"], calls=direct), cache_pages=False)
+    assert len(bt.frames) == 3
+    # The whole stack lies in one page: fetched once (the fetch fails past the end of the
+    # hand-made stack, then each word is read alone), never more than the uncached walk.
+    assert len(cached) <= len(direct) + 1
+
+
+def test_interrupt_in_memory_callable_propagates(ehbt, synth):
+    def read(addr, size):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        synth_walk(ehbt, synth, read)
+
+
+def test_step_by_step_matches_walk(ehbt, synth):
+    image = ehbt.Image.open(str(synth["exe"]))
+    modules = ehbt.ModuleSet([ehbt.Module(image, bias=BIAS)])
+    regs = ehbt.RegisterSet("x86_64", {6: B0, 7: B0 - 0x20}, pc=synth["pc0"])
+    unwinder = ehbt.Unwinder()
+    frame = unwinder.first_frame(regs, modules)
+    pcs = [frame.pc]
+    reader = stack_reader(synth["stack"])
+    for _ in range(10):
+        step = unwinder.step(frame, reader, modules)
+        if not step:
+            break
+        assert step.cfa == [B0 + 16, B1 + 16][len(pcs) - 1]
+        frame = step.caller
+        pcs.append(frame.pc)
+    assert pcs == [synth["pc0"], BIAS + synth["ret_f1"], BIAS + synth["ret_main"]]
+
+
+def test_register_set_is_dict_like(ehbt):
+    regs = ehbt.RegisterSet(ehbt.Arch.AARCH64, {29: 0x1000, 30: 0x2000}, pc=0x400000)
+    regs.sp = 0x7fff0000
+    assert regs[31] == 0x7fff0000 and regs.sp == 0x7fff0000  # AArch64 sp is DWARF 31
+    assert sorted(regs) == [29, 30, 31] and len(regs) == 3 and 30 in regs and 0 not in regs
+    del regs[30]
+    assert regs.get(30) is None and regs.get(30, 7) == 7
+    with pytest.raises(KeyError):
+        regs[30]
+    with pytest.raises(KeyError):
+        regs[1000] = 1
+    assert regs.to_dict() == {29: 0x1000, 31: 0x7fff0000}
+    assert str(regs.arch) == "aarch64" and regs.pc == 0x400000
+    assert ehbt.RegisterSet("s390x", sp=0x100)[15] == 0x100  # s390x sp is r15
+    with pytest.raises(ValueError):
+        ehbt.RegisterSet("vax")
+
+
+def test_limits_and_options(ehbt):
+    lim = ehbt.Limits(max_frames=7)
+    assert lim.max_frames == 7 and ehbt.Unwinder(lim).limits.max_frames == 7
+    with pytest.raises(TypeError):
+        ehbt.Limits(no_such_cap=1)
+    assert ehbt.UnwindOptions(source="sframe").source == "sframe"
+    with pytest.raises(ValueError):
+        ehbt.UnwindOptions(source="guess")
+
+
+def test_image_errors_and_modules(ehbt, synth, tmp_path):
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"not an ELF file at all" * 10)
+    with pytest.raises(ehbt.Error):
+        ehbt.Image.open(str(junk))
+    with pytest.raises(ehbt.Error):
+        ehbt.Image.open(str(tmp_path / "missing"))
+    image = ehbt.Image.open(str(synth["exe"]))
+    assert len(image.build_id) == 40 and str(image.arch) == "x86_64"
+    assert image.symbolize(synth["syms"]["f1"] + 2).name == "f1"
+    assert ".eh_frame" in image.sections
+    m = ehbt.Module(image, path="/x", bias=BIAS)
+    assert m.start == BIAS + image.extent[0] and m.end == BIAS + image.extent[1]
+    mods = ehbt.ModuleSet([m])
+    assert mods.find(BIAS + synth["syms"]["f1"]).path == "/x"
+    assert mods.find(0x10) is None
+
+
+CRASH_C = r"""
+#include <stdio.h>
+__attribute__((noinline)) void crash_here(int *p) { *p = 42; }
+__attribute__((noinline)) void middle(int *p) { crash_here(p); printf("unreached\n"); }
+__attribute__((noinline)) void outer(int *p) { middle(p); printf("unreached\n"); }
+int main(void) { outer((int *)0); return 0; }
+"""
+
+
+@pytest.fixture(scope="module")
+def crash_core(tmp_path_factory):
+    d = tmp_path_factory.mktemp("crash")
+    exe = h.compile_c(CRASH_C, d / "crasher")
+    core = h.make_core(exe, d)
+    return exe, core
+
+
+def gdb_core_frames(build_dir, exe, core):
+    out = h.run_gdb(build_dir, [exe, core], [h.GDB_FRAMES_PY], source_plugin=False)
+    return h.parse_frames(out)
+
+
+def test_open_core_reaches_main(ehbt, build_dir, crash_core):
+    exe, core = crash_core
+    target = ehbt.open_core(str(core))
+    assert str(target.arch) == os.uname().machine
+    assert target.signal.number == signal.SIGSEGV and target.signal.name == "SIGSEGV"
+    assert target.signal.address == 0
+    assert len(target.threads) == 1
+    assert os.path.basename(target.executable) == "crasher"
+    bt = target.unwind_thread(target.crashing_thread)
+    names = [f.symbolize()[0] if f.symbolize() else None for f in bt.frames]
+    assert names[:4] == ["crash_here", "middle", "outer", "main"], names
+    assert bt.stop == "outermost", (bt.stop, bt.detail)
+    # Every frame GDB shows (it stops at main) has the same pc in the engine's walk.
+    theirs = gdb_core_frames(build_dir, exe, core)
+    assert [pc for pc, _ in theirs] == [f.pc for f in bt.frames[:len(theirs)]]
+    assert theirs[-1][1] == "main"
+
+
+def test_target_report_document(ehbt, crash_core):
+    exe, core = crash_core
+    target = ehbt.open_core(str(core))
+    doc = ehbt.report.target_document(target, threads="all")
+    json.dumps(doc)  # serialisable
+    assert doc["format"] == "ehbt-backtrace/1" and doc["core"] == str(core)
+    assert doc["arch"] == os.uname().machine
+    assert doc["signal"] == {"number": 11, "name": "SIGSEGV", "code": 1, "address": "0x0"}
+    exe_mod = [m for m in doc["modules"] if os.path.basename(m["path"]) == "crasher"]
+    assert exe_mod and set(exe_mod[0]) >= {"path", "file", "base", "bias", "build_id",
+                                          "build_id_match"}
+    (thread,) = doc["threads"]
+    assert thread["crashing"] is True and thread["stop_reason"] == "outermost"
+    f0 = thread["frames"][0]
+    assert set(f0) == {"index", "pc", "cfa", "source", "module", "module_offset", "symbol",
+                       "symbol_offset"}
+    assert f0["symbol"] == "crash_here" and f0["source"] == "context"
+    syms = h.symbol_addresses(exe)
+    # module_offset is the address nm uses: symbol address + symbol offset.
+    for f in thread["frames"][:4]:
+        assert int(f["module_offset"], 16) == syms[f["symbol"]] + int(f["symbol_offset"], 16)
+        assert f["pc"] == f["pc"].lower() and f["pc"].startswith("0x")
+    text = ehbt.report.format_text(target.unwind_thread(0))
+    assert text[0].startswith("#0  0x") and " in crash_here () from " in text[0]
+
+
+def test_unwind_thread_honours_limits(ehbt, crash_core):
+    _, core = crash_core
+    target = ehbt.open_core(str(core), limits={"max_frames": 2})
+    bt = target.unwind_thread(0)
+    assert len(bt.frames) == 2 and bt.stop == "max_frames"
+    bt = target.unwind_thread(0, limits=ehbt.Limits(max_frames=3))
+    assert len(bt.frames) == 3
+    assert ehbt.report.stop_line(bt) == "(More stack frames follow...)"
+    with pytest.raises(IndexError):
+        target.unwind_thread(5)
+    # A Target is a memory callable and a module source for Unwinder.unwind.
+    regs = target.threads[0].regs
+    again = ehbt.Unwinder().unwind(regs, target, target)
+    full = target.unwind_thread(0, limits=ehbt.Limits())
+    assert len(full.frames) > 3 and full.stop == "outermost"
+    assert [f.pc for f in again.frames] == [f.pc for f in full.frames]
+
+
+def test_open_core_rejects_non_cores(ehbt, crash_core, tmp_path):
+    exe, _ = crash_core
+    with pytest.raises(ehbt.Error) as e:
+        ehbt.open_core(str(exe))
+    assert "\n" not in str(e.value) and str(e.value)
+    with pytest.raises(ehbt.Error):
+        ehbt.open_core(str(tmp_path / "nothing-here"))
+
+
+SLEEPER_C = r"""
+#include <unistd.h>
+#include <stdio.h>
+__attribute__((noinline)) void wait_here(void) { printf("ready\n"); fflush(stdout); for (;;) pause(); }
+__attribute__((noinline)) void second(void) { wait_here(); printf("unreached\n"); }
+__attribute__((noinline)) void first(void) { second(); printf("unreached\n"); }
+int main(void) { first(); return 0; }
+"""
+
+
+def test_attach_process(ehbt, tmp_path):
+    exe = h.compile_c(SLEEPER_C, tmp_path / "sleeper")
+    proc = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.1)
+        try:
+            target = ehbt.attach_process(proc.pid)
+        except ehbt.Error as e:
+            pytest.skip("cannot attach here: %s" % e)
+        with target:
+            assert target.pid == proc.pid and target.threads[0].tid == proc.pid
+            bt = target.unwind_thread(0)
+            names = [f.symbolize()[0] if f.symbolize() else None for f in bt.frames]
+            assert "wait_here" in names, names
+            i = names.index("wait_here")
+            assert names[i:i + 4] == ["wait_here", "second", "first", "main"], names
+        assert target.closed
+        # Detached: the process runs on (still alive, not stopped).
+        time.sleep(0.1)
+        assert proc.poll() is None
+        with open("/proc/%d/stat" % proc.pid) as f:
+            assert f.read().split(") ")[1][0] in "SR"
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,663 @@
+"""ehbt-triage end to end: real cores from a small crash program built here, run several times.
+
+Expected values come from outside the tool: the function names are the program's own source
+(below), the ASLR bases are printed by the program itself before it crashes, the offsets of
+the stripped binary come from `nm` on its unstripped twin, and the HTML is checked by
+headless Chromium. The tool runs as a user would run it: the triage/ehbt-triage script with
+PYTHONPATH=<build>/engine/python (the engine package, or the CLI fallback when the package
+is not built).
+"""
+
+import json
+import os
+import pathlib
+import random
+import re
+import resource
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TRIAGE = ROOT / "triage" / "ehbt-triage"
+sys.path.insert(0, str(ROOT / "triage"))
+
+from ehbt_triage import content_hash  # noqa: E402
+from ehbt_triage import signature as sigmod  # noqa: E402
+
+CRASHY_C = r"""
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NI __attribute__((noinline, noclone))
+#define KEEP() __asm__ volatile("" ::: "memory")
+
+static int* hidden_null(void) {
+  int* p = 0;
+  __asm__("" : "+r"(p));
+  return p;
+}
+
+NI void fx_a3(int v) { *(volatile int*)hidden_null() = v; KEEP(); }
+NI void fx_a2(int v) { fx_a3(v + 1); KEEP(); }
+NI void fx_a1(int v) { fx_a2(v + 1); KEEP(); }
+
+NI void fx_b2(int v) { *(volatile int*)hidden_null() = v * 7; KEEP(); }
+NI void fx_b1(int v) { fx_b2(v + 3); KEEP(); }
+
+NI void fx_abort2(void) { abort(); }
+NI void fx_abort1(void) { fx_abort2(); KEEP(); }
+
+NI void fx_assert1(int v) { assert(v == 42); KEEP(); }
+
+int main(int argc, char** argv) {
+  printf("main=%p\n", (void*)main);
+  fflush(stdout);
+  const char* mode = argc > 1 ? argv[1] : "a";
+  if (!strcmp(mode, "a")) fx_a1(argc);
+  if (!strcmp(mode, "b")) fx_b1(argc);
+  if (!strcmp(mode, "abort")) fx_abort1();
+  if (!strcmp(mode, "assert")) fx_assert1(argc);
+  return 0;
+}
+"""
+
+# How many runs of each crash the module's fixture makes: (binary, mode) -> runs.
+RUNS = {"a": ("crashy", "a", 3), "b": ("crashy", "b", 2), "stripped": ("crashy-stripped", "a", 2),
+        "abort": ("crashy", "abort", 2), "assert": ("crashy", "assert", 1)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures: the program, its cores, the tool's environment
+
+
+def _core_pattern():
+    try:
+        return open("/proc/sys/kernel/core_pattern").read().strip()
+    except OSError:
+        return ""
+
+
+def _kernel_core_in_cwd():
+    p = _core_pattern()
+    return p.startswith("core") and "/" not in p and not p.startswith("|")
+
+
+def _crash_once(exe, mode, rundir, core_path):
+    """Runs exe until it crashes; moves its core to core_path; returns the printed main()."""
+    os.makedirs(rundir)
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    if _kernel_core_in_cwd():
+        proc = subprocess.run([exe, mode], cwd=rundir, preexec_fn=limits, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, timeout=60)
+        assert proc.returncode < 0, "%s %s did not crash" % (exe, mode)
+        found = [f for f in os.listdir(rundir) if f == "core" or f.startswith("core.")]
+        assert len(found) == 1, found
+        shutil.move(os.path.join(rundir, found[0]), core_path)
+        out = proc.stdout
+    else:
+        # The kernel sends cores elsewhere: GDB runs the program (ASLR left on) and writes it.
+        proc = subprocess.run(
+            ["gdb", "-batch", "-nx", "-ex", "set disable-randomization off", "-ex", "run",
+             "-ex", "gcore " + core_path, "-ex", "kill", "--args", exe, mode],
+            cwd=rundir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        out = proc.stdout
+        assert os.path.exists(core_path), out
+    m = re.search(r"main=(0x[0-9a-f]+)", out)
+    assert m, out
+    return int(m.group(1), 16)
+
+
+@pytest.fixture(scope="module")
+def crashy(tmp_path_factory):
+    d = tmp_path_factory.mktemp("crashy")
+    src = d / "crashy.c"
+    src.write_text(CRASHY_C)
+    exe = d / "crashy"
+    subprocess.run(["gcc", "-O0", "-g", "-fPIE", "-pie", "-o", str(exe), str(src)], check=True)
+    stripped = d / "crashy-stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(exe)], check=True)
+    return d
+
+
+@pytest.fixture(scope="module")
+def cores(crashy, tmp_path_factory):
+    """{name: [(core path, address of main in that run)]} in a directory of its own."""
+    out = tmp_path_factory.mktemp("cores")
+    runs = tmp_path_factory.mktemp("runs")
+    result = {}
+    for name, (binary, mode, count) in RUNS.items():
+        result[name] = []
+        for i in range(count):
+            core = str(out / ("%s-%d.core" % (name, i)))
+            main = _crash_once(str(crashy / binary), mode, str(runs / ("%s-%d" % (name, i))), core)
+            result[name].append((core, main))
+    return result
+
+
+@pytest.fixture(scope="module")
+def core_dir(cores):
+    return os.path.dirname(cores["a"][0][0])
+
+
+@pytest.fixture(scope="module")
+def tool_env(build_dir):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(build_dir / "engine" / "python")
+    cli = build_dir / "engine" / "tools" / "ehbt"
+    if cli.exists():
+        env["EHBT_BIN"] = str(cli)
+    # EHBT_TRIAGE_ENGINE=cli in the environment runs every test through the CLI fallback.
+    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT"):
+        env.pop(k, None)
+    return env
+
+
+def triage(env, *args, cwd=None, extra_env=None, timeout=600):
+    e = dict(env)
+    e.update(extra_env or {})
+    return subprocess.run(["/usr/bin/python3", str(TRIAGE)] + [str(a) for a in args], env=e,
+                          cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=timeout)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def by_core(records):
+    return {os.path.basename(r["core"]): r for r in records}
+
+
+@pytest.fixture(scope="module")
+def first_run(tool_env, core_dir, tmp_path_factory):
+    """One run over every core: (process, jsonl records by core name, db path, work dir)."""
+    work = tmp_path_factory.mktemp("run1")
+    proc = triage(tool_env, "--jsonl", work / "out.jsonl", "--html", work / "report.html",
+                  "-j", "2", core_dir, cwd=work)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, by_core(read_jsonl(work / "out.jsonl")), work / "ehbt-triage.sqlite", work
+
+
+def parts(sig):
+    """The frame labels of a signature, without the signal prefix."""
+    text = re.sub(r"^SIG[A-Z0-9]+(@0x0)? ", "", sig)
+    return text.split(" | ")
+
+
+# ---------------------------------------------------------------------------------------------
+# Signatures and buckets
+
+
+def test_aslr_runs_land_in_one_bucket(cores, first_run):
+    mains = [m for _, m in cores["a"]]
+    assert len(set(mains)) == len(mains), "ASLR off? main() at %s" % [hex(m) for m in mains]
+    _, recs, _, _ = first_run
+    rs = [recs["a-%d.core" % i] for i in range(len(cores["a"]))]
+    assert len({r["bucket"] for r in rs}) == 1
+    assert len({r["signature"] for r in rs}) == 1
+    sig = rs[0]["signature"]
+    assert sig.startswith("SIGSEGV@0x0 "), sig
+    assert parts(sig)[:4] == ["fx_a3", "fx_a2", "fx_a1", "main"], sig
+    assert len(parts(sig)) == 5  # --top default
+    # The frames themselves moved with ASLR: the pcs differ, the module offsets do not.
+    pcs = {r["crashing_thread"]["frames"][0]["pc"] for r in rs}
+    offs = {r["crashing_thread"]["frames"][0]["module_offset"] for r in rs}
+    assert len(pcs) == len(rs) and len(offs) == 1
+
+
+def test_different_sites_get_different_buckets(first_run):
+    _, recs, _, _ = first_run
+    a, b = recs["a-0.core"], recs["b-0.core"]
+    assert a["bucket"] != b["bucket"]
+    assert parts(b["signature"])[:3] == ["fx_b2", "fx_b1", "main"], b["signature"]
+    assert recs["b-1.core"]["bucket"] == b["bucket"]
+    buckets = {r["bucket"] for r in recs.values()}
+    assert len(buckets) == 5  # a, b, stripped a, abort, assert
+
+
+def test_stripped_binary_buckets_by_module_offset(crashy, first_run):
+    _, recs, _, _ = first_run
+    s0, s1 = recs["stripped-0.core"], recs["stripped-1.core"]
+    assert s0["bucket"] == s1["bucket"]
+    assert s0["bucket"] != recs["a-0.core"]["bucket"]
+    labels = parts(s0["signature"])
+    # Where fx_a3 lies, according to nm on the unstripped twin (same code, same addresses).
+    nm = subprocess.run(["nm", "-S", str(crashy / "crashy")], stdout=subprocess.PIPE,
+                        text=True, check=True).stdout
+    syms = {}
+    for line in nm.splitlines():
+        f = line.split()
+        if len(f) == 4:
+            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+    m = re.fullmatch(r"crashy-stripped\+0x([0-9a-f]+)", labels[0])
+    assert m, s0["signature"]
+    off = int(m.group(1), 16)
+    lo, size = syms["fx_a3"]
+    assert lo <= off < lo + size, (hex(off), hex(lo), size)
+    # The callers are return addresses inside fx_a2 and fx_a1.
+    for label, fn in zip(labels[1:3], ["fx_a2", "fx_a1"]):
+        m = re.fullmatch(r"crashy-stripped\+0x([0-9a-f]+)", label)
+        assert m, label
+        lo, size = syms[fn]
+        assert lo < int(m.group(1), 16) <= lo + size, (label, fn)
+
+
+def test_abort_and_assert_skip_the_reporting_frames(first_run):
+    _, recs, _, _ = first_run
+    ab = recs["abort-0.core"]
+    assert ab["signal"]["name"] == "SIGABRT"
+    assert not ab["signature"].startswith("SIG"), ab["signature"]
+    assert parts(ab["signature"])[:3] == ["fx_abort2", "fx_abort1", "main"], ab["signature"]
+    # ...while the raw stack does start inside libc's abort machinery.
+    top = [f["symbol"] for f in ab["crashing_thread"]["frames"][:2]]
+    assert "fx_abort2" not in top, top
+    assert recs["abort-1.core"]["bucket"] == ab["bucket"]
+    asrt = recs["assert-0.core"]
+    assert parts(asrt["signature"])[:2] == ["fx_assert1", "main"], asrt["signature"]
+
+
+def test_skip_option_adds_patterns(tool_env, cores, tmp_path):
+    core = cores["a"][0][0]
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl",
+                  "--skip", "fx_a[0-9]", "--top", "2", core)
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = read_jsonl(tmp_path / "o.jsonl")
+    assert rec["signature"].startswith("SIGSEGV@0x0 main | "), rec["signature"]
+    assert len(parts(rec["signature"])) == 2
+
+
+FIXTURE_ABORTS = ("noreturn", "threads", "terminate")
+
+
+@pytest.fixture(scope="module")
+def fixture_aborts(tmp_path_factory):
+    """The abort()ing fixture cores of cores/out/x86_64 (made if missing), copied aside, with
+    GDB's expected frames."""
+    src = ROOT / "cores" / "out" / "x86_64"
+    if not all((src / (n + ".expected.json")).exists() for n in FIXTURE_ABORTS):
+        subprocess.run(["bash", str(ROOT / "cores" / "make-cores.sh"), "x86_64", "--only",
+                        ",".join(FIXTURE_ABORTS)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=1200)
+    d = tmp_path_factory.mktemp("fixture_aborts")
+    expected = {}
+    for n in FIXTURE_ABORTS:
+        if not (src / (n + ".expected.json")).exists():
+            pytest.skip("fixture core %s could not be made" % n)
+        shutil.copy(src / (n + ".core"), d / (n + ".core"))
+        expected[n] = json.loads((src / (n + ".expected.json")).read_text())
+    return d, expected
+
+
+def test_fixture_abort_cores_skip_the_abort_machinery(tool_env, fixture_aborts, tmp_path):
+    d, expected = fixture_aborts
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", d)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
+    for n in FIXTURE_ABORTS:
+        exp = expected[n]
+        (thread,) = [t for t in exp["threads"] if t.get("crashing")]
+        # GDB's frames: libc's abort path (and libstdc++'s terminate path) first, then the
+        # program's own functions, which is where the signature must begin.
+        gdb = [f["function"] for f in thread["frames"]]
+        first_own = next(i for i, f in enumerate(thread["frames"]) if f["module"] == n)
+        want = gdb[first_own:first_own + 3]
+        got = [re.sub(r"\.cold$", "", label) for label in parts(recs[n + ".core"]["signature"])]
+        assert got[:3] == want, (n, recs[n + ".core"]["signature"], gdb)
+        assert not recs[n + ".core"]["signature"].startswith("SIG")
+    con = sqlite3.connect(tmp_path / "db")
+    nthreads = con.execute("SELECT COUNT(*) FROM threads t JOIN cores c ON c.id = t.core_id "
+                           "WHERE c.path LIKE '%threads.core'").fetchone()[0]
+    assert nthreads == len(expected["threads"]["threads"])
+    con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Output formats
+
+
+def test_jsonl_schema(first_run, cores):
+    _, recs, _, _ = first_run
+    assert len(recs) == sum(n for _, _, n in RUNS.values())
+    keys = {"core", "executable", "signal", "signature", "bucket", "crashing_thread",
+            "stop_reason", "error"}
+    for name, r in recs.items():
+        assert keys <= set(r), name
+        assert r["error"] is None and r["status"] == "ok"
+        assert isinstance(r["bucket"], int)
+        assert r["executable"].endswith("crashy" if not name.startswith("stripped")
+                                        else "crashy-stripped")
+        assert set(r["signal"]) >= {"number", "name", "code", "address"}
+        assert r["stop_reason"] in sigmod_stop_reasons()
+        t = r["crashing_thread"]
+        assert isinstance(t["tid"], int) and t["frames"]
+        for i, f in enumerate(t["frames"]):
+            assert f["index"] == i
+            assert re.fullmatch(r"0x[0-9a-f]+", f["pc"])
+    assert recs["a-0.core"]["signal"]["name"] == "SIGSEGV"
+    assert recs["a-0.core"]["signal"]["number"] == 11
+
+
+def sigmod_stop_reasons():
+    return {"outermost", "max_frames", "no_module", "no_unwind_info", "memory_fault",
+            "bad_unwind_info", "unsupported", "no_progress", "bad_pc"}
+
+
+def test_text_report_lists_buckets(first_run):
+    proc, recs, _, _ = first_run
+    out = proc.stdout
+    assert "Buckets of the 10 core(s)" in out
+    table = [l for l in out.splitlines() if re.match(r"\s+\d+\s+\d+\s+", l)]
+    assert len(table) == 5
+    first = table[0].split()
+    assert first[0] == "3" and first[1] == "3" and "fx_a3" in table[0]  # most cores first
+    assert "10 core(s): 10 analysed, 0 seen before, 0 failed" in out
+
+
+def test_store_contents(first_run):
+    _, recs, db, _ = first_run
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    rows = con.execute("SELECT status, COUNT(*) FROM cores GROUP BY status").fetchall()
+    assert rows == [("ok", 10)]
+    for bid, sig, count in con.execute("SELECT id, signature, count FROM buckets"):
+        n = con.execute("SELECT COUNT(*) FROM cores WHERE bucket_id=? AND status='ok'",
+                        (bid,)).fetchone()[0]
+        assert n == count, sig
+    # One thread per core (the program is single-threaded), crashing, with its frames.
+    for core_id, nthreads in con.execute("SELECT core_id, COUNT(*) FROM threads GROUP BY core_id"):
+        assert nthreads == 1
+    assert con.execute("SELECT COUNT(*) FROM threads WHERE crashing = 1").fetchone()[0] == 10
+    key = con.execute("SELECT build_id_key, module, module_offset FROM frames "
+                      "WHERE idx = 0 AND symbol = 'fx_a3' LIMIT 1").fetchone()
+    assert re.fullmatch(r"[0-9a-f]{16,}\+0x[0-9a-f]+", key[0]), key
+    assert key[0].endswith("+" + key[2])
+    con.close()
+
+
+def test_seen_before_not_counted_twice(tool_env, first_run, cores, tmp_path):
+    _, recs, db, work = first_run
+    copy = tmp_path / "renamed.core"
+    shutil.copy(cores["a"][0][0], copy)
+    con = sqlite3.connect(db)
+    before = con.execute("SELECT COUNT(*) FROM cores").fetchone()[0]
+    count_a = con.execute("SELECT count FROM buckets WHERE id=?",
+                          (recs["a-0.core"]["bucket"],)).fetchone()[0]
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "o.jsonl", copy, cores["b"][0][0],
+                  cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 analysed, 2 seen before" in proc.stdout
+    assert con.execute("SELECT COUNT(*) FROM cores").fetchone()[0] == before
+    assert con.execute("SELECT count FROM buckets WHERE id=?",
+                       (recs["a-0.core"]["bucket"],)).fetchone()[0] == count_a == 3
+    out = by_core(read_jsonl(tmp_path / "o.jsonl"))
+    r = out["renamed.core"]
+    assert r["status"] == "seen_before" and r["bucket"] == recs["a-0.core"]["bucket"]
+    assert r["signature"] == recs["a-0.core"]["signature"]
+    assert [f["symbol"] for f in r["crashing_thread"]["frames"][:3]] == ["fx_a3", "fx_a2", "fx_a1"]
+    con.close()
+
+
+def test_bad_files_fail_and_the_rest_succeed(tool_env, cores, tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    good = [cores["a"][0][0], cores["b"][0][0]]
+    for g in good:
+        shutil.copy(g, d)
+    with open(good[0], "rb") as f:
+        head = f.read(100)  # the ELF header of a core, nothing after it
+    (d / "truncated.core").write_bytes(head)
+    (d / "notes.txt").write_text("not a core\n")  # inside a directory: skipped with a note
+    garbage = tmp_path / "garbage.core"
+    garbage.write_bytes(bytes(random.Random(7).getrandbits(8) for _ in range(4096)))
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", d, garbage)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "skipped %s" % (d / "notes.txt") in proc.stderr
+    failed = proc.stdout.split("Failed (2):")[1]
+    assert "truncated.core: " in failed and "garbage.core: not an ELF core" in failed
+    recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
+    assert recs["truncated.core"]["status"] == "failed" and recs["truncated.core"]["error"]
+    assert recs["garbage.core"]["status"] == "failed"
+    assert recs["a-0.core"]["status"] == "ok" and recs["b-0.core"]["status"] == "ok"
+    assert "notes.txt" not in recs
+
+
+@pytest.mark.parametrize("fault,expect", [("segv", "worker died: SIGSEGV"),
+                                          ("hang", "timed out after 3s"),
+                                          ("oom", "out of memory")])
+def test_worker_crash_hang_and_oom_are_failures(tool_env, cores, tmp_path, fault, expect):
+    paths = [cores["a"][0][0], cores["b"][0][0], cores["abort"][0][0]]
+    # Only the hang needs a short deadline; the others must not run into it on a busy machine.
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl",
+                  "--timeout", "3" if fault == "hang" else "60", "-j", "2", *paths,
+                  extra_env={"EHBT_TRIAGE_TEST_FAULT": fault + ":/b-0.core",
+                             "EHBT_TRIAGE_MEMORY_LIMIT": str(768 << 20)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
+    assert recs["b-0.core"]["status"] == "failed"
+    assert expect in recs["b-0.core"]["error"], recs["b-0.core"]["error"]
+    assert recs["a-0.core"]["status"] == "ok" and recs["abort-0.core"]["status"] == "ok"
+    con = sqlite3.connect(tmp_path / "db")
+    assert con.execute("SELECT status, error FROM cores WHERE path LIKE '%b-0.core'").fetchone()[
+        0] == "failed"
+    con.close()
+    # A later run without the fault analyses the failed core again and buckets it.
+    proc = triage(tool_env, "--db", tmp_path / "db", *paths)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 analysed, 2 seen before, 0 failed" in proc.stdout
+
+
+def test_usage_errors(tool_env, tmp_path):
+    assert triage(tool_env, "--db", tmp_path / "db", tmp_path / "nope").returncode == 2
+    assert triage(tool_env, "--skip", "(", tmp_path).returncode == 2
+    assert triage(tool_env, "--top", "0", tmp_path).returncode == 2
+    assert triage(tool_env).returncode == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Killed runs
+
+
+def _committed(db):
+    try:
+        con = sqlite3.connect(db, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM cores").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _check_consistent(db):
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT COUNT(*) FROM threads WHERE core_id NOT IN "
+                       "(SELECT id FROM cores)").fetchone()[0] == 0
+    assert con.execute("SELECT COUNT(*) FROM frames WHERE thread_id NOT IN "
+                       "(SELECT id FROM threads)").fetchone()[0] == 0
+    # Every stored core is whole: its one thread and its frames are there.
+    for (cid,) in con.execute("SELECT id FROM cores WHERE status='ok'").fetchall():
+        count = con.execute("SELECT COUNT(*) FROM threads WHERE core_id=?", (cid,)).fetchone()[0]
+        assert count == 1
+        assert con.execute("SELECT COUNT(*) FROM frames WHERE core_id=?", (cid,)).fetchone()[0] >= 3
+    for bid, count in con.execute("SELECT id, count FROM buckets").fetchall():
+        assert count == con.execute("SELECT COUNT(*) FROM cores WHERE bucket_id=? AND "
+                                    "status='ok'", (bid,)).fetchone()[0]
+    n = con.execute("SELECT COUNT(*) FROM cores").fetchone()[0]
+    assert n == con.execute("SELECT COUNT(DISTINCT sha256) FROM cores").fetchone()[0]
+    con.close()
+    return n
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_killed_run_resumes_without_duplicates(tool_env, core_dir, tmp_path, how):
+    db = tmp_path / "db"
+    cmd = ["/usr/bin/python3", str(TRIAGE), "--db", str(db), "-j", "1", core_dir]
+    env = dict(tool_env, EHBT_TRIAGE_TEST_DELAY="0.7")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while _committed(db) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    proc.send_signal(how)
+    out, err = proc.communicate(timeout=60)
+    if how == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert "interrupted" in err
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    done = _check_consistent(db)
+    assert 3 <= done < 10
+    proc = triage(tool_env, "--db", db, "-j", "2", core_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "%d analysed, %d seen before, 0 failed" % (10 - done, done) in proc.stdout
+    assert _check_consistent(db) == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# The HTML report in a real browser
+
+
+def test_html_report_in_headless_chromium(first_run):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium not installed (scripts/install-deps.sh installs it)")
+    _, recs, _, work = first_run
+    page = work / "report.html"
+    text = page.read_text()
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text and "<link" not in text and "src=" not in text
+    profile = tempfile.mkdtemp()
+    try:
+        proc = subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0",
+             "--dump-dom", page.as_uri()],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        shot = work / "report.png"
+        subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", "--user-data-dir=" + profile, "--window-size=1200,900",
+             "--screenshot=" + str(shot), page.as_uri()],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    dom = proc.stdout
+    assert "Uncaught" not in proc.stderr, proc.stderr
+    assert '<span id="js-ok">interactive</span>' in dom  # the script ran to its end
+    rows = re.findall(r'<tr class="bucket" data-bucket="(\d+)"', dom)
+    assert sorted(map(int, rows)) == sorted({r["bucket"] for r in recs.values()})
+    assert "fx_a3 | fx_a2 | fx_a1" in dom
+    assert dom.count('<rect class="bar"') >= 1 and "<svg" in dom
+    assert "crashy-stripped" in dom  # the stripped bucket's example stack shows its module
+    assert shot.exists() and shot.stat().st_size > 1000
+
+
+# ---------------------------------------------------------------------------------------------
+# The in-process engine and the CLI fallback agree
+
+
+def test_python_package_and_cli_fallback_agree(tool_env, cores, build_dir, tmp_path):
+    if not (build_dir / "engine" / "python" / "ehbt").is_dir() or "EHBT_BIN" not in tool_env:
+        pytest.skip("needs both the Python package (EHBT_PYTHON=ON) and the CLI")
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import ehbt._ehbt"], env=tool_env)
+    if probe.returncode != 0:
+        pytest.skip("the ehbt Python package is not importable in this build")
+    paths = [c for name in ("a", "stripped", "abort") for c, _ in cores[name][:1]]
+    sigs = {}
+    for mode in ("python", "cli"):
+        proc = triage(tool_env, "--db", tmp_path / (mode + ".db"), "--jsonl",
+                      tmp_path / (mode + ".jsonl"), *paths,
+                      extra_env={"EHBT_TRIAGE_ENGINE": mode})
+        assert proc.returncode == 0, proc.stderr
+        assert ("Engine: ehbt Python package" in proc.stdout) == (mode == "python"), proc.stdout
+        sigs[mode] = {k: v["signature"] for k, v in by_core(read_jsonl(
+            tmp_path / (mode + ".jsonl"))).items()}
+    assert sigs["python"] == sigs["cli"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The signature rule on hand-made documents (no engine involved)
+
+
+def _doc(frames, signal=None):
+    return {"signal": signal, "modules": [{"path": "/opt/app", "build_id": "abcd"}],
+            "threads": [{"tid": 1, "crashing": False, "frames": []},
+                        {"tid": 2, "crashing": True, "frames": frames}]}
+
+
+def _f(symbol=None, module="/opt/app", off="0x10", pc="0x7f0000000010"):
+    return {"symbol": symbol, "module": module, "module_offset": off, "pc": pc}
+
+
+def test_signature_rule_on_documents():
+    s = sigmod.Signer(top=3)
+    segv = {"number": 11, "name": "SIGSEGV", "code": 1, "address": "0x8"}
+    frames = [_f("raise"), _f("abort"), _f("check"), _f("raise"), _f(None, off="0x1a2b"),
+              _f("main")]
+    # Only the leading run is skipped; a later 'raise' stays; no symbol -> module+offset.
+    assert s.sign(_doc(frames, segv)) == "SIGSEGV@0x0 check | raise | app+0x1a2b"
+    assert s.sign(_doc(frames, dict(segv, address="0x7ffd0000"))).startswith("SIGSEGV check")
+    assert s.sign(_doc(frames, {"number": 6, "name": "SIGABRT", "code": -6,
+                                "address": None})) == "check | raise | app+0x1a2b"
+    # All frames skip-listed: nothing is skipped.
+    assert s.sign(_doc([_f("abort"), _f("raise")])) == "abort | raise"
+    assert s.sign(_doc([])) == sigmod.NO_FRAMES
+    # C++ names match without their parameter lists; versions are ignored.
+    assert s.sign(_doc([_f("std::terminate()"), _f("__cxa_throw"), _f("ns::f(int) const"),
+                        _f("raise@@GLIBC_2.2.5")])) == "ns::f(int) const | raise"
+    assert sigmod.frame_key(_f(None, off="0x1a2b"), {"/opt/app": "abcd"}) == "abcd+0x1a2b"
+    assert sigmod.frame_label(_f(None, module=None, pc="0x0")) == "0x0"
+    assert sigmod.frame_label(_f(None, module=None, pc="0x7f12345678")) == sigmod.UNKNOWN
+    assert sigmod.bare_name("(anonymous namespace)::g(char*)") == "(anonymous namespace)::g"
+
+
+def _reference_sparse_sha256(path):
+    """content_hash's documented definition, the slow obvious way (whole file in memory)."""
+    import hashlib
+    import struct
+    data = pathlib.Path(path).read_bytes()
+    h = hashlib.sha256(b"ehbt-sparse-sha256/1 %d\n" % len(data))
+    for off in range(0, len(data), 1 << 16):
+        block = data[off:off + (1 << 16)]
+        if any(block):
+            h.update(struct.pack("<Q", off) + block)
+    return h.hexdigest()
+
+
+def test_content_hash_ignores_how_the_file_is_stored(tmp_path):
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as f:  # data, a 5 MiB hole, data across a block edge, a tail hole
+        f.write(b"\x7fELF" + bytes(range(256)) * 40)
+        f.seek(5 << 20)
+        f.write(b"x" * 70000)
+        f.seek((5 << 20) + (1 << 16) - 3)
+        f.write(b"edge")
+        f.truncate((9 << 20) + 123)
+    full = tmp_path / "full"
+    full.write_bytes(sparse.read_bytes())  # same content, no holes
+    want = _reference_sparse_sha256(sparse)
+    assert content_hash.sparse_sha256(sparse) == want
+    assert content_hash.sparse_sha256(full) == want
+    changed = bytearray(full.read_bytes())
+    changed[(7 << 20)] = 1  # one byte inside what was a hole
+    (tmp_path / "changed").write_bytes(changed)
+    assert content_hash.sparse_sha256(tmp_path / "changed") != want
+    (tmp_path / "longer").write_bytes(bytes(full.read_bytes()) + b"\0")
+    assert content_hash.sparse_sha256(tmp_path / "longer") != want

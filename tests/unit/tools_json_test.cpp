@@ -1,0 +1,93 @@
+// The CLI's JSON writer: escaping per RFC 8259 (expected literals written by hand) and the
+// layout of nested containers.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cli_json.hpp"
+
+namespace ehbt::cli {
+namespace {
+
+TEST(ToolsJson, QuotesPlainAscii) {
+  EXPECT_EQ(json_quote("abc"), "\"abc\"");
+}
+
+TEST(ToolsJson, EscapesQuoteAndBackslash) {
+  EXPECT_EQ(json_quote("a\"b\\c"), R"("a\"b\\c")");
+}
+
+TEST(ToolsJson, EscapesControlCharacters) {
+  EXPECT_EQ(json_quote("\n\t\r\b\f"), R"("\n\t\r\b\f")");
+  EXPECT_EQ(json_quote(std::string("\x01\x1f", 2)), R"("\u0001\u001f")");
+  EXPECT_EQ(json_quote(std::string("a\0b", 3)), R"("a\u0000b")");
+}
+
+TEST(ToolsJson, KeepsDeleteAndSlashAsIs) {
+  EXPECT_EQ(json_quote("/\x7f"), "\"/\x7f\"");
+}
+
+TEST(ToolsJson, KeepsWellFormedUtf8) {
+  EXPECT_EQ(json_quote("\xc3\xa9"), "\"\xc3\xa9\"");                  // U+00E9
+  EXPECT_EQ(json_quote("\xe2\x82\xac"), "\"\xe2\x82\xac\"");          // U+20AC
+  EXPECT_EQ(json_quote("\xf0\x9f\x98\x80"), "\"\xf0\x9f\x98\x80\"");  // U+1F600
+  EXPECT_EQ(json_quote("\xf4\x8f\xbf\xbf"), "\"\xf4\x8f\xbf\xbf\"");  // U+10FFFF
+}
+
+TEST(ToolsJson, EscapesBytesThatAreNotUtf8) {
+  EXPECT_EQ(json_quote("\xff"), R"("\u00ff")");
+  EXPECT_EQ(json_quote("a\x80z"), R"("a\u0080z")");                  // lone continuation byte
+  EXPECT_EQ(json_quote("\xc3"), R"("\u00c3")");                      // truncated at the end
+  EXPECT_EQ(json_quote("\xc3z"), R"("\u00c3z")");                    // truncated by an ASCII byte
+  EXPECT_EQ(json_quote("\xc0\xaf"), R"("\u00c0\u00af")");            // overlong '/'
+  EXPECT_EQ(json_quote("\xe0\x80\xaf"), R"("\u00e0\u0080\u00af")");  // overlong
+  EXPECT_EQ(json_quote("\xed\xa0\x80"), R"("\u00ed\u00a0\u0080")");  // surrogate D800
+  EXPECT_EQ(json_quote("\xf4\x90\x80\x80"), R"("\u00f4\u0090\u0080\u0080")");  // > U+10FFFF
+  EXPECT_EQ(json_quote("\xf5\x80\x80\x80"), R"("\u00f5\u0080\u0080\u0080")");
+}
+
+TEST(ToolsJson, HexIsLowercaseWithPrefixAndNoPadding) {
+  EXPECT_EQ(hex(0), "0x0");
+  EXPECT_EQ(hex(0xABCDEF), "0xabcdef");
+  EXPECT_EQ(hex(UINT64_MAX), "0xffffffffffffffff");
+}
+
+TEST(ToolsJson, WritesNestedContainers) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object()
+      .field("a", 1)
+      .field("b", "x")
+      .address_field("c", uint64_t{255})
+      .address_field("d", std::nullopt);
+  w.key("e").begin_array().value(true).value(false).null().end_array();
+  w.key("f").begin_object().end_object();
+  w.key("g").begin_array(true).value(int64_t{-1}).begin_object().field("h", 2).end_object();
+  w.end_array();
+  w.end_object();
+  EXPECT_EQ(out,
+            "{\n"
+            "  \"a\": 1,\n"
+            "  \"b\": \"x\",\n"
+            "  \"c\": \"0xff\",\n"
+            "  \"d\": null,\n"
+            "  \"e\": [\n"
+            "    true,\n"
+            "    false,\n"
+            "    null\n"
+            "  ],\n"
+            "  \"f\": {},\n"
+            "  \"g\": [-1, {\"h\": 2}]\n"
+            "}");
+}
+
+TEST(ToolsJson, EscapesKeys) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object(true).field("k\"\n", uint64_t{18446744073709551615u}).end_object();
+  EXPECT_EQ(out, R"({"k\"\n": 18446744073709551615})");
+}
+
+}  // namespace
+}  // namespace ehbt::cli

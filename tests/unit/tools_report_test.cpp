@@ -1,0 +1,169 @@
+// Text and JSON renderings of hand-made backtrace reports, and the exit status they imply.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_backtrace_report.hpp"
+
+namespace ehbt::cli {
+namespace {
+
+BacktraceReport sample() {
+  BacktraceReport r;
+  r.core = "/tmp/core.1";
+  r.arch = "x86_64";
+  r.executable = "/opt/app/bin/server";
+  r.signal = SignalLine{11, "SIGSEGV", 1, 0};
+  r.modules.push_back({"/opt/app/bin/server", "/sys/opt/app/bin/server", 0x55d4c0a00000,
+                       0x55d4c0a00000, "ab12", true});
+  r.modules.push_back({"[vdso]", "", 0x7ffd00000000, 0x7ffd00000000, "", false});
+  ThreadReport t;
+  t.tid = 4242;
+  t.crashing = true;
+  t.stop = StopReason::MemoryFault;
+  t.detail = "read at 0x10";
+  FrameLine f0;
+  f0.index = 0;
+  f0.pc = 0x55d4c0a01234;
+  f0.cfa = 0x7ffd4b2a1f90;
+  f0.source = FrameSource::Context;
+  f0.module = "/opt/app/bin/server";
+  f0.module_offset = 0x1234;
+  f0.symbol = "fx_level3";
+  f0.symbol_offset = 0x14;
+  FrameLine f1;
+  f1.index = 1;
+  f1.pc = 0x1000;
+  f1.source = FrameSource::FramePointer;
+  FrameLine f2;
+  f2.index = 10;
+  f2.pc = 0x55d4c0a01300;
+  f2.cfa = 0x7ffd4b2a2000;
+  f2.source = FrameSource::EhFrame;
+  f2.module = "/opt/app/bin/server";
+  f2.module_offset = 0x1300;
+  t.frames = {f0, f1, f2};
+  r.threads.push_back(t);
+  ThreadReport u;
+  u.tid = 4243;
+  u.name = "worker";
+  FrameLine g0;
+  g0.index = 0;
+  g0.pc = 0x7ffd00000800;
+  g0.signal_trampoline = true;
+  g0.source = FrameSource::Signal;
+  g0.module = "[vdso]";
+  u.frames = {g0};
+  r.threads.push_back(u);
+  return r;
+}
+
+TEST(ToolsReport, TextLooksLikeGdbBacktrace) {
+  EXPECT_EQ(render_text(sample()),
+            "Core: /tmp/core.1\n"
+            "Executable: /opt/app/bin/server\n"
+            "Arch: x86_64\n"
+            "Signal: SIGSEGV, SEGV_MAPERR at 0x0\n"
+            "\n"
+            "Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):\n"
+            "#0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server\n"
+            "#1  0x0000000000001000 in ?? () [frame_pointer]\n"
+            "#10 0x000055d4c0a01300 in ?? () from /opt/app/bin/server\n"
+            "Backtrace stopped: memory_fault: read at 0x10\n"
+            "\n"
+            "Thread 4243 \"worker\":\n"
+            "#0  <signal handler called>\n");
+}
+
+TEST(ToolsReport, TextForProcessWithoutSignal) {
+  BacktraceReport r = sample();
+  r.core.reset();
+  r.pid = 99;
+  r.signal.reset();
+  r.threads.resize(1);
+  r.threads[0].stop = StopReason::MaxFrames;
+  r.threads[0].detail = "";
+  r.threads[0].frames.resize(1);
+  EXPECT_EQ(render_text(r),
+            "Process: 99\n"
+            "Executable: /opt/app/bin/server\n"
+            "Arch: x86_64\n"
+            "Signal: none\n"
+            "\n"
+            "Thread 4242:\n"
+            "#0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server\n"
+            "Backtrace stopped: max_frames\n");
+}
+
+TEST(ToolsReport, JsonDocument) {
+  BacktraceReport r = sample();
+  r.threads.resize(1);
+  r.threads[0].frames.resize(2);
+  EXPECT_EQ(
+      render_json(r),
+      "{\n"
+      "  \"format\": \"ehbt-backtrace/1\",\n"
+      "  \"core\": \"/tmp/core.1\",\n"
+      "  \"arch\": \"x86_64\",\n"
+      "  \"executable\": \"/opt/app/bin/server\",\n"
+      "  \"signal\": {\"number\": 11, \"name\": \"SIGSEGV\", \"code\": 1, \"address\": \"0x0\"},\n"
+      "  \"modules\": [\n"
+      "    {\"path\": \"/opt/app/bin/server\", \"file\": \"/sys/opt/app/bin/server\", "
+      "\"base\": \"0x55d4c0a00000\", \"bias\": \"0x55d4c0a00000\", \"build_id\": \"ab12\", "
+      "\"build_id_match\": true},\n"
+      "    {\"path\": \"[vdso]\", \"file\": null, \"base\": \"0x7ffd00000000\", "
+      "\"bias\": \"0x7ffd00000000\", \"build_id\": null, \"build_id_match\": false}\n"
+      "  ],\n"
+      "  \"threads\": [\n"
+      "    {\n"
+      "      \"tid\": 4242,\n"
+      "      \"crashing\": true,\n"
+      "      \"stop_reason\": \"memory_fault\",\n"
+      "      \"stop_detail\": \"read at 0x10\",\n"
+      "      \"frames\": [\n"
+      "        {\"index\": 0, \"pc\": \"0x55d4c0a01234\", \"cfa\": \"0x7ffd4b2a1f90\", "
+      "\"source\": \"context\", \"module\": \"/opt/app/bin/server\", \"module_offset\": "
+      "\"0x1234\", \"symbol\": \"fx_level3\", \"symbol_offset\": \"0x14\"},\n"
+      "        {\"index\": 1, \"pc\": \"0x1000\", \"cfa\": null, \"source\": "
+      "\"frame_pointer\", \"module\": null, \"module_offset\": null, \"symbol\": null, "
+      "\"symbol_offset\": null}\n"
+      "      ]\n"
+      "    }\n"
+      "  ]\n"
+      "}\n");
+}
+
+TEST(ToolsReport, JsonForProcessHasPidAndNullSignal) {
+  BacktraceReport r;
+  r.pid = 7;
+  r.arch = "aarch64";
+  std::string json = render_json(r);
+  EXPECT_NE(json.find("\"pid\": 7,"), std::string::npos);
+  EXPECT_EQ(json.find("\"core\""), std::string::npos);
+  EXPECT_NE(json.find("\"signal\": null,"), std::string::npos);
+}
+
+TEST(ToolsReport, ExitStatusFollowsStopReasons) {
+  BacktraceReport r;
+  EXPECT_EQ(exit_status(r), 0);
+  r.threads.resize(2);
+  r.threads[0].stop = StopReason::Outermost;
+  r.threads[1].stop = StopReason::MaxFrames;
+  EXPECT_EQ(exit_status(r), 0);
+  for (StopReason s : {StopReason::NoModule, StopReason::NoUnwindInfo, StopReason::MemoryFault,
+                       StopReason::BadUnwindInfo, StopReason::Unsupported, StopReason::NoProgress,
+                       StopReason::BadPc}) {
+    r.threads[1].stop = s;
+    EXPECT_EQ(exit_status(r), 1);
+  }
+}
+
+TEST(ToolsReport, DescribesSignals) {
+  EXPECT_EQ(describe_signal({6, "SIGABRT", -6, std::nullopt}), "SIGABRT, SI_TKILL");
+  EXPECT_EQ(describe_signal({7, "SIGBUS", 2, 0xdead}), "SIGBUS, BUS_ADRERR at 0xdead");
+  EXPECT_EQ(describe_signal({11, "SIGSEGV", 0x80, 0}), "SIGSEGV, SI_KERNEL at 0x0");
+  EXPECT_EQ(describe_signal({40, "", 77, std::nullopt}), "SIG40, code 77");
+}
+
+}  // namespace
+}  // namespace ehbt::cli

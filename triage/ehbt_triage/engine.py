@@ -1,0 +1,152 @@
+"""The one adapter between ehbt-triage and the engine: a core in, an ehbt-backtrace/1 dict out.
+
+In-process (``import ehbt``) is preferred: a worker process keeps one ``ehbt.ImageStore`` for
+its whole life, so every library of a batch of cores from one build is parsed once per worker
+(images are keyed by path + build-id inside the store). Only when the package cannot be
+imported does this run the ``ehbt`` CLI (``ehbt core CORE --json --all-threads``) instead.
+
+EHBT_TRIAGE_ENGINE=python|cli forces one of the two (tests use it); EHBT_BIN names the CLI.
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+
+class AnalysisError(Exception):
+    """The core is unusable: one line saying why (the engine's own words where it has them)."""
+
+
+_ehbt = None  # the imported package, once imported
+_store = None  # the worker's ehbt.ImageStore, shared by every core it analyses
+_import_error = None
+
+
+def _import_package():
+    """The ehbt package, or None (and the reason kept in _import_error)."""
+    global _ehbt, _import_error
+    if _ehbt is None and _import_error is None:
+        try:
+            import ehbt  # noqa: WPS433 (optional dependency)
+            import ehbt.report  # noqa: F401
+
+            _ehbt = ehbt
+        except Exception as e:  # ImportError, or a broken extension
+            _import_error = "%s: %s" % (type(e).__name__, e)
+    return _ehbt
+
+
+def mode():
+    """'python' or 'cli': which path analyze_core takes in this process."""
+    forced = os.environ.get("EHBT_TRIAGE_ENGINE", "auto")
+    if forced == "cli":
+        return "cli"
+    if _import_package() is not None:
+        return "python"
+    if forced == "python":
+        raise AnalysisError("the ehbt Python package is not importable (%s)" % _import_error)
+    return "cli"
+
+
+def describe():
+    """One line for the report: which engine is used and how."""
+    m = mode()
+    if m == "python":
+        return "ehbt Python package (in-process, shared ImageStore) from %s" % os.path.dirname(
+            _ehbt.__file__)
+    reason = " (package unavailable: %s)" % _import_error if _import_error else ""
+    return "ehbt CLI %s%s" % (find_cli() or "(not found)", reason)
+
+
+def store_size():
+    """How many images the worker's store holds (None in CLI mode)."""
+    return len(_store) if _store is not None else None
+
+
+def analyze_core(path, sysroots, exe=None, timeout=None):
+    """The ehbt-backtrace/1 document of the core at `path`, every thread unwound.
+
+    Raises AnalysisError when the core cannot be used at all. `timeout` bounds the CLI
+    fallback; the in-process path is bounded by the worker's caller, which kills it.
+    """
+    if mode() == "python":
+        return _analyze_in_process(path, list(sysroots), exe)
+    return _analyze_with_cli(path, list(sysroots), exe, timeout)
+
+
+def _analyze_in_process(path, sysroots, exe):
+    global _store
+    ehbt = _ehbt
+    if _store is None:
+        _store = ehbt.ImageStore()
+    try:
+        target = ehbt.open_core(path, sysroots, exe or "", store=_store)
+    except ehbt.Error as e:
+        raise AnalysisError(str(e) or "unusable core") from None
+    try:
+        return ehbt.report.target_document(target, threads="all", core=path)
+    finally:
+        target.close()
+
+
+def find_cli():
+    """The ehbt binary: $EHBT_BIN, beside this tool when installed, in a build tree named by
+    PYTHONPATH (<build>/engine/python -> <build>/engine/tools/ehbt), then PATH."""
+    env = os.environ.get("EHBT_BIN")
+    if env:
+        return env
+    candidates = []
+    here = os.path.dirname(os.path.abspath(sys.argv[0] or "."))
+    candidates.append(os.path.join(here, "ehbt"))
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            build = os.path.dirname(os.path.dirname(os.path.abspath(entry)))
+            candidates.append(os.path.join(build, "engine", "tools", "ehbt"))
+    for c in candidates:
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return shutil.which("ehbt")
+
+
+def _die_with_parent():
+    """In the CLI child: die when the worker dies (a worker killed at its deadline must not
+    leave an ehbt process running)."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _analyze_with_cli(path, sysroots, exe, timeout):
+    cli = find_cli()
+    if not cli:
+        raise AnalysisError("no ehbt binary was found (set EHBT_BIN)")
+    cmd = [cli, "core", path, "--json", "--all-threads"]
+    for s in sysroots:
+        cmd += ["--sysroot", s]
+    if exe:
+        cmd += ["--exe", exe]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, timeout=timeout,
+                              preexec_fn=_die_with_parent)
+    except subprocess.TimeoutExpired:
+        raise AnalysisError("timed out after %gs" % timeout) from None
+    except OSError as e:
+        raise AnalysisError("cannot run %s: %s" % (cli, e)) from None
+    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode < 0:
+        raise AnalysisError("ehbt CLI killed by signal %d" % -proc.returncode)
+    if proc.returncode not in (0, 1):
+        raise AnalysisError(err[-1] if err else "ehbt exited %d" % proc.returncode)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError as e:
+        raise AnalysisError("ehbt printed no JSON document (%s)" % e) from None
+    if not isinstance(doc, dict) or doc.get("format") != "ehbt-backtrace/1":
+        raise AnalysisError("ehbt printed an unexpected document")
+    return doc

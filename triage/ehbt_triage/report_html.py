@@ -1,0 +1,214 @@
+"""--html FILE: one self-contained page (inline CSS, inline JS, inline SVG; no network).
+
+It shows the whole database, not only this run: every bucket (count, cores of this run, first
+and last core time, signature, an example core) with the example's crashing stack behind a
+<details> toggle (modules and offsets), a per-day histogram of core times drawn as SVG, and
+the cores that failed. The small script only filters and sorts the table; without it the page
+reads the same.
+"""
+
+import datetime
+import html
+import os
+import time
+
+from .signature import DEFAULT_TOP, frame_label
+
+DAY = 86400.0
+MAX_BARS = 120
+MAX_STACK = 40  # frames shown per example stack
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fff;
+-webkit-text-size-adjust:100%;text-size-adjust:100%}
+h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.4em 0 .4em}
+.meta{color:#666;font-size:.9em}
+table{border-collapse:collapse;width:100%}
+th,td{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3;cursor:pointer;user-select:none;white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+code,.sig{font-family:ui-monospace,monospace;font-size:.92em;word-break:break-all}
+details summary{cursor:pointer}
+table.stack{margin:.4em 0 .6em;width:auto}
+table.stack td,table.stack th{border:none;padding:.1em .6em;cursor:auto;background:none}
+table.stack{font-size:.9em}table.stack code{white-space:nowrap}
+td.ex{max-width:22em}
+table.stack tr.skipped{color:#999}table.stack tr.insig td:first-child{border-left:3px solid #4a78b5}
+.fail{color:#a00}
+svg .bar{fill:#4a78b5}svg .bar:hover{fill:#e08a2c}svg text{font-size:10px;fill:#555}
+input#filter{margin:.3em 0 .6em;padding:.3em;width:40em;max-width:100%}
+"""
+
+_JS = """
+(function(){
+  var table=document.getElementById('buckets');
+  if(!table){return;}
+  var body=table.tBodies[0];
+  document.getElementById('filter').addEventListener('input',function(e){
+    var q=e.target.value.toLowerCase();
+    Array.prototype.forEach.call(body.rows,function(r){
+      r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':'';
+    });
+  });
+  Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,col){
+    th.addEventListener('click',function(){
+      var asc=th.getAttribute('data-dir')!=='asc';
+      th.setAttribute('data-dir',asc?'asc':'desc');
+      var rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){
+        var x=a.cells[col].getAttribute('data-key')||a.cells[col].textContent;
+        var y=b.cells[col].getAttribute('data-key')||b.cells[col].textContent;
+        var nx=parseFloat(x),ny=parseFloat(y);
+        var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);
+        return asc?c:-c;
+      });
+      rows.forEach(function(r){body.appendChild(r);});
+    });
+  });
+  document.getElementById('js-ok').textContent='interactive';
+})();
+"""
+
+
+def _e(text):
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _day(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).date()
+
+
+def _fmt_time(ts):
+    if ts is None:
+        return ""
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def histogram_bins(times):
+    """[(first day, count)] per day from the oldest to the newest core, empty days included;
+    weeks instead of days when that would be more than MAX_BARS bars."""
+    if not times:
+        return [], 1
+    days = [_day(t) for t in times]
+    lo, hi = min(days), max(days)
+    width = 1 if (hi - lo).days + 1 <= MAX_BARS else 7
+    nbins = (hi - lo).days // width + 1
+    counts = [0] * nbins
+    for d in days:
+        counts[(d - lo).days // width] += 1
+    return [(lo + datetime.timedelta(days=i * width), c) for i, c in enumerate(counts)], width
+
+
+def histogram_svg(times):
+    bins, width = histogram_bins(times)
+    if not bins:
+        return "<p>No analysed cores yet.</p>"
+    w, h, pad_l, pad_b = 720, 160, 30, 30
+    peak = max(c for _, c in bins)
+    bar_w = min(48.0, max(2.0, (w - pad_l) / len(bins)))
+    parts = ['<svg id="histogram" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+             'role="img" aria-label="cores per %s">' % (w, h + pad_b, "day" if width == 1 else
+                                                       "week")]
+    parts.append('<text x="0" y="10">%d</text><text x="0" y="%d">0</text>' % (peak, h))
+    step = max(1, len(bins) // 8)
+    for i, (day, count) in enumerate(bins):
+        bh = (h - 12) * count / peak if peak else 0
+        x = pad_l + i * bar_w
+        parts.append('<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f">'
+                     '<title>%s: %d core(s)</title></rect>'
+                     % (x, h - bh, max(1.0, bar_w - 1), bh, day.isoformat(), count))
+        if i % step == 0:
+            parts.append('<text x="%.1f" y="%d">%s</text>' % (x, h + 14, day.strftime("%m-%d")))
+    parts.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (pad_l, h, w, h))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _short_key(key):
+    """``<40 hex>+0x11a6`` -> ``2ce730064f4c…+0x11a6`` (the full key stays in the title)."""
+    if not key:
+        return ""
+    bid, _, off = key.rpartition("+")
+    return (bid[:12] + "\u2026" if len(bid) > 13 else bid) + "+" + off
+
+
+def _stack(store, core_id, signer):
+    """The example core's crashing thread; the frames that form the signature are marked,
+    the leading skipped ones greyed."""
+    tid, stop, frames = store.crashing_frames(core_id)
+    labels = [frame_label(f) for f in frames]
+    start = signer.first_kept(labels) if signer and labels else 0
+    top = signer.top if signer else DEFAULT_TOP
+    rows = ['<table class="stack"><tr><th>#</th><th>symbol</th><th>module</th>'
+            '<th>offset</th><th>build-id key</th><th>via</th></tr>']
+    for i, f in enumerate(frames[:MAX_STACK]):
+        cls = "skipped" if i < start else "insig" if i < start + top else ""
+        sym = f["symbol"] or ""
+        if sym and f["symbol_offset"]:
+            sym += "+" + f["symbol_offset"]
+        rows.append('<tr class="%s"><td>%d</td><td><code>%s</code></td><td><code>%s</code></td>'
+                    '<td><code>%s</code></td><td><code title="%s">%s</code></td><td>%s</td></tr>'
+                    % (cls, f["idx"], _e(sym or "??"),
+                       _e(os.path.basename(f["module"] or "") or "?"),
+                       _e(f["module_offset"] or f["pc"]), _e(f["build_id_key"]),
+                       _e(_short_key(f["build_id_key"])), _e(f["source"])))
+    if len(frames) > MAX_STACK:
+        rows.append('<tr><td></td><td colspan="5">... %d more frames</td></tr>'
+                    % (len(frames) - MAX_STACK))
+    rows.append("</table><div class=\"meta\">thread %s, walk stopped: %s; grey: frames skipped "
+                "as crash reporting, marked: frames in the signature</div>" % (_e(tid), _e(stop)))
+    return "".join(rows)
+
+
+def render(store, run_counts, failed, engine_line, signer=None, now=None):
+    buckets = store.buckets_with_cores()
+    times = store.core_times()
+    db_failed = store.db.execute(
+        "SELECT path, error FROM cores WHERE status = 'failed' ORDER BY path").fetchall()
+    total_ok = sum(b["count"] for b in buckets)
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+           '<meta name="viewport" content="width=device-width, initial-scale=1">'
+           '<title>ehbt-triage report</title><style>%s</style></head><body>' % _CSS]
+    out.append("<h1>ehbt-triage report</h1>")
+    out.append('<div class="meta">%d analysed core(s) in %d bucket(s), %d failed &middot; '
+               'database <code>%s</code> &middot; generated %s UTC &middot; %s &middot; '
+               'page <span id="js-ok">static</span></div>' % (
+                   total_ok, len(buckets), len(db_failed), _e(store.path),
+                   _e(_fmt_time(now or time.time())), _e(engine_line)))
+    out.append("<h2>Cores over time (by core file time)</h2>")
+    out.append(histogram_svg(times))
+    out.append("<h2>Buckets</h2>")
+    out.append('<input id="filter" type="search" placeholder="filter by signature, core ...">')
+    out.append('<table id="buckets"><thead><tr><th>count</th><th>this run</th>'
+               '<th>first seen</th><th>last seen</th><th>signature</th><th>example core</th>'
+               "</tr></thead><tbody>")
+    for b in buckets:
+        out.append(
+            '<tr class="bucket" data-bucket="%d"><td class="n">%d</td><td class="n">%d</td>'
+            '<td data-key="%s">%s</td><td data-key="%s">%s</td>'
+            '<td><details><summary class="sig">%s</summary>%s</details></td>'
+            '<td class="ex"><code>%s</code></td></tr>' % (
+                b["id"], b["count"], run_counts.get(b["id"], 0), _e(b["first_seen"] or 0),
+                _e(_fmt_time(b["first_seen"])), _e(b["last_seen"] or 0),
+                _e(_fmt_time(b["last_seen"])), _e(b["signature"]),
+                _stack(store, b["example_core_id"], signer), _e(b["example_path"])))
+    out.append("</tbody></table>")
+    if failed or db_failed:
+        out.append("<h2>Failed cores</h2><ul>")
+        listed = set()
+        for path, reason in list(failed) + list(db_failed):
+            if (path, reason) in listed:
+                continue
+            listed.add((path, reason))
+            out.append('<li class="fail"><code>%s</code>: %s</li>' % (_e(path), _e(reason)))
+        out.append("</ul>")
+    out.append("<script>%s</script></body></html>\n" % _JS)
+    return "".join(out)
+
+
+def write(path, store, run_counts, failed, engine_line, signer=None):
+    text = render(store, run_counts, failed, engine_line, signer)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)

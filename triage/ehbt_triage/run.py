@@ -1,0 +1,203 @@
+"""One triage run: discover the cores, analyse them in workers, store, report.
+
+Only this (parent) process writes the database, one transaction per core as results arrive,
+so the database is consistent whenever the run stops.
+"""
+
+import os
+import sys
+
+from . import engine, jsonl, report_html, report_text
+from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .discover import discover
+from .signature import Signer, crashing_thread, frame_key, module_names
+from .store import Store, StoreError, default_path
+from .workers import WorkerPool
+
+_MAX_NOTES = 3
+
+
+def _note_skipped(skipped):
+    """One note per skipped file when there are few, else the first few and a count."""
+    for path, why in skipped[:_MAX_NOTES]:
+        sys.stderr.write("ehbt-triage: note: skipped %s (%s)\n" % (path, why))
+    if len(skipped) > _MAX_NOTES:
+        sys.stderr.write("ehbt-triage: note: skipped %d more files that are not cores\n"
+                         % (len(skipped) - _MAX_NOTES))
+
+
+def _signal_from_row(row):
+    if not row.get("signal_number"):
+        return None
+    return {"number": row["signal_number"], "name": row["signal"], "code": row["signal_code"],
+            "address": row["fault_addr"]}
+
+
+class Run:
+    def __init__(self, args, store, signer, paths, writer):
+        self.args = args
+        self.store = store
+        self.signer = signer
+        self.paths = paths
+        self.writer = writer
+        self.info = {}  # task -> {path, sha256, size, core_time}
+        self.inflight = {}  # sha256 -> task being analysed in this run
+        self.duplicates = []  # tasks whose content another task of this run is analysing
+        self.core_ids = []  # ok cores of this run (analysed or seen before)
+        self.bucket_run_counts = {}
+        self.failed = []  # (path, reason)
+        self.stats = {"ok": 0, "seen": 0, "failed": 0}
+        self.worker_rss_kib = 0  # the largest peak RSS a worker reported
+        self.progress = report_text.Progress(len(paths))
+
+    # -- worker callbacks ----------------------------------------------------------------------
+
+    def on_hash(self, task, sha256, size, mtime):
+        path = self.paths[task]
+        self.info[task] = {"path": path, "sha256": sha256, "size": size, "core_time": mtime}
+        row = self.store.core_by_hash(sha256)
+        if row is not None and row["status"] == "ok":
+            self._seen_before(path, row)
+            return False
+        if sha256 in self.inflight:
+            self.duplicates.append(task)
+            return False
+        self.inflight[sha256] = task
+        return True
+
+    def on_result(self, task, result):
+        path = self.paths[task]
+        info = self.info.get(task)
+        if info is not None:
+            self.inflight.pop(info["sha256"], None)
+        self.worker_rss_kib = max(self.worker_rss_kib, result.get("worker_rss_kib") or 0)
+        if result.get("error"):
+            self._failed(path, info, result["error"])
+        else:
+            self._ok(info, result)
+        self.progress.update()
+
+    # -- outcomes ------------------------------------------------------------------------------
+
+    def _count(self, core_id, bucket_id):
+        self.core_ids.append(core_id)
+        self.bucket_run_counts[bucket_id] = self.bucket_run_counts.get(bucket_id, 0) + 1
+        self.progress.done += 1
+
+    def _ok(self, info, result):
+        doc = result["doc"]
+        build_ids = module_names(doc)
+        core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
+                                                  lambda f: frame_key(f, build_ids))
+        self.stats["ok"] += 1
+        self._count(core_id, bucket_id)
+        if self.writer:
+            thread = crashing_thread(doc) or {}
+            self.writer.write(jsonl.record(
+                info["path"], info["sha256"], "ok", doc.get("executable"), doc.get("signal"),
+                result["signature"], bucket_id, thread.get("tid"), thread.get("frames", []),
+                result.get("stop_reason")))
+
+    def _seen_before(self, path, row):
+        self.stats["seen"] += 1
+        self.progress.seen += 1
+        self._count(row["id"], row["bucket_id"])
+        if self.writer:
+            tid, stop, frames = self.store.crashing_frames(row["id"])
+            for f in frames:
+                f["index"] = f.pop("idx")
+            self.writer.write(jsonl.record(
+                path, row["sha256"], "seen_before", row["executable"], _signal_from_row(row),
+                row["signature"], row["bucket_id"], tid, frames, stop))
+
+    def _failed(self, path, info, reason):
+        self.failed.append((path, reason))
+        self.stats["failed"] += 1
+        self.progress.failed += 1
+        self.progress.done += 1
+        if info is not None:
+            self.store.record_failed(info, reason)
+        if self.writer:
+            self.writer.write(jsonl.record(path, info["sha256"] if info else None, "failed",
+                                           error=reason))
+
+    def resolve_duplicates(self):
+        """Copies of a core analysed in this same run: they count as seen before now."""
+        for task in self.duplicates:
+            info = self.info[task]
+            row = self.store.core_by_hash(info["sha256"])
+            if row is not None and row["status"] == "ok":
+                self._seen_before(info["path"], row)
+            else:
+                self._failed(info["path"], None, "copy of a core that failed: %s"
+                             % (row["error"] if row else "not analysed"))
+
+
+def run(args):
+    found = discover(args.paths)
+    if found.missing:
+        for p in found.missing:
+            sys.stderr.write("ehbt-triage: error: %s: no such file or directory\n" % p)
+        return EXIT_USAGE
+    try:
+        signer = Signer(args.top, args.skip)
+    except Exception as e:
+        sys.stderr.write("ehbt-triage: error: %s\n" % e)
+        return EXIT_USAGE
+    db_path = args.db or default_path()
+    try:
+        store = Store(db_path)
+    except StoreError as e:
+        sys.stderr.write("ehbt-triage: error: cannot open the database %s\n" % e)
+        return EXIT_USAGE
+    try:
+        writer = jsonl.JsonlWriter(args.jsonl) if args.jsonl else None
+    except OSError as e:
+        sys.stderr.write("ehbt-triage: error: --jsonl %s: %s\n" % (args.jsonl, e.strerror))
+        return EXIT_USAGE
+    _note_skipped(found.skipped)
+    try:
+        engine_line = engine.describe()  # imports the package here, before the workers fork
+    except engine.AnalysisError as e:
+        sys.stderr.write("ehbt-triage: error: %s\n" % e)
+        return EXIT_USAGE
+    if engine.mode() == "cli" and not engine.find_cli():
+        sys.stderr.write("ehbt-triage: error: no engine: the ehbt Python package is not "
+                         "importable and no ehbt binary was found (set EHBT_BIN)\n")
+        return EXIT_USAGE
+
+    state = Run(args, store, signer, found.cores, writer)
+    for path, why in found.rejected:
+        state.failed.append((path, why))
+        state.stats["failed"] += 1
+        if writer:
+            writer.write(jsonl.record(path, None, "failed", error=why))
+
+    pool = WorkerPool(args.jobs, {"sysroots": args.sysroot}, signer, timeout=args.timeout)
+    try:
+        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
+        state.resolve_duplicates()
+    finally:
+        state.progress.finish()
+        if writer:
+            writer.close()
+
+    out = sys.stdout
+    buckets = store.buckets_with_cores(state.core_ids)
+    report_text.bucket_table(buckets, state.bucket_run_counts, len(state.core_ids), out)
+    report_text.failures(sorted(state.failed), [], out)
+    total = len(found.cores) + len(found.rejected)
+    stats = dict(state.stats, total=total, rate=state.progress.rate(),
+                 worker_rss_mib=state.worker_rss_kib / 1024.0)
+    report_text.summary(stats, out, db_path, engine_line)
+    if args.html:
+        try:
+            report_html.write(args.html, store, state.bucket_run_counts, state.failed,
+                              engine_line, signer)
+            out.write("HTML report: %s\n" % os.path.abspath(args.html))
+        except OSError as e:
+            sys.stderr.write("ehbt-triage: error: --html %s: %s\n" % (args.html, e.strerror))
+            return EXIT_FAILED
+    out.flush()
+    store.close()
+    return EXIT_FAILED if state.failed else EXIT_OK

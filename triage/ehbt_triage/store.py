@@ -1,0 +1,260 @@
+"""The SQLite store: cores, their threads and frames, and the buckets they fall into.
+
+Every core is written in ONE transaction (cores row + threads + frames + its bucket's
+counters), in WAL mode, so a run stopped at any point (SIGINT, SIGKILL, power) leaves only
+whole cores behind and a re-run simply does the cores that are not there yet.
+
+Rules:
+- A core is identified by the SHA-256 of its content (``cores.sha256`` is UNIQUE; computed
+  over the content's sparse form, see content_hash.py, so it is not ``sha256sum``'s value):
+  the same core under another name, or analysed again, is "seen before" and not counted twice.
+- A core stored as ``failed`` is analysed again by a later run (the engine or the timeout may
+  have changed); its row is replaced in the same transaction that writes the new result.
+- ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
+  and last_seen are the oldest and newest core_time (the core file's mtime) among them.
+"""
+
+import os
+import sqlite3
+import time
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value TEXT
+);
+CREATE TABLE IF NOT EXISTS buckets (
+  id INTEGER PRIMARY KEY,
+  signature TEXT NOT NULL UNIQUE,
+  first_seen REAL,
+  last_seen REAL,
+  count INTEGER NOT NULL DEFAULT 0,
+  example_core_id INTEGER
+);
+CREATE TABLE IF NOT EXISTS cores (
+  id INTEGER PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL,
+  size INTEGER,
+  executable TEXT,
+  arch TEXT,
+  signal TEXT,
+  signal_number INTEGER,
+  signal_code INTEGER,
+  fault_addr TEXT,
+  core_time REAL,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+  error TEXT,
+  stop_reason TEXT,
+  signature TEXT,
+  bucket_id INTEGER REFERENCES buckets(id),
+  analysed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS threads (
+  id INTEGER PRIMARY KEY,
+  core_id INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
+  tid INTEGER,
+  crashing INTEGER NOT NULL,
+  stop_reason TEXT,
+  stop_detail TEXT
+);
+CREATE TABLE IF NOT EXISTS frames (
+  id INTEGER PRIMARY KEY,
+  core_id INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
+  thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  pc TEXT,
+  module TEXT,
+  module_offset TEXT,
+  build_id_key TEXT,
+  symbol TEXT,
+  symbol_offset TEXT,
+  source TEXT
+);
+CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
+CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
+CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
+CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
+"""
+
+
+class StoreError(Exception):
+    pass
+
+
+class Store:
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+            self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
+                            (str(SCHEMA_VERSION),))
+        except sqlite3.Error as e:
+            raise StoreError("%s: %s" % (path, e)) from None
+
+    def close(self):
+        self.db.close()
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def core_by_hash(self, sha256):
+        """The cores row (as a dict) with this content hash, or None."""
+        cur = self.db.execute("SELECT * FROM cores WHERE sha256 = ?", (sha256,))
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def bucket(self, bucket_id):
+        cur = self.db.execute("SELECT * FROM buckets WHERE id = ?", (bucket_id,))
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def crashing_frames(self, core_id):
+        """(tid, stop_reason, [frame dicts]) of the core's crashing thread (else its first)."""
+        t = self.db.execute(
+            "SELECT id, tid, stop_reason FROM threads WHERE core_id = ? "
+            "ORDER BY crashing DESC, id LIMIT 1", (core_id,)).fetchone()
+        if t is None:
+            return None, None, []
+        cur = self.db.execute(
+            "SELECT idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source "
+            "FROM frames WHERE thread_id = ? ORDER BY idx", (t[0],))
+        names = [c[0] for c in cur.description]
+        return t[1], t[2], [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def buckets_with_cores(self, core_ids=None):
+        """Buckets (dicts, with an example core path) sorted by count, then signature.
+        With core_ids: only the buckets those cores fall into."""
+        sql = ("SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, "
+               "b.example_core_id, c.path AS example_path FROM buckets b "
+               "LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
+        args = []
+        if core_ids is not None:
+            ids = sorted(set(core_ids))
+            if not ids:
+                return []
+            sql += " AND b.id IN (SELECT bucket_id FROM cores WHERE id IN (%s))" % ",".join(
+                "?" * len(ids))
+            args = ids
+        sql += " ORDER BY b.count DESC, b.signature"
+        cur = self.db.execute(sql, args)
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def core_times(self, bucket_id=None):
+        """core_time of every ok core (of one bucket)."""
+        sql = "SELECT core_time FROM cores WHERE status = 'ok' AND core_time IS NOT NULL"
+        args = ()
+        if bucket_id is not None:
+            sql += " AND bucket_id = ?"
+            args = (bucket_id,)
+        return [r[0] for r in self.db.execute(sql, args)]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _begin(self):
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def record_ok(self, info, doc, signature, frame_key):
+        """Stores an analysed core, its threads and frames, and updates its bucket, in one
+        transaction. `info`: path, sha256, size, core_time. Returns (core_id, bucket_id)."""
+        sig = doc.get("signal") or {}
+        now = time.time()
+        try:
+            self._begin()
+            old = self.db.execute("SELECT id, status FROM cores WHERE sha256 = ?",
+                                  (info["sha256"],)).fetchone()
+            if old is not None:
+                if old[1] == "ok":  # someone else stored it meanwhile: nothing to add
+                    self.db.execute("ROLLBACK")
+                    row = self.core_by_hash(info["sha256"])
+                    return row["id"], row["bucket_id"]
+                self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
+            self.db.execute("INSERT OR IGNORE INTO buckets(signature) VALUES (?)", (signature,))
+            bucket_id = self.db.execute("SELECT id FROM buckets WHERE signature = ?",
+                                        (signature,)).fetchone()[0]
+            crashing = _crashing_stop(doc)
+            core_id = self.db.execute(
+                "INSERT INTO cores(sha256, path, size, executable, arch, signal, signal_number, "
+                "signal_code, fault_addr, core_time, status, error, stop_reason, signature, "
+                "bucket_id, analysed_at) VALUES (?,?,?,?,?,?,?,?,?,?,'ok',NULL,?,?,?,?)",
+                (info["sha256"], info["path"], info.get("size"), doc.get("executable"),
+                 doc.get("arch"), sig.get("name"), sig.get("number"), sig.get("code"),
+                 sig.get("address"), info.get("core_time"), crashing, signature, bucket_id,
+                 now)).lastrowid
+            self._insert_threads(core_id, doc, frame_key)
+            self._refresh_bucket(bucket_id, core_id)
+            self.db.execute("COMMIT")
+            return core_id, bucket_id
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def record_failed(self, info, error):
+        """Stores (or refreshes) a core that could not be analysed. Cores already ok are left
+        alone. Returns the core id."""
+        now = time.time()
+        try:
+            self._begin()
+            old = self.db.execute("SELECT id, status FROM cores WHERE sha256 = ?",
+                                  (info["sha256"],)).fetchone()
+            if old is not None and old[1] == "ok":
+                self.db.execute("ROLLBACK")
+                return old[0]
+            if old is not None:
+                self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
+            core_id = self.db.execute(
+                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at) "
+                "VALUES (?,?,?,?,'failed',?,?)",
+                (info["sha256"], info["path"], info.get("size"), info.get("core_time"), error,
+                 now)).lastrowid
+            self.db.execute("COMMIT")
+            return core_id
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+
+    def _insert_threads(self, core_id, doc, frame_key):
+        for t in doc.get("threads") or []:
+            thread_id = self.db.execute(
+                "INSERT INTO threads(core_id, tid, crashing, stop_reason, stop_detail) "
+                "VALUES (?,?,?,?,?)",
+                (core_id, t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
+                 t.get("stop_detail"))).lastrowid
+            self.db.executemany(
+                "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
+                "build_id_key, symbol, symbol_offset, source) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(core_id, thread_id, f.get("index", i), f.get("pc"), f.get("module"),
+                  f.get("module_offset"), frame_key(f), f.get("symbol"), f.get("symbol_offset"),
+                  f.get("source")) for i, f in enumerate(t.get("frames") or [])])
+
+    def _refresh_bucket(self, bucket_id, core_id):
+        """Recomputes the bucket's counters from its ok cores (so they can never drift)."""
+        self.db.execute(
+            "UPDATE buckets SET "
+            "count = (SELECT COUNT(*) FROM cores WHERE bucket_id = :b AND status = 'ok'), "
+            "first_seen = (SELECT MIN(core_time) FROM cores WHERE bucket_id = :b "
+            "              AND status = 'ok'), "
+            "last_seen = (SELECT MAX(core_time) FROM cores WHERE bucket_id = :b "
+            "             AND status = 'ok'), "
+            "example_core_id = COALESCE(example_core_id, :c) WHERE id = :b",
+            {"b": bucket_id, "c": core_id})
+
+
+def _crashing_stop(doc):
+    for t in doc.get("threads") or []:
+        if t.get("crashing"):
+            return t.get("stop_reason")
+    threads = doc.get("threads") or []
+    return threads[0].get("stop_reason") if threads else None
+
+
+def default_path():
+    return os.path.join(os.getcwd(), "ehbt-triage.sqlite")

@@ -1,0 +1,274 @@
+"""Worker processes: each core is analysed in a child the parent can kill.
+
+Why not multiprocessing.Pool: a pool dies (or hangs) when one of its children segfaults, and
+it cannot stop one task at a deadline. Here every worker is a multiprocessing.Process with its
+own Pipe; the parent waits on the pipes and on the processes' sentinels at once, so
+
+- a worker killed by a signal (an engine crash: SIGSEGV, SIGABRT ...) is seen at once, its
+  core recorded as failed with the signal's name, and a fresh worker takes its place;
+- a core still running when its --timeout expires gets its worker SIGKILLed and is recorded
+  as failed ("timed out");
+- memory is capped per worker with RLIMIT_AS, so a runaway allocation becomes a MemoryError
+  (recorded as "out of memory") or, at worst, a dead worker -- never a dead machine.
+
+Workers are forked. They never touch the parent's SQLite connection (only the parent
+writes), ignore SIGINT (the parent decides when to stop), and die with the parent
+(PR_SET_PDEATHSIG), so a SIGKILLed run leaves no orphans behind.
+
+Protocol over each Pipe (parent -> worker / worker -> parent):
+    ("core", task, path)  ->  ("hash", task, sha256, size, mtime)   or ("fail", task, reason)
+    ("go",) | ("skip",)   ->  ("done", task, result)                 (after "go" only)
+    None                  ->  the worker exits
+"""
+
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import os
+import resource
+import signal
+import time
+
+from . import engine
+from .content_hash import sparse_sha256
+from .signature import crashing_thread
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MEMORY_LIMIT = 4 << 30  # RLIMIT_AS per worker
+_PR_SET_PDEATHSIG = 1
+_CTX = multiprocessing.get_context("fork")
+
+
+def _die_with_parent():
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not fatal: the worker also exits when its pipe to the parent closes
+
+
+def _limit_memory(limit):
+    if limit and limit > 0:
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ValueError, OSError):
+            pass
+
+
+def _test_fault(path):
+    """EHBT_TRIAGE_TEST_FAULT=segv:TEXT|hang:TEXT|oom:TEXT makes this worker crash, hang or
+    exhaust memory on cores whose path contains TEXT (for the tests of the failure paths)."""
+    spec = os.environ.get("EHBT_TRIAGE_TEST_FAULT", "")
+    kind, _, text = spec.partition(":")
+    if not text or text not in path:
+        return
+    if kind == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "hang":
+        while True:
+            time.sleep(3600)
+    elif kind == "oom":
+        hog = []
+        while True:
+            hog.append(bytearray(32 << 20))
+
+
+def _analyse(path, options, signer):
+    """The result dict of one core (no exception escapes for an unusable core)."""
+    try:
+        _test_fault(path)
+        # The CLI fallback gets a little less than the parent's deadline, so that it can say
+        # "timed out" itself and its child is reaped.
+        doc = engine.analyze_core(path, options["sysroots"], timeout=options["timeout"] * 0.9)
+    except engine.AnalysisError as e:
+        return {"error": str(e)}
+    except MemoryError:
+        return {"error": "out of memory (RLIMIT_AS %d MiB)" % (options["memory_limit"] >> 20)}
+    except Exception as e:  # an engine binding error we did not foresee: this core only
+        return {"error": "%s: %s" % (type(e).__name__, e)}
+    thread = crashing_thread(doc)
+    return {"error": None, "doc": doc, "signature": signer.sign(doc),
+            "stop_reason": thread.get("stop_reason") if thread else None}
+
+
+def worker_main(conn, options, signer):
+    """The loop of one worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+    _limit_memory(options["memory_limit"])
+    delay = float(os.environ.get("EHBT_TRIAGE_TEST_DELAY", "0") or 0)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        _, task, path = msg
+        try:
+            st = os.stat(path)
+            digest = sparse_sha256(path)
+        except OSError as e:
+            conn.send(("fail", task, "unreadable: %s" % (e.strerror or e)))
+            continue
+        conn.send(("hash", task, digest, st.st_size, st.st_mtime))
+        try:
+            answer = conn.recv()
+        except (EOFError, OSError):
+            return
+        if answer is None:
+            return
+        if answer[0] != "go":
+            continue
+        if delay > 0:
+            time.sleep(delay)
+        result = _analyse(path, options, signer)
+        result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        conn.send(("done", task, result))
+
+
+class _Slot:
+    """One worker process and what it is doing."""
+
+    def __init__(self):
+        self.proc = None
+        self.conn = None
+        self.task = None  # index of the core being worked on, or None when idle
+        self.deadline = None
+
+
+def _death_reason(exitcode):
+    if exitcode is None:
+        return "worker vanished"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "signal %d" % -exitcode
+        hint = {"SIGSEGV": " (engine crash)", "SIGBUS": " (engine crash)",
+                "SIGABRT": " (engine abort, possibly out of memory)",
+                "SIGKILL": " (killed, possibly by the OOM killer)"}.get(name, "")
+        return "worker died: %s%s" % (name, hint)
+    return "worker exited with status %d" % exitcode
+
+
+class WorkerPool:
+    """Runs tasks over `jobs` killable workers.
+
+    Callbacks (all called in the parent):
+        on_hash(task, sha256, size, mtime) -> True to analyse, False to skip ("seen before")
+        on_result(task, result)  result: {"error": str|None, "doc", "signature", ...}
+        on_tick()                at least every `tick` seconds while waiting
+    """
+
+    def __init__(self, jobs, options, signer, timeout=DEFAULT_TIMEOUT, tick=0.25):
+        self.jobs = max(1, int(jobs))
+        self.options = dict(options)
+        # EHBT_TRIAGE_MEMORY_LIMIT (bytes) lowers the cap, e.g. for the out-of-memory test.
+        self.options.setdefault("memory_limit", int(os.environ.get(
+            "EHBT_TRIAGE_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)))
+        self.options["timeout"] = timeout
+        self.signer = signer
+        self.timeout = timeout
+        self.tick = tick
+        self.slots = [_Slot() for _ in range(self.jobs)]
+
+    def _start(self, slot):
+        parent_end, child_end = _CTX.Pipe(duplex=True)
+        proc = _CTX.Process(target=worker_main, args=(child_end, self.options, self.signer),
+                            daemon=True, name="ehbt-triage-worker")
+        proc.start()
+        child_end.close()
+        slot.proc, slot.conn = proc, parent_end
+
+    def _kill(self, slot):
+        if slot.proc is not None:
+            if slot.proc.is_alive():
+                slot.proc.kill()
+            slot.proc.join(5)
+            slot.conn.close()
+        slot.proc = slot.conn = slot.task = slot.deadline = None
+
+    def close(self):
+        """Stops every worker (idle ones politely, busy ones by SIGKILL)."""
+        for slot in self.slots:
+            if slot.proc is not None and slot.task is None:
+                try:
+                    slot.conn.send(None)
+                except OSError:
+                    pass
+        for slot in self.slots:
+            if slot.proc is not None and slot.task is None:
+                slot.proc.join(2)
+            self._kill(slot)
+
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None):
+        pending = list(range(len(paths)))
+        pending.reverse()  # pop() from the end keeps the input order
+        try:
+            while pending or any(s.task is not None for s in self.slots):
+                for slot in self.slots:
+                    if slot.task is None and pending:
+                        if slot.proc is None or not slot.proc.is_alive():
+                            if slot.proc is not None:
+                                self._kill(slot)
+                            self._start(slot)
+                        task = pending.pop()
+                        slot.task = task
+                        slot.deadline = time.monotonic() + self.timeout
+                        try:
+                            slot.conn.send(("core", task, paths[task]))
+                        except OSError:
+                            pass  # it died; the sentinel below reports it
+                self._wait_once(paths, on_hash, on_result)
+                on_tick()
+        finally:
+            self.close()
+
+    def _wait_once(self, paths, on_hash, on_result):
+        busy = [s for s in self.slots if s.task is not None]
+        if not busy:
+            return
+        now = time.monotonic()
+        wait_for = max(0.0, min(min(s.deadline for s in busy) - now, self.tick))
+        handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy]
+        multiprocessing.connection.wait(handles, timeout=wait_for)
+        for slot in busy:
+            self._service(slot, paths, on_hash, on_result)
+
+    def _service(self, slot, paths, on_hash, on_result):
+        """Reads what the slot's worker sent; notices death and expired deadlines."""
+        while slot.task is not None:
+            try:
+                if not slot.conn.poll():
+                    break
+                msg = slot.conn.recv()
+            except (EOFError, OSError):
+                break
+            kind, task = msg[0], msg[1]
+            if kind == "hash":
+                go = on_hash(task, msg[2], msg[3], msg[4])
+                try:
+                    slot.conn.send(("go",) if go else ("skip",))
+                except OSError:
+                    pass
+                if not go:
+                    slot.task = slot.deadline = None
+            elif kind == "fail":
+                slot.task = slot.deadline = None
+                on_result(task, {"error": msg[2], "unhashed": True})
+            elif kind == "done":
+                slot.task = slot.deadline = None
+                on_result(task, msg[2])
+        if slot.task is None:
+            return
+        if not slot.proc.is_alive():
+            task = slot.task
+            reason = _death_reason(slot.proc.exitcode)
+            self._kill(slot)
+            on_result(task, {"error": reason})
+        elif time.monotonic() >= slot.deadline:
+            task = slot.task
+            self._kill(slot)
+            on_result(task, {"error": "timed out after %gs" % self.timeout})
