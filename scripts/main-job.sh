@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The main job: dependencies, build, generate the sample cores, and backtrace them.
+# The main job: dependencies, build, install into build/install, generate the sample cores
+# (cores/make-cores.sh), and triage them into buckets with ehbt-triage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 build="${EHBT_BUILD:-build}"
-if [ -x cores/make-cores.sh ]; then
-  bash cores/make-cores.sh x86_64
-  for core in cores/out/x86_64/*.core; do
-    [ -e "$core" ] || continue
-    echo "== $core"
-    "$build/engine/tools/ehbt" core "$core" || true
-  done
-fi
+cmake --install "$build" --prefix "$build/install" > /dev/null
+bash cores/make-cores.sh "${EHBT_MAIN_ARCH:-x86_64}"
+# A fresh store each run, so the table shows every sample core's bucket.
+rm -f "$build/main-job.sqlite" "$build/main-job.sqlite-wal" "$build/main-job.sqlite-shm"
+status=0
+"$build/install/bin/ehbt-triage" --db "$build/main-job.sqlite" \
+  --html "$build/triage-report.html" --jsonl "$build/triage.jsonl" \
+  "cores/out/${EHBT_MAIN_ARCH:-x86_64}" || status=$?
+echo "report: $build/triage-report.html  store: $build/main-job.sqlite"
+# Exit 1 means some inputs were not cores we could read (listed above); that is a result.
+[ "$status" -le 1 ]

@@ -8,48 +8,13 @@
 
 namespace ehbt::cli {
 
+// The engine owns these names (INTERFACES.md lists them); the CLI only forwards.
 std::string_view stop_reason_name(StopReason reason) {
-  switch (reason) {
-    case StopReason::Outermost:
-      return "outermost";
-    case StopReason::MaxFrames:
-      return "max_frames";
-    case StopReason::NoModule:
-      return "no_module";
-    case StopReason::NoUnwindInfo:
-      return "no_unwind_info";
-    case StopReason::MemoryFault:
-      return "memory_fault";
-    case StopReason::BadUnwindInfo:
-      return "bad_unwind_info";
-    case StopReason::Unsupported:
-      return "unsupported";
-    case StopReason::NoProgress:
-      return "no_progress";
-    case StopReason::BadPc:
-      return "bad_pc";
-  }
-  return "unsupported";
+  return to_string(reason);
 }
 
 std::string_view frame_source_name(FrameSource source) {
-  switch (source) {
-    case FrameSource::Context:
-      return "context";
-    case FrameSource::EhFrame:
-      return "eh_frame";
-    case FrameSource::DebugFrame:
-      return "debug_frame";
-    case FrameSource::SFrame:
-      return "sframe";
-    case FrameSource::Signal:
-      return "signal";
-    case FrameSource::FramePointer:
-      return "frame_pointer";
-    case FrameSource::Scan:
-      return "scan";
-  }
-  return "scan";
+  return to_string(source);
 }
 
 std::string_view signal_code_name(int signo, int code) {

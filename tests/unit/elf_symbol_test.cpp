@@ -170,6 +170,17 @@ TEST(ElfSymbol, TablePrefersGlobalThenWeakThenLocal) {
   EXPECT_EQ(s->size, 0x40u);
 }
 
+// Static-linker .symtab names carry the symbol version (glibc's debug file has
+// `__libc_start_main@@GLIBC_2.34`); the name shown is the part before '@'.
+TEST(ElfSymbol, VersionSuffixIsDropped) {
+  SymbolTable t;
+  t.add(0x1000, 0x10, "__libc_start_main@@GLIBC_2.34", STB_GLOBAL, STT_FUNC);
+  t.add(0x2000, 0x10, "memcpy@GLIBC_2.2.5", STB_GLOBAL, STT_FUNC);
+  t.finish();
+  EXPECT_EQ(t.lookup(0x1004)->name, "__libc_start_main");
+  EXPECT_EQ(t.lookup(0x2000)->name, "memcpy");
+}
+
 TEST(ElfSymbol, TableCapAndExtremes) {
   SymbolTable t(2);
   EXPECT_TRUE(t.add(0x10, 4, "a", STB_GLOBAL, STT_FUNC));

@@ -45,6 +45,9 @@ std::string demangle(std::string_view name) {
 bool SymbolTable::add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind,
                       uint8_t type) {
   if (full()) return false;
+  // A .symtab written by the static linker names versioned definitions `name@@VERSION` or
+  // `name@VERSION`; the symbol is `name` (as .dynsym and GDB show it).
+  if (auto at = name.find('@'); at != std::string_view::npos && at > 0) name = name.substr(0, at);
   if (name.empty() || name.size() > UINT32_MAX || names_.size() > UINT32_MAX - name.size())
     return true;  // skipped, not full
   Entry e{};

@@ -1,0 +1,441 @@
+#!/usr/bin/python3
+"""ehbt vs. eu-stack vs. GDB on the same cores: wall time, threads/frames printed, peak RSS.
+
+    bench/compare_core_tools.py [--ehbt PATH] [--engine-bench PATH] [--reps N] [--quick]
+
+In one run, on the same inputs:
+  * a CPython core with 32 threads blocked in sleep / lock acquire / queue get / select on a
+    pipe plus the main thread in os.abort() (made here, in a temp dir);
+  * a ~140 MB CPython core (120 MiB of touched bytearrays) for peak RSS;
+  * every fixture core under cores/out/x86_64/*.core (made with cores/make-cores.sh if none).
+Each tool runs once untimed (to warm the page cache), then --reps times; the table shows the
+median and the minimum wall time, the ratio of the median to ehbt's, the median CPU time
+(user+sys; steadier than wall time on a busy machine), how many threads and frames each tool
+printed (and on how many threads its frame count equals ehbt's), and the peak RSS of the
+warm-up run under `/usr/bin/time -f %M` (listed again for the 140 MB core).
+Finally it runs bench/engine_bench (Google Benchmark) and prints its table.
+
+Standard library only. Every subprocess has a timeout; a tool that times out or is missing
+is reported as such and the script still exits 0.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3.11"
+
+# The many-thread core: every thread blocks in a different kind of call, so the unwinders
+# cross different libc/libpython paths (clock_nanosleep, futex, select).
+MANY_THREADS_SCRIPT = r"""
+import os, queue, select, threading, time
+lock = threading.Lock(); lock.acquire()
+q = queue.Queue()
+r, w = os.pipe()
+def in_sleep(): time.sleep(1000)
+def in_lock(): lock.acquire()
+def in_queue(): q.get()
+def in_select(): select.select([r], [], [])
+kinds = [in_sleep, in_lock, in_queue, in_select]
+ts = [threading.Thread(target=kinds[i % 4], daemon=True) for i in range(32)]
+for t in ts: t.start()
+time.sleep(0.5)
+os.abort()
+"""
+
+# The big core: 120 MiB of bytearrays filled with a non-zero byte, so every page is resident
+# and the kernel writes it into the core (untouched zero pages would be left as holes).
+BIG_SCRIPT = r"""
+import os
+bufs = [bytearray(b'\xa5') * (1 << 20) for _ in range(120)]
+os.abort()
+"""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        with open("/proc/loadavg") as f:
+            return "loadavg " + f.read().strip()
+
+
+class Run:
+    """One finished (or killed) tool run."""
+
+    def __init__(self, secs, cpu, rc, out, timed_out):
+        self.secs = secs
+        self.cpu = cpu
+        self.rc = rc
+        self.out = out
+        self.timed_out = timed_out
+
+
+def run_measured(cmd, timeout, workdir, env=None):
+    """Runs cmd, its stdout/stderr into files; returns wall seconds, user+system CPU seconds
+    (wait4's rusage of this child alone) and the status. Not the child's ru_maxrss: the kernel
+    carries the pre-exec high-water mark across exec, so it would include this Python's RSS;
+    peak RSS is measured under /usr/bin/time instead (see peak_rss)."""
+    out_path = os.path.join(workdir, "run.out")
+    with open(out_path, "wb") as out, open(os.path.join(workdir, "run.err"), "wb") as err:
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                 env=env, start_new_session=True)
+        except OSError as e:
+            return Run(0.0, 0.0, None, "cannot run %s: %s" % (cmd[0], e), False)
+        killed = []
+
+        def kill():
+            killed.append(True)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        secs = time.perf_counter() - t0
+        timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)  # keeps Popen from waiting again
+    with open(out_path, "r", errors="replace") as f:
+        text = f.read()
+    return Run(secs, usage.ru_utime + usage.ru_stime, p.returncode, text, bool(killed))
+
+
+# --- what each tool printed: {tid: frame count} ------------------------------------------
+
+
+def frames_ehbt(text):
+    try:
+        doc = json.loads(text)
+        return {int(t["tid"]): len(t["frames"]) for t in doc.get("threads", [])}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def frames_eustack(text):
+    counts, tid = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^TID (\d+):", line)
+        if m:
+            tid = int(m.group(1))
+            counts[tid] = 0
+        elif tid is not None and re.match(r"^#\d+\s", line):
+            counts[tid] += 1
+    return counts
+
+
+def frames_gdb(text):
+    # GDB prints the selected frame once before the first "Thread N (...)" header: skip it.
+    counts, tid = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^Thread \d+ \(.*?(?:LWP|process) (\d+)\)", line)
+        if m:
+            tid = int(m.group(1))
+            counts[tid] = 0
+        elif tid is not None and re.match(r"^#\d+\s", line):
+            counts[tid] += 1
+    return counts
+
+
+# --- making the cores ----------------------------------------------------------------------
+
+
+def raise_core_limit():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def make_python_core(script, workdir, name, timeout):
+    """Crashes PYTHON running script; returns the core's path or None. Uses the kernel's core
+    when core_pattern writes a plain file into the working directory, else GDB's gcore."""
+    d = os.path.join(workdir, name)
+    os.makedirs(d)
+    dest = os.path.join(workdir, name + ".core")
+    with open("/proc/sys/kernel/core_pattern") as f:
+        pattern = f.read().strip()
+    if not pattern.startswith("|") and "/" not in pattern:
+        try:
+            subprocess.run([PYTHON, "-c", script], cwd=d, preexec_fn=raise_core_limit,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log("  %s: python did not abort within %ss" % (name, timeout))
+        found = sorted(glob.glob(os.path.join(d, "core*")), key=os.path.getmtime)
+        if found:
+            os.rename(found[-1], dest)
+            return dest
+        log("  %s: no core in %s (core_pattern %r); trying gdb gcore" % (name, d, pattern))
+    try:
+        subprocess.run(["gdb", "-batch", "-nx", "-ex", "run", "-ex", "gcore " + dest, "-ex", "kill",
+                        "--args", PYTHON, "-c", script], cwd=d, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout * 4)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log("  %s: gdb gcore failed: %s" % (name, e))
+    return dest if os.path.exists(dest) else None
+
+
+def fixture_cores(timeout):
+    pattern = os.path.join(REPO, "cores", "out", "x86_64", "*.core")
+    if not glob.glob(pattern):
+        log("no fixture cores; running cores/make-cores.sh x86_64 ...")
+        try:
+            subprocess.run(["bash", os.path.join(REPO, "cores", "make-cores.sh"), "x86_64"],
+                           cwd=REPO, stdout=subprocess.DEVNULL, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            log("  make-cores.sh failed: %s" % e)
+    result = []
+    for core in sorted(glob.glob(pattern)):
+        meta_path = core[: -len(".core")] + ".expected.json"
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+            # "exe" is the path the core names; "exe_file" where the file is now (the buildid
+            # fixture moved its executable after the crash).
+            exe = next((e for e in (meta.get("exe_file"), meta.get("exe"))
+                        if e and os.path.exists(e)), None)
+            nthreads = len(meta.get("threads", [])) or None
+        except (OSError, ValueError):
+            exe, nthreads = None, None
+        if exe and os.path.exists(exe):
+            result.append((os.path.basename(core)[: -len(".core")], core, exe, nthreads))
+        else:
+            log("  skipping %s: no exe in %s" % (core, meta_path))
+    return result
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+
+def tool_commands(ehbt, core, exe, ehbt_exe_arg):
+    ehbt_cmd = [ehbt, "core", core, "--all-threads", "--json"]
+    if ehbt_exe_arg:
+        ehbt_cmd += ["--exe", exe]
+    return [
+        ("ehbt", ehbt_cmd, frames_ehbt),
+        ("eu-stack", ["eu-stack", "--core", core, "--executable", exe], frames_eustack),
+        ("gdb", ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", exe, core], frames_gdb),
+    ]
+
+
+def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, want_threads):
+    rows = []
+    for tool, cmd, parse in tool_commands(ehbt, core, exe, ehbt_exe_arg):
+        if shutil.which(cmd[0]) is None:
+            rows.append(dict(input=label, tool=tool, missing=True))
+            continue
+        # The untimed warm-up run (page cache, ld.so) doubles as the peak-RSS measurement.
+        rss = peak_rss(cmd, timeout, workdir, env)
+        runs = [] if rss == "timeout" else [run_measured(cmd, timeout, workdir, env)
+                                            for _ in range(reps)]
+        ok = [r for r in runs if not r.timed_out]
+        counts = parse(ok[-1].out) if ok else {}
+        rows.append(dict(input=label, tool=tool, missing=False, secs=[r.secs for r in ok],
+                         cpu=[r.cpu for r in ok], timed_out=len(ok) < len(runs),
+                         rcs=sorted({r.rc for r in runs}), counts=counts,
+                         rss=rss if isinstance(rss, int) else None, want=want_threads))
+    return rows
+
+
+def peak_rss(cmd, timeout, workdir, env):
+    """Peak RSS in KiB as `/usr/bin/time -f %M` reports it (GNU time forks the tool from its
+    own small process), "timeout", or None when it cannot be measured."""
+    tf = os.path.join(workdir, "time.txt")
+    if not os.access("/usr/bin/time", os.X_OK):
+        run_measured(cmd, timeout, workdir, env)  # still warm up
+        return None
+    try:
+        subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tf] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
+                       timeout=timeout)
+        with open(tf) as f:
+            return int(f.read().strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+def print_table(rows):
+    head = ("input", "tool", "n", "median ms", "min ms", "x ehbt", "cpu ms", "rc", "threads",
+            "frames", "fr/thr min-med-max", "=ehbt", "peak RSS MiB")
+    fmt = "%-12s %-8s %2s %9s %8s %7s %7s %4s %7s %6s %18s %6s %12s"
+    print(fmt % head)
+    print("-" * 122)
+    base = {}
+    for r in rows:
+        if r["tool"] == "ehbt" and not r["missing"] and r["secs"]:
+            base[r["input"]] = (statistics.median(r["secs"]), r["counts"])
+    for r in rows:
+        if r["missing"]:
+            print(fmt % (r["input"], r["tool"], "-", "missing", "", "", "", "", "", "", "", "",
+                         ""))
+            continue
+        if not r["secs"]:
+            print(fmt % (r["input"], r["tool"], 0, "TIMEOUT", "", "", "", "", "", "", "", "",
+                         ""))
+            continue
+        med, mn = statistics.median(r["secs"]), min(r["secs"])
+        b = base.get(r["input"])
+        ratio = "%.2f" % (med / b[0]) if b and b[0] > 0 else "-"
+        c = r["counts"]
+        per = sorted(c.values())
+        spread = "%d-%d-%d" % (per[0], statistics.median_low(per), per[-1]) if per else "-"
+        same = "-"
+        if b and b[1]:
+            same = "%d/%d" % (sum(1 for t, n in b[1].items() if c.get(t) == n), len(b[1]))
+        threads = "%d" % len(c)
+        if r["want"] is not None and len(c) != r["want"]:
+            threads += "!"  # a tool that did not print every thread
+        print(fmt % (r["input"], r["tool"], len(r["secs"]), "%.1f" % (med * 1e3),
+                     "%.1f" % (mn * 1e3), ratio, "%.1f" % (statistics.median(r["cpu"]) * 1e3),
+                     ",".join(str(x) for x in r["rcs"]) + ("T" if r["timed_out"] else ""),
+                     threads, sum(c.values()), spread, same,
+                     "%.1f" % (r["rss"] / 1024) if r["rss"] is not None else "n/a"))
+
+
+def verdicts(rows, py_label, fixture_labels):
+    med = {}
+    for r in rows:
+        if not r["missing"] and r["secs"]:
+            med[(r["input"], r["tool"])] = statistics.median(r["secs"])
+    out = []
+    e, u = med.get((py_label, "ehbt")), med.get((py_label, "eu-stack"))
+    if e and u:
+        out.append("CPython core: eu-stack/ehbt = %.2fx -> %s (goal >= 2x)"
+                   % (u / e, "OK" if u >= 2 * e else "BELOW GOAL"))
+    slow = [f for f in fixture_labels
+            if (f, "ehbt") in med and (f, "gdb") in med and med[(f, "ehbt")] >= med[(f, "gdb")]]
+    have = [f for f in fixture_labels if (f, "ehbt") in med and (f, "gdb") in med]
+    out.append("fixtures: ehbt faster than gdb on %d/%d%s"
+               % (len(have) - len(slow), len(have), (" (not on: %s)" % ", ".join(slow)) if slow else ""))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ehbt", default="build/engine/tools/ehbt",
+                    help="ehbt binary (relative paths: to the cwd, else to the repo root)")
+    ap.add_argument("--engine-bench", default="build/bench/engine_bench",
+                    help="Google Benchmark binary to run at the end ('' to skip)")
+    ap.add_argument("--reps", type=int, default=5, help="timed runs per tool and core")
+    ap.add_argument("--fixture-reps", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=30.0, help="seconds per tool run")
+    ap.add_argument("--quick", action="store_true", help="3 reps, skip engine_bench")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir with the cores")
+    args = ap.parse_args()
+    if args.quick:
+        args.reps = args.fixture_reps = 3
+        args.engine_bench = ""
+
+    def resolve(p):
+        if not p or os.path.isabs(p) or os.path.exists(p):
+            return os.path.abspath(p) if p else p
+        return os.path.join(REPO, p)
+
+    ehbt = resolve(args.ehbt)
+    if not os.access(ehbt, os.X_OK):
+        sys.exit("ehbt binary not found: %s" % ehbt)
+    env = dict(os.environ, DEBUGINFOD_URLS="", LC_ALL="C")  # no network lookups, stable text
+    t_start = time.perf_counter()
+    load_before = uptime()
+    print("machine: %d CPUs; at start: %s" % (os.cpu_count() or 0, load_before))
+    print("ehbt: %s" % ehbt)
+
+    workdir = tempfile.mkdtemp(prefix="ehbt-compare.")
+    try:
+        log("making the CPython cores in %s ..." % workdir)
+        py_core = make_python_core(MANY_THREADS_SCRIPT, workdir, "py32threads", 30)
+        big_core = make_python_core(BIG_SCRIPT, workdir, "py140mb", 60)
+        fixtures = fixture_cores(600)
+        for label, path in (("py32threads", py_core), ("py140mb", big_core)):
+            if path:
+                st = os.stat(path)
+                print("%s core: %s, %.1f MB apparent, %.1f MB on disk"
+                      % (label, path, st.st_size / 1e6, st.st_blocks * 512 / 1e6))
+        print("fixture cores: %d (%s)" % (len(fixtures), " ".join(f[0] for f in fixtures)))
+        print()
+
+        rows = []
+        if py_core:
+            log("timing on the 32-thread CPython core ...")
+            rows += measure("py32threads", py_core, PYTHON, ehbt, args.reps, args.timeout,
+                            workdir, env, False, 33)
+        if big_core:
+            log("timing on the 140 MB CPython core ...")
+            rows += measure("py140mb", big_core, PYTHON, ehbt, max(2, args.reps // 2),
+                            args.timeout, workdir, env, False, 1)
+        for label, core, exe, nthreads in fixtures:
+            log("timing on fixture %s ..." % label)
+            rows += measure(label, core, exe, ehbt, args.fixture_reps, args.timeout, workdir,
+                            env, True, nthreads)
+
+        print("Wall time per run (after one untimed warm-up run); 'x ehbt' = median / ehbt's"
+              " median; 'cpu ms' = median user+sys;\n'threads' printed ('!' = not the expected"
+              " count), 'frames' total, '=ehbt' = threads whose frame count equals ehbt's;\n"
+              "peak RSS = /usr/bin/time -f %M of the warm-up run. ehbt on fixtures gets --exe"
+              " like the others.")
+        print_table(rows)
+        print()
+
+        big = [r for r in rows if r["input"] == "py140mb" and not r["missing"]]
+        if big:
+            print("Peak RSS on the %.0f MB core, /usr/bin/time -f %%M:"
+                  % (os.path.getsize(big_core) / 1e6))
+            for r in big:
+                print("  %-8s %s" % (r["tool"], "%d KiB (%.1f MiB)" % (r["rss"], r["rss"] / 1024)
+                                     if r["rss"] is not None else "n/a"))
+            print()
+
+        for line in verdicts(rows, "py32threads", [f[0] for f in fixtures]):
+            print(line)
+        print()
+
+        bench = resolve(args.engine_bench)
+        if bench and os.access(bench, os.X_OK):
+            log("running %s ..." % bench)
+            try:
+                p = subprocess.run([bench, "--benchmark_min_time=0.2"], capture_output=True,
+                                   text=True, timeout=120)
+                print("engine_bench (--benchmark_min_time=0.2):")
+                print(p.stdout.rstrip())
+                err = [line for line in p.stderr.splitlines() if "Load Average" in line or
+                       "WARNING" in line or "Run on" in line]
+                if err:
+                    print("\n".join(err))
+            except subprocess.TimeoutExpired:
+                print("engine_bench: timed out")
+            print()
+        elif args.engine_bench:
+            print("engine_bench not found: %s" % bench)
+
+        print("at end: %s; total %.0f s" % (uptime(), time.perf_counter() - t_start))
+    finally:
+        if args.keep:
+            print("kept %s" % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
