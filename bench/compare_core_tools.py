@@ -319,6 +319,12 @@ def verdicts(rows, py_label, fixture_labels):
         if not r["missing"] and r["secs"]:
             med[(r["input"], r["tool"])] = statistics.median(r["secs"])
     out = []
+    # Exit status 0 = complete, 1 = partial (a walk stopped early); anything else (a crash, 2 =
+    # unusable input) makes the timing meaningless.
+    broken = sorted({r["input"] for r in rows if r["tool"] == "ehbt" and not r["missing"]
+                     and (r["timed_out"] or any(rc not in (0, 1) for rc in r["rcs"]))})
+    if broken:
+        out.append("ehbt FAILED (exit status not 0/1, or timed out) on: " + ", ".join(broken))
     e, u = med.get((py_label, "ehbt")), med.get((py_label, "eu-stack"))
     if e and u:
         out.append("CPython core: eu-stack/ehbt = %.2fx -> %s (goal >= 2x)"
@@ -326,8 +332,9 @@ def verdicts(rows, py_label, fixture_labels):
     slow = [f for f in fixture_labels
             if (f, "ehbt") in med and (f, "gdb") in med and med[(f, "ehbt")] >= med[(f, "gdb")]]
     have = [f for f in fixture_labels if (f, "ehbt") in med and (f, "gdb") in med]
+    not_on = (" (not on: %s)" % ", ".join(slow)) if slow else ""
     out.append("fixtures: ehbt faster than gdb on %d/%d%s"
-               % (len(have) - len(slow), len(have), (" (not on: %s)" % ", ".join(slow)) if slow else ""))
+               % (len(have) - len(slow), len(have), not_on))
     return out
 
 

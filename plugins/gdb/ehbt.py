@@ -12,7 +12,10 @@ this file is PREFIX/share/ehbt/gdb/ehbt.py); then, for a source checkout,
 
 What the engine is given:
 - registers: frame 0 of the selected thread, read from GDB by name and mapped to DWARF numbers;
-- memory: `gdb.selected_inferior().read_memory` (a gdb.MemoryError is a fault);
+- memory: `gdb.selected_inferior().read_memory` (a gdb.MemoryError is a fault), and where
+  GDB has no bytes inside a module, that module's file. For a core file, the engine reads the
+  core itself (the same file GDB opened): GDB reads zeros for code a core leaves out when it
+  could not relocate the file it came from;
 - modules: the files GDB has loaded, from `info files`, which lists every section of the
   executable and of each shared library at its runtime address. Each file is opened with
   the engine's Image.open, and its load bias is the runtime address GDB shows for one of
@@ -20,7 +23,14 @@ What the engine is given:
   (ET_EXEC files: bias 0). The vDSO ("system-supplied DSO at ADDR") is rebuilt from memory.
   For a core file the engine also opens the core itself (open_core, with GDB's sysroot) and
   adds every module it discovers that GDB does not cover, so cores whose producer wrote no
-  file list (qemu-user) still get their shared libraries.
+  file list (qemu-user) still get their shared libraries; a file both know but place
+  differently is placed where the engine says (GDB may have left a PIE unrelocated).
+
+The unwinder (registered disabled) walks the whole stack once per stop in C++ and answers
+GDB frame by frame from a (pc, sp) table. It declines frames the engine could not step past,
+and signal trampolines inside a known file (GDB's own sigtramp unwinder shows them as
+"<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
+made up from DW_TAG_call_site debug info on top of GDB's own DWARF unwinder.
 """
 
 import os
@@ -171,6 +181,30 @@ def _sysroots():
     return [root] if root else []
 
 
+def _same_file(a, b):
+    if a.build_id and b.build_id:
+        return a.build_id == b.build_id
+    return os.path.basename(a.path) == os.path.basename(b.path)
+
+
+def _merge_core_modules(from_gdb, from_core):
+    """GDB's modules plus those the engine found in the core file itself.
+
+    A file both know but place differently is placed where the engine says: it read the
+    core's own records (NT_FILE, the dynamic linker's list), while GDB may have left a file
+    unrelocated (a qemu-user core of a PIE). Engine modules GDB does not cover are added."""
+    merged = []
+    for m in from_gdb:
+        twin = [c for c in from_core if _same_file(m, c)]
+        if twin and all(c.bias != m.bias for c in twin):
+            continue
+        merged.append(m)
+    for c in from_core:
+        if not any(m.start < c.end and c.start < m.end for m in merged):
+            merged.append(c)
+    return merged
+
+
 class _Modules:
     """The ModuleSet of the current program, rebuilt only when GDB's file list changes."""
 
@@ -210,13 +244,18 @@ class _Modules:
         if core:
             target = self.core_target(core)
             if target is not None:
-                for module in target.modules:
-                    covered = any(m.start < module.end and module.start < m.end for m in modules)
-                    if not covered:
-                        modules.append(module)
+                modules = _merge_core_modules(modules, list(target.modules))
         self._set = ehbt.ModuleSet(modules)
         self._key = key
         return self._set
+
+    def memory(self, inferior):
+        """What the engine reads target memory through: for a core file, the engine's own
+        reader of it (it places the files the core leaves out where the core says they were;
+        GDB reads zeros there when it could not relocate a file); otherwise GDB."""
+        self.get(inferior)
+        target = self.core_target(self.core) if self.core else None
+        return target if target is not None else _memory_reader(inferior)
 
 
 _modules = _Modules()
@@ -286,7 +325,8 @@ def _unwind_selected_thread(max_frames):
     inferior = gdb.selected_inferior()
     modules = _modules.get(inferior)
     limits = ehbt.Limits(max_frames=max_frames) if max_frames else None
-    return arch, ehbt.Unwinder(limits).unwind(regs, _memory_reader(inferior), modules)
+    return arch, ehbt.Unwinder(limits).unwind(regs, _modules.memory(inferior), modules,
+                                              module_files=True)
 
 
 def _gdb_frames(limit):
@@ -504,8 +544,9 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
     def _walk(self, pending_frame, arch):
         regs, types = _read_registers(pending_frame, arch)
         inferior = gdb.selected_inferior()
-        backtrace = self._unwinder.unwind(regs, _memory_reader(inferior),
-                                          _modules.get(inferior))
+        modules = _modules.get(inferior)
+        backtrace = self._unwinder.unwind(regs, _modules.memory(inferior), modules,
+                                          module_files=True)
         self.walks += 1
         names = regnames.dwarf_names(arch)
         pc_name, sp_name = regnames.pc_name(arch), regnames.sp_name(arch)
@@ -515,9 +556,12 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
             key = (frame.pc, frame.regs.get(sp_num))
             if key in self.cache and self.cache[key] is not None:
                 continue
-            if frame.signal_trampoline:
-                # GDB's own sigtramp unwinder makes this a SIGTRAMP_FRAME ("<signal handler
-                # called>"), so that the interrupted frame's pc is looked up as is.
+            if frame.signal_trampoline and frame.module is not None:
+                # A trampoline in a file GDB knows (libc's __restore_rt, the vDSO's
+                # __kernel_rt_sigreturn): GDB's own sigtramp unwinder makes it a
+                # SIGTRAMP_FRAME ("<signal handler called>") and then looks up the
+                # interrupted frame's pc as is. One outside any file (qemu-user's trampoline
+                # page) GDB cannot recognise: the engine's frame is used.
                 self.cache[key] = None
                 continue
             if i + 1 >= len(frames):

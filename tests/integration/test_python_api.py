@@ -294,7 +294,11 @@ def test_open_core_rejects_non_cores(ehbt, crash_core, tmp_path):
 SLEEPER_C = r"""
 #include <unistd.h>
 #include <stdio.h>
-__attribute__((noinline)) void wait_here(void) { printf("ready\n"); fflush(stdout); for (;;) pause(); }
+__attribute__((noinline)) void wait_here(void) {
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) pause();
+}
 __attribute__((noinline)) void second(void) { wait_here(); printf("unreached\n"); }
 __attribute__((noinline)) void first(void) { second(); printf("unreached\n"); }
 int main(void) { first(); return 0; }

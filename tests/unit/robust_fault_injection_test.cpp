@@ -162,7 +162,9 @@ TEST(RobustFaultInjection, EveryFixtureCoreEveryThreadEveryFaultRate) {
                                                << bt.detail << ") before the first failed read";
           for (size_t i = 0; i <= settled; ++i) {
             EXPECT_EQ(bt.frames[i].pc, clean.frames[i].pc) << "frame " << i;
-            if (i < settled) EXPECT_EQ(bt.frames[i].cfa, clean.frames[i].cfa) << "frame " << i;
+            if (i < settled) {
+              EXPECT_EQ(bt.frames[i].cfa, clean.frames[i].cfa) << "frame " << i;
+            }
             ++checked_frames;
           }
         }

@@ -36,6 +36,12 @@ struct Limits {
   uint32_t max_symbols = 4u << 20;
   // Modules per target (link_map entries walked, mapped files considered).
   uint32_t max_modules = 4096;
+  // AArch64 frame-pointer fallback, finding the caller's sp from the prologue of a function
+  // without unwind info: instruction words scanned backwards from the pc for the end of the
+  // previous function when no symbol gives the start, and instruction words decoded forward
+  // from the start (real prologues set up the frame record within a dozen or so).
+  uint32_t max_prologue_scan = 256;
+  uint32_t max_prologue_insns = 32;
 };
 
 }  // namespace ehbt

@@ -49,8 +49,11 @@ struct Frame {
   bool signal_trampoline = false;  // this frame is a sigreturn trampoline
   RegisterSet regs;
 
-  // The address to look up unwind info and symbols with.
-  uint64_t lookup_pc() const { return exact_pc || pc == 0 ? pc : pc - 1; }
+  // The address to look up unwind info and symbols with. A return address is looked up one
+  // byte back (the call may be the function's last instruction); a sigreturn trampoline was
+  // entered by the kernel at its first byte, so it is looked up as is (glibc's __restore_rt
+  // FDE starts one byte early for the unwinders that do subtract).
+  uint64_t lookup_pc() const { return exact_pc || signal_trampoline || pc == 0 ? pc : pc - 1; }
 };
 
 struct Backtrace {

@@ -32,6 +32,9 @@ constexpr LimitField32 kLimit32[] = {
     {"max_index_entries", &Limits::max_index_entries},
     {"max_search_probes", &Limits::max_search_probes},
     {"max_symbols", &Limits::max_symbols},
+    {"max_modules", &Limits::max_modules},
+    {"max_prologue_scan", &Limits::max_prologue_scan},
+    {"max_prologue_insns", &Limits::max_prologue_insns},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},

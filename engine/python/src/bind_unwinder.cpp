@@ -202,21 +202,29 @@ void bind_unwinder(pyb::module_& m) {
       .def(
           "unwind",
           [](const Unwinder& u, const RegisterSet& regs, const pyb::handle& memory,
-             const pyb::handle& modules, const pyb::handle& options, bool cache_pages) {
+             const pyb::handle& modules, const pyb::handle& options, bool cache_pages,
+             bool module_files) {
             auto owned = std::make_shared<OwnedBacktrace>();
             auto set = modules_from_py(modules);
             owned->owner = set;
             UnwindOptions opts = options_from_py(options);
             MemoryArg mem(memory, cache_pages);
-            owned->bt = run_engine(mem, [&] { return u.unwind(regs, mem.get(), *set, opts); });
+            ModuleFileMemory files(*set);
+            LayeredMemory layered;
+            layered.push(&mem.get());
+            layered.push(&files);
+            Memory& use = module_files ? static_cast<Memory&>(layered) : mem.get();
+            owned->bt = run_engine(mem, [&] { return u.unwind(regs, use, *set, opts); });
             mem.rethrow_interrupt();
             return owned;
           },
           pyb::arg("regs"), pyb::arg("memory"), pyb::arg("modules") = pyb::none(),
           pyb::arg("options") = pyb::none(), pyb::arg("cache_pages") = true,
+          pyb::arg("module_files") = false,
           "Walks from regs. memory: a callable read(addr, size) -> bytes (an exception or a "
           "short result is a fault), or a Target. modules: a ModuleSet, a list of Modules, or "
-          "a Target.")
+          "a Target. module_files: where memory faults inside a module, read the module's "
+          "file instead (code a core left out).")
       .def(
           "first_frame",
           [](const Unwinder& u, const RegisterSet& regs, const pyb::handle& modules) {

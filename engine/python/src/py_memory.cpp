@@ -78,6 +78,14 @@ void PyMemory::rethrow_interrupt() {
   throw e;
 }
 
+std::size_t ModuleFileMemory::read(uint64_t addr, std::span<std::byte> out) {
+  const Module* m = modules_.find(addr);
+  if (m == nullptr || !m->image || out.empty()) return 0;
+  // Only up to the module's end: the next bytes may belong to another module.
+  std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(out.size(), m->end - addr));
+  return m->image->read(m->to_link(addr), out.first(n));
+}
+
 MemoryArg::MemoryArg(const pyb::handle& obj, bool cache_pages) {
   if (pyb::isinstance<PyTarget>(obj)) {
     target_ = obj.cast<std::shared_ptr<PyTarget>>();

@@ -50,6 +50,18 @@ class PyMemory final : public Memory {
   uint64_t calls_ = 0;
 };
 
+// The file contents of the modules' images at their target addresses: code and read-only
+// data that a core leaves out, for a memory that cannot supply them (a debugger that did not
+// relocate a file). Used as the lower layer under the memory the caller gave.
+class ModuleFileMemory final : public Memory {
+ public:
+  explicit ModuleFileMemory(const ModuleSet& modules) : modules_(modules) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+
+ private:
+  const ModuleSet& modules_;
+};
+
 // A memory argument as the bindings accept it: a callable (read through PyMemory), or a
 // Target (its own memory, read without Python and under the target's lock).
 class MemoryArg {

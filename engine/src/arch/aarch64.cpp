@@ -1,8 +1,11 @@
 // AArch64 (AAPCS64, Linux): callee-saved registers, pointer-authentication stripping, the
-// rt_sigreturn trampoline and the kernel's signal frame, the x29 frame-record chain.
+// rt_sigreturn trampoline and the kernel's signal frame, the x29 frame-record chain (with the
+// caller's sp from the prologue when the step loop knows the code).
 #include <array>
 #include <cstring>
+#include <optional>
 
+#include "arch/aarch64_prologue.hpp"
 #include "arch/arch_ops.hpp"
 
 namespace ehbt::arch {
@@ -91,6 +94,20 @@ class AArch64Ops final : public ArchOps {
     return out;
   }
 
+  // The record gives the caller's x29 and pc; the prologue of the frame's function gives the
+  // caller's sp, its CFA (see aarch64_prologue.hpp). When the prologue is not one the decoder
+  // follows, or the CFA fails the checks below, sp stays unknown as in frame_pointer_step.
+  RecoverResult frame_pointer_step_at(const RegisterSet& regs, Memory& mem,
+                                      const CodeHint& code) const override {
+    auto rec = frame_pointer_step(regs, mem);
+    if (!rec) return rec;
+    if (auto cfa = cfa_from_prologue(regs, mem, code)) {
+      rec->cfa = *cfa;
+      rec->regs.set(kSp, *cfa);
+    }
+    return rec;
+  }
+
   // At a function's first instruction the return address is still in x30.
   RecoverResult entry_step(const RegisterSet& regs, Memory&) const override {
     if (!regs.has(kSp) || !regs.has(kX30)) return unexpected(not_applicable("sp or x30 unknown"));
@@ -99,6 +116,32 @@ class AArch64Ops final : public ArchOps {
     out.regs.set_pc(strip_return_address(regs.raw(kX30)));
     out.cfa = regs.raw(kSp);
     return out;
+  }
+
+ private:
+  // The CFA of the frame (the caller's sp) from its function's prologue, or nothing. The start
+  // is the symbol's when the step loop found one, else found by scanning back. The result must
+  // pass checks that hold for any AArch64 frame: 16-byte aligned (AAPCS64 keeps sp so at
+  // calls), above the frame's sp, and at least a whole frame record above x29.
+  std::optional<uint64_t> cfa_from_prologue(const RegisterSet& regs, Memory& mem,
+                                            const CodeHint& code) const {
+    const uint64_t pc = regs.pc();
+    const uint64_t fp = regs.raw(kX29);
+    uint64_t start = 0;
+    if (code.function_start) {
+      start = *code.function_start;
+    } else {
+      auto found = aarch64::find_function_start(mem, pc, code.limits.max_prologue_scan);
+      if (!found) return std::nullopt;
+      start = *found;
+    }
+    if (start > pc) return std::nullopt;
+    auto frame = aarch64::analyse_prologue(mem, start, pc, code.limits.max_prologue_insns);
+    if (!frame || fp > UINT64_MAX - frame->cfa_from_fp) return std::nullopt;
+    const uint64_t cfa = fp + frame->cfa_from_fp;
+    if (cfa % 16 != 0 || cfa - fp < 16) return std::nullopt;
+    if (regs.has(kSp) && cfa <= regs.raw(kSp)) return std::nullopt;
+    return cfa;
   }
 };
 

@@ -11,9 +11,11 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <optional>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
+#include "ehbt/limits.hpp"
 #include "ehbt/memory.hpp"
 #include "ehbt/registers.hpp"
 
@@ -39,6 +41,14 @@ struct RecoverFailure {
 };
 
 using RecoverResult = Expected<Recovered, RecoverFailure>;
+
+// What the step loop knows about the code of the frame a frame-pointer step starts from. An
+// architecture whose frame record does not locate the caller's sp (aarch64) reads the
+// function's prologue from its first instruction up to the frame's pc.
+struct CodeHint {
+  std::optional<uint64_t> function_start;  // target address of the symbol covering the pc
+  Limits limits;                           // caps on the prologue scan
+};
 
 enum class Sigreturn : uint8_t {
   None,
@@ -82,6 +92,13 @@ class ArchOps {
   // One step along the frame-pointer chain (s390x: the backchain). Only the registers the
   // chain records are valid in the result; other callee-saved registers are unknown.
   virtual RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const = 0;
+  // The same step, given what is known of the frame's code. By default `code` is unused;
+  // aarch64 uses it to recover the caller's sp (see aarch64_prologue.hpp).
+  virtual RecoverResult frame_pointer_step_at(const RegisterSet& regs, Memory& mem,
+                                              const CodeHint& code) const {
+    (void)code;
+    return frame_pointer_step(regs, mem);
+  }
 
   // Assumes `regs` stop at the first instruction of a function (a call to a bad pointer):
   // the return address is where the call left it, nothing else has moved.

@@ -75,9 +75,23 @@ StepOutcome signal_step(const arch::ArchOps& ops, const Frame& frame, arch::Sigr
   return finish(ops, std::move(*rec), FrameSource::Signal, true, mem, modules, caller);
 }
 
+// Where the frame's function starts, from the symbol covering its lookup pc (none: the arch
+// layer may look for the start in the code itself).
+arch::CodeHint code_hint(const Frame& frame, const Module* module, const Limits& limits) {
+  arch::CodeHint hint;
+  hint.limits = limits;
+  const Image* image = module != nullptr ? module->image.get() : nullptr;
+  if (image == nullptr) return hint;
+  if (auto sym = image->symbolize(module->to_link(frame.lookup_pc()))) {
+    hint.function_start = sym->start + module->bias;
+  }
+  return hint;
+}
+
 StepOutcome frame_pointer_only(const arch::ArchOps& ops, const Frame& frame, Memory& mem,
-                               const ModuleSet& modules, Frame& caller) {
-  auto rec = ops.frame_pointer_step(frame.regs, mem);
+                               const ModuleSet& modules, const Limits& limits, Frame& caller) {
+  const arch::CodeHint hint = code_hint(frame, module_for(frame, modules), limits);
+  auto rec = ops.frame_pointer_step_at(frame.regs, mem, hint);
   if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
   return finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
 }
@@ -91,7 +105,7 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
   const Module* module = module_for(frame, modules);
 
   if (options.source == SourcePreference::FramePointer) {
-    return frame_pointer_only(ops, frame, mem, modules, caller);
+    return frame_pointer_only(ops, frame, mem, modules, limits, caller);
   }
   if (options.source == SourcePreference::SFrame) {
     return stop(StopReason::Unsupported, "sframe unwinding is not available in this build");
@@ -158,7 +172,7 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
       if (out) return out;
     }
   }
-  auto rec = ops.frame_pointer_step(frame.regs, mem);
+  auto rec = ops.frame_pointer_step_at(frame.regs, mem, code_hint(frame, module, limits));
   if (!rec) {
     StopInfo why = recover_failure(rec.error(), "frame pointer");
     return stop(reason, detail + "; " + why.detail);
