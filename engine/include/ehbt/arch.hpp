@@ -12,16 +12,16 @@ enum class Arch : uint8_t { X86_64, AArch64, S390x };
 // DWARF register numbers that the unwinder needs by role.
 struct ArchInfo {
   Arch arch;
-  std::string_view name;   // "x86_64", "aarch64", "s390x"
-  uint16_t elf_machine;    // EM_X86_64, EM_AARCH64, EM_S390
+  std::string_view name;  // "x86_64", "aarch64", "s390x"
+  uint16_t elf_machine;   // EM_X86_64, EM_AARCH64, EM_S390
   bool big_endian;
-  uint8_t address_size;    // bytes
-  uint16_t sp_reg;         // DWARF number of the stack pointer
-  uint16_t fp_reg;         // DWARF number of the frame pointer
-  uint16_t ra_reg;         // default return-address column
-  uint16_t num_regs;       // DWARF numbers below this are tracked in a RegisterSet
-  int64_t cfa_sp_offset;   // caller SP = CFA - this (s390x: 160, others 0)
-  uint32_t stack_align;    // CFA alignment an honest frame keeps
+  uint8_t address_size;   // bytes
+  uint16_t sp_reg;        // DWARF number of the stack pointer
+  uint16_t fp_reg;        // DWARF number of the frame pointer
+  uint16_t ra_reg;        // default return-address column
+  uint16_t num_regs;      // DWARF numbers below this are tracked in a RegisterSet
+  int64_t cfa_sp_offset;  // caller SP = CFA - this (s390x: 160, others 0)
+  uint32_t stack_align;   // CFA alignment an honest frame keeps
 };
 
 const ArchInfo& arch_info(Arch arch);

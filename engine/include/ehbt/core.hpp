@@ -50,7 +50,7 @@ struct TargetOptions {
   std::vector<std::string> sysroots;  // looked up first, in order
   std::string exe;                    // overrides the main executable's file
   Limits limits;
-  ImageStore* store = nullptr;        // optional shared cache
+  ImageStore* store = nullptr;  // optional shared cache
 };
 
 class Target {

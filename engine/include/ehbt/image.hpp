@@ -22,7 +22,7 @@ struct Segment {
   uint64_t memsz = 0;
   uint64_t offset = 0;  // file offset
   uint64_t filesz = 0;
-  uint32_t flags = 0;   // PF_R | PF_W | PF_X
+  uint32_t flags = 0;  // PF_R | PF_W | PF_X
 };
 
 // Bytes of one section and the link-time address they start at. Empty when absent.
@@ -33,7 +33,7 @@ struct SectionRef {
 };
 
 struct Symbol {
-  std::string name;  // demangled where it was a C++ name
+  std::string name;    // demangled where it was a C++ name
   uint64_t start = 0;  // link-time
   uint64_t size = 0;
 };
@@ -135,7 +135,7 @@ class ModuleSet {
   const std::vector<Module>& modules() const { return modules_; }
 
  private:
-  std::vector<Module> modules_;  // sorted by start
+  std::vector<Module> modules_;    // sorted by start
   std::vector<uint64_t> max_end_;  // max_end_[i]: largest end among modules_[0..i]
 };
 
