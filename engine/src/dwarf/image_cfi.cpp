@@ -2,6 +2,7 @@
 // one scan of the section), evaluates it to a row, and caches CIEs, the index and rows. A
 // section whose structure turns out corrupt is marked bad once and never parsed again.
 #include <algorithm>
+#include <array>
 #include <unordered_map>
 #include <vector>
 
@@ -71,7 +72,11 @@ struct ImageCfi::Impl {
   std::optional<EhFrameHdr> hdr;
   Section eh{SectionKind::EhFrame};
   Section debug{SectionKind::DebugFrame};
-  std::unique_ptr<CachedRow[]> rows;
+  // Slot -> 1 + index into `rows` (0: empty). Rows are ~2 KB each, so they are stored only as
+  // slots fill up: a core that touches a library for a few frames pays for a few rows, not for
+  // the whole table's worth of pages.
+  std::array<uint16_t, kRowCacheSlots> slot_index{};
+  std::vector<CachedRow> rows;
 
   Section& section(SectionKind kind) { return kind == SectionKind::EhFrame ? eh : debug; }
 
@@ -208,8 +213,9 @@ ImageCfi::~ImageCfi() = default;
 Expected<const Row*, Error> ImageCfi::find_row_ref(uint64_t pc, SectionKind* from,
                                                    bool use_debug_frame) {
   Impl& m = *impl_;
-  if (m.rows) {
-    const CachedRow& c = m.rows[row_slot(pc)];
+  const std::size_t slot = row_slot(pc);
+  if (uint16_t i = m.slot_index[slot]; i != 0) {
+    const CachedRow& c = m.rows[i - 1];
     if (pc >= c.row.start && pc < c.row.end) {
       if (from != nullptr) *from = c.from;
       return &c.row;
@@ -228,9 +234,12 @@ Expected<const Row*, Error> ImageCfi::find_row_ref(uint64_t pc, SectionKind* fro
   if (!rec) return unexpected(rec.error());
   auto row = evaluate_row(rec->second, rec->first, pc, m.fmt, m.limits);
   if (!row) return unexpected(row.error());
-  // Allocated on the first row, so images never looked up cost nothing.
-  if (!m.rows) m.rows.reset(new CachedRow[kRowCacheSlots]);
-  CachedRow& c = m.rows[row_slot(pc)];
+  // Growing `rows` may move them: fine, a returned pointer lives only until the next lookup.
+  if (m.slot_index[slot] == 0) {
+    m.rows.emplace_back();
+    m.slot_index[slot] = static_cast<uint16_t>(m.rows.size());
+  }
+  CachedRow& c = m.rows[m.slot_index[slot] - 1];
   c.row = *row;
   c.from = kind;
   if (from != nullptr) *from = kind;
