@@ -76,20 +76,14 @@ class AArch64Ops final : public ArchOps {
   // it the caller's sp is (gcc puts it at the bottom of the frame, clang at the top), so sp
   // stays unknown rather than guessed.
   RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
-    if (!regs.has(kX29)) return unexpected(not_applicable("x29 unknown"));
-    const uint64_t fp = regs.raw(kX29);
-    if (fp == 0) return unexpected(not_applicable("x29 is 0"));
-    if (fp % 8 != 0) return unexpected(not_applicable("x29 is misaligned"));
-    if (regs.has(kSp) && fp < regs.raw(kSp)) return unexpected(not_applicable("x29 below sp"));
-    if (fp > UINT64_MAX - 16) return unexpected(not_applicable("x29 at the top of memory"));
-    std::array<std::byte, 16> rec;
-    if (!mem.read_exact(fp, rec)) return unexpected(fault(fp, rec.size()));
+    auto rec = read_frame_record(regs, mem, kX29);
+    if (!rec) return unexpected(rec.error());
+    const uint64_t fp = rec->at;
     Recovered out;
     out.regs = RegisterSet(Arch::AArch64);
-    const uint64_t lr = word_at(rec.data(), 1);
-    out.regs.set(kX29, word_at(rec.data(), 0));
-    out.regs.set(kX30, lr);
-    out.regs.set_pc(strip_return_address(lr));
+    out.regs.set(kX29, rec->saved_fp);
+    out.regs.set(kX30, rec->return_address);
+    out.regs.set_pc(strip_return_address(rec->return_address));
     out.cfa = fp + 16;
     return out;
   }

@@ -14,6 +14,24 @@ uint64_t ArchOps::word_at(const std::byte* block, unsigned index) const {
   return v;
 }
 
+Expected<ArchOps::FrameRecord, RecoverFailure> ArchOps::read_frame_record(const RegisterSet& regs,
+                                                                          Memory& mem,
+                                                                          uint16_t fp_reg) const {
+  if (!regs.has(fp_reg)) return unexpected(not_applicable("frame pointer unknown"));
+  const uint64_t fp = regs.raw(fp_reg);
+  const uint64_t word = info_->address_size;
+  if (fp == 0) return unexpected(not_applicable("frame pointer is 0"));
+  if (fp % word != 0) return unexpected(not_applicable("frame pointer is misaligned"));
+  if (regs.has(info_->sp_reg) && fp < regs.raw(info_->sp_reg)) {
+    return unexpected(not_applicable("frame pointer below the stack pointer"));
+  }
+  if (fp > UINT64_MAX - 2 * word) return unexpected(not_applicable("frame pointer at the top"));
+  std::array<std::byte, 16> rec;
+  const std::span<std::byte> two_words(rec.data(), 2 * word);
+  if (!mem.read_exact(fp, two_words)) return unexpected(fault(fp, two_words.size()));
+  return FrameRecord{fp, word_at(rec.data(), 0), word_at(rec.data(), 1)};
+}
+
 RegisterSet ArchOps::keep_callee_saved(const RegisterSet& regs) const {
   RegisterSet out(info_->arch);
   copy_callee_saved(regs, out);

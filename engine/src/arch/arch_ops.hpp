@@ -113,6 +113,17 @@ class ArchOps {
   }
   // Decodes word `index` of a block read from the target.
   uint64_t word_at(const std::byte* block, unsigned index) const;
+
+  // A frame record {saved frame pointer, return address} at the address in `fp_reg` (x86-64
+  // rbp, aarch64 x29), validated the same way on every arch: known, non-zero, aligned, not
+  // below the stack pointer, not at the top of memory.
+  struct FrameRecord {
+    uint64_t at = 0;  // where the record is (the callee's frame pointer)
+    uint64_t saved_fp = 0;
+    uint64_t return_address = 0;
+  };
+  Expected<FrameRecord, RecoverFailure> read_frame_record(const RegisterSet& regs, Memory& mem,
+                                                          uint16_t fp_reg) const;
   // Starts a caller register set holding the callee-saved registers of `regs` that are valid.
   RegisterSet keep_callee_saved(const RegisterSet& regs) const;
   // Declares `reg` callee-saved (constructors only).

@@ -69,19 +69,14 @@ class X86_64Ops final : public ArchOps {
 
   // push %rbp; mov %rsp,%rbp: [rbp] = caller's rbp, [rbp+8] = return address, CFA = rbp+16.
   RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
-    if (!regs.has(kRbp)) return unexpected(not_applicable("rbp unknown"));
-    const uint64_t fp = regs.raw(kRbp);
-    if (fp == 0) return unexpected(not_applicable("rbp is 0"));
-    if (fp % 8 != 0) return unexpected(not_applicable("rbp is misaligned"));
-    if (regs.has(kRsp) && fp < regs.raw(kRsp)) return unexpected(not_applicable("rbp below rsp"));
-    if (fp > UINT64_MAX - 16) return unexpected(not_applicable("rbp at the top of memory"));
-    std::array<std::byte, 16> rec;
-    if (!mem.read_exact(fp, rec)) return unexpected(fault(fp, rec.size()));
+    auto rec = read_frame_record(regs, mem, kRbp);
+    if (!rec) return unexpected(rec.error());
+    const uint64_t fp = rec->at;
     Recovered out;
     out.regs = RegisterSet(Arch::X86_64);
-    out.regs.set(kRbp, word_at(rec.data(), 0));
+    out.regs.set(kRbp, rec->saved_fp);
     out.regs.set(kRsp, fp + 16);
-    out.regs.set_pc(word_at(rec.data(), 1));
+    out.regs.set_pc(rec->return_address);
     out.cfa = fp + 16;
     return out;
   }
