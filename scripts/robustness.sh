@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${EHBT_FUZZ_SECONDS:-60}"
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHBT_SANITIZE=ON \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHBT_SANITIZE=ON -DEHBT_PYTHON=OFF \
   -DEHBT_BENCH=OFF > /dev/null
 cmake --build build-asan -j"$(nproc)"
 # Integration tests need the fixture cores and tools of the main build; the unit suite is what
@@ -15,6 +15,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L unit --output-on-failure -j"$(nproc)"
 
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEHBT_FUZZ=ON -DEHBT_TESTS=OFF -DEHBT_BENCH=OFF > /dev/null
+  -DEHBT_FUZZ=ON -DEHBT_TESTS=OFF -DEHBT_BENCH=OFF -DEHBT_PYTHON=OFF > /dev/null
 cmake --build build-fuzz -j"$(nproc)"
 bash tests/fuzz/run-fuzzers.sh "$seconds" build-fuzz
