@@ -30,6 +30,12 @@ bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolTable& ta
     const std::size_t entsize = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
     if (data == nullptr || entsize == 0) return false;
     const uint64_t count = data->d_size / entsize;
+    // Most entries of a real table are functions; the string table bounds the names.
+    GElf_Shdr strtab;
+    Elf_Scn* str_scn = elf_getscn(e, sh.sh_link);
+    const uint64_t name_bytes =
+        str_scn != nullptr && gelf_getshdr(str_scn, &strtab) != nullptr ? strtab.sh_size : 0;
+    table.reserve(std::min<uint64_t>(count, max_entries), name_bytes);
     std::size_t added = 0;
     // Entry 0 is the reserved null symbol.
     for (uint64_t i = 1; i < count && i < max_entries && !table.full(); ++i) {

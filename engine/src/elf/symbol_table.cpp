@@ -67,6 +67,14 @@ bool SymbolTable::add(uint64_t start, uint64_t size, std::string_view name, uint
   return true;
 }
 
+void SymbolTable::reserve(uint64_t symbols, uint64_t name_bytes) {
+  const uint64_t room = max_symbols_ > entries_.size() ? max_symbols_ - entries_.size() : 0;
+  entries_.reserve(entries_.size() + static_cast<std::size_t>(std::min(symbols, room)));
+  // A hint only (a hostile sh_size must not reserve gigabytes): growth past it still works.
+  names_.reserve(names_.size() +
+                 static_cast<std::size_t>(std::min<uint64_t>(name_bytes, 64u << 20)));
+}
+
 std::string_view SymbolTable::name_of(const Entry& e) const {
   return std::string_view(names_).substr(e.name_off, e.name_len);
 }
@@ -86,6 +94,7 @@ bool SymbolTable::better(uint32_t a, uint32_t b) const {
 
 void SymbolTable::finish() {
   ranges_.clear();
+  ranges_.reserve(entries_.size());
   const std::size_t n = entries_.size();
   std::vector<uint32_t> by_start(n), by_end(n);
   for (std::size_t i = 0; i < n; ++i) by_start[i] = by_end[i] = static_cast<uint32_t>(i);
@@ -119,7 +128,6 @@ void SymbolTable::finish() {
       ranges_.push_back(Range{at, next, best});
     }
   }
-  ranges_.shrink_to_fit();
 }
 
 std::optional<Symbol> SymbolTable::lookup(uint64_t addr) const {

@@ -25,6 +25,9 @@ class SymbolTable {
   // Adds one symbol (name not yet demangled). Returns false once the cap is reached.
   bool add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind, uint8_t type);
   bool full() const { return entries_.size() >= max_symbols_; }
+  // Room for `symbols` more entries (capped by the table's limit) and `name_bytes` of names,
+  // so that loading a large table does not regrow and copy its vectors.
+  void reserve(uint64_t symbols, uint64_t name_bytes);
   std::size_t size() const { return entries_.size(); }
 
   // Builds the lookup index; call once after the last add().
