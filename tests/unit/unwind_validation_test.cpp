@@ -131,7 +131,8 @@ TEST_F(Validation, FramePointerBelowStackPointerIsNotFollowed) {
   Backtrace bt = Unwinder().unwind(inner_regs(), mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 2u);
-  EXPECT_NE(bt.detail.find("frame pointer below the stack pointer"), std::string::npos) << bt.detail;
+  EXPECT_NE(bt.detail.find("frame pointer below the stack pointer"), std::string::npos)
+      << bt.detail;
 }
 
 TEST_F(Validation, PcInNoModuleWithFallbacksOff) {
