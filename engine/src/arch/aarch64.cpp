@@ -49,10 +49,7 @@ class AArch64Ops final : public ArchOps {
   bool plausible_pc(uint64_t pc) const override { return pc < kUserLimit && pc % 4 == 0; }
 
   Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
-    std::array<std::byte, kRtSigreturnCode.size()> code;
-    if (!mem.read_exact(pc, code)) return Sigreturn::None;
-    return std::memcmp(code.data(), kRtSigreturnCode.data(), code.size()) == 0 ? Sigreturn::Rt
-                                                                               : Sigreturn::None;
+    return code_at(mem, pc, kRtSigreturnCode) ? Sigreturn::Rt : Sigreturn::None;
   }
 
   RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,

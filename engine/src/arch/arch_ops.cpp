@@ -1,6 +1,9 @@
 // Shared helpers of the per-architecture operations and the dispatch by Arch.
 #include "arch/arch_ops.hpp"
 
+#include <array>
+#include <cstring>
+
 namespace ehbt::arch {
 
 uint64_t ArchOps::word_at(const std::byte* block, unsigned index) const {
@@ -30,6 +33,13 @@ Expected<ArchOps::FrameRecord, RecoverFailure> ArchOps::read_frame_record(const 
   const std::span<std::byte> two_words(rec.data(), 2 * word);
   if (!mem.read_exact(fp, two_words)) return unexpected(fault(fp, two_words.size()));
   return FrameRecord{fp, word_at(rec.data(), 0), word_at(rec.data(), 1)};
+}
+
+bool ArchOps::code_at(Memory& mem, uint64_t pc, std::span<const uint8_t> code) {
+  std::array<std::byte, 16> buf;
+  if (code.empty() || code.size() > buf.size()) return false;
+  const std::span<std::byte> got(buf.data(), code.size());
+  return mem.read_exact(pc, got) && std::memcmp(got.data(), code.data(), code.size()) == 0;
 }
 
 RegisterSet ArchOps::keep_callee_saved(const RegisterSet& regs) const {

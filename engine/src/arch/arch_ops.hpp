@@ -114,6 +114,10 @@ class ArchOps {
   // Decodes word `index` of a block read from the target.
   uint64_t word_at(const std::byte* block, unsigned index) const;
 
+  // True when the target's bytes at `pc` are exactly `code` (at most 16 bytes): how a
+  // sigreturn trampoline is recognised, independent of any unwind table.
+  static bool code_at(Memory& mem, uint64_t pc, std::span<const uint8_t> code);
+
   // A frame record {saved frame pointer, return address} at the address in `fp_reg` (x86-64
   // rbp, aarch64 x29), validated the same way on every arch: known, non-zero, aligned, not
   // below the stack pointer, not at the top of memory.
