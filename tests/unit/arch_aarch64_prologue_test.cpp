@@ -106,7 +106,7 @@ constexpr Encoded kAll[] = {
 
 TEST(ArchAArch64Prologue, CrossCheckedWithAssembler) {
   if (!test::run_capture("command -v aarch64-linux-gnu-as && command -v aarch64-linux-gnu-objdump"))
-    GTEST_SKIP() << "aarch64 binutils not installed";
+    GTEST_FAIL() << "aarch64 binutils not installed (scripts/install-deps.sh)";
   const std::string dir = test::make_temp_dir();
   ASSERT_FALSE(dir.empty());
   std::string source;
@@ -411,9 +411,10 @@ TEST(ArchAArch64FramePointerStep, NounwindCoreReachesStart) {
   const auto dir = cores_dir() / "aarch64";
   const std::string core = (dir / "nounwind.core").string();
   const std::string exe = (dir / "bin" / "nounwind").string();
-  if (!std::filesystem::exists(core)) GTEST_SKIP() << core << " not built";
+  if (!std::filesystem::exists(core))
+    GTEST_FAIL() << core << " not built (cores/make-cores.sh aarch64)";
   if (!test::run_capture("command -v aarch64-linux-gnu-objdump"))
-    GTEST_SKIP() << "aarch64 binutils not installed";
+    GTEST_FAIL() << "aarch64 binutils not installed (scripts/install-deps.sh)";
   TargetOptions options;
   options.sysroots.push_back("/usr/aarch64-linux-gnu");  // as nounwind.expected.json says
   auto target = open_core(core, options);

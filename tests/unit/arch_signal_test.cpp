@@ -166,7 +166,7 @@ int main(void) {
   printf("pc %zu\n", offsetof(struct frame, uc.uc_mcontext.pc));
   return 0;
 })");
-  if (!off || off->size() != 3) GTEST_SKIP() << "aarch64 cross toolchain or qemu-aarch64 missing";
+  if (!off || off->size() != 3) GTEST_FAIL() << "aarch64 cross toolchain or qemu-aarch64 missing";
   BufferMemory m = stack_memory();
   put_bytes(m, kTramp, {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4});
   const uint64_t frame = kStack + 0x800;
@@ -216,7 +216,7 @@ int main(void) {
 };
 
 TEST_F(S390xSigframe, RtSigreturn) {
-  if (!off_ || off_->size() != 5) GTEST_SKIP() << "s390x cross toolchain or qemu-s390x missing";
+  if (!off_ || off_->size() != 5) GTEST_FAIL() << "s390x cross toolchain or qemu-s390x missing";
   BufferMemory m = stack_memory();
   put_bytes(m, kTramp, {0x0a, 0xad});
   const uint64_t frame = kStack + 0x800;
@@ -243,7 +243,7 @@ TEST_F(S390xSigframe, RtSigreturn) {
 }
 
 TEST_F(S390xSigframe, NonRtSigreturn) {
-  if (!off_ || off_->size() != 5) GTEST_SKIP() << "s390x cross toolchain or qemu-s390x missing";
+  if (!off_ || off_->size() != 5) GTEST_FAIL() << "s390x cross toolchain or qemu-s390x missing";
   BufferMemory m = stack_memory();
   put_bytes(m, kTramp, {0x0a, 0x77});
   const uint64_t frame = kStack + 0x800;

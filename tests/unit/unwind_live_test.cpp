@@ -223,13 +223,13 @@ TEST_F(Live, DrapFunctionIsRealignedThroughR10) {
   auto dis =
       test::run_capture("objdump -d --no-show-raw-insn --disassemble=ehbt_live_c_drap /proc/" +
                         std::to_string(getpid()) + "/exe 2>/dev/null");
-  if (!dis) GTEST_SKIP() << "objdump not available";
+  if (!dis) GTEST_FAIL() << "objdump not available";
   EXPECT_NE(dis->find("and    $0xffffffffffffffc0,%rsp"), std::string::npos) << *dis;
   if (!ehbt_live_chain_uses_drap) GTEST_SKIP() << "the C half was not built by gcc: no DRAP";
   EXPECT_NE(dis->find("lea    0x8(%rsp),%r10"), std::string::npos) << *dis;
   auto frames = test::run_capture("readelf --debug-dump=frames /proc/" + std::to_string(getpid()) +
                                   "/exe 2>/dev/null");
-  if (!frames) GTEST_SKIP() << "readelf not available";
+  if (!frames) GTEST_FAIL() << "readelf not available";
   EXPECT_NE(frames->find("DW_CFA_def_cfa_expression"), std::string::npos);
 }
 

@@ -31,21 +31,28 @@ ModuleSet modules_for(const test::ChainImage& chain) {
 
 // ---------------------------------------------------------------------------------- x86-64
 
-class X86_64Chain : public ::testing::Test {
+// One fixture per architecture: the chain is assembled once per suite with that
+// architecture's toolchain (all installed by scripts/install-deps.sh, so a failed build fails).
+constexpr char kNativePrefix[] = "";
+constexpr char kAArch64Prefix[] = "aarch64-linux-gnu-";
+constexpr char kS390xPrefix[] = "s390x-linux-gnu-";
+
+template <const char* Prefix, const auto* Asm>
+class ChainTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { chain_ = test::build_chain("", test::kX86_64ChainAsm, &why_); }
+  static void SetUpTestSuite() { chain_ = test::build_chain(Prefix, *Asm, &why_); }
   void SetUp() override {
-    if (!chain_) GTEST_SKIP() << why_;
+    if (!chain_) GTEST_FAIL() << why_;
     modules_ = modules_for(*chain_);
   }
   uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
 
-  static std::optional<test::ChainImage> chain_;
-  static std::string why_;
+  static inline std::optional<test::ChainImage> chain_;
+  static inline std::string why_;
   ModuleSet modules_;
 };
-std::optional<test::ChainImage> X86_64Chain::chain_;
-std::string X86_64Chain::why_;
+
+using X86_64Chain = ChainTest<kNativePrefix, &test::kX86_64ChainAsm>;
 
 TEST_F(X86_64Chain, WalksToTheOutermostFrame) {
   // inner: push rbp; mov rsp,rbp; push r13 -> rbp = A-8, rsp = A-16, return address at A.
@@ -182,23 +189,7 @@ TEST_F(X86_64Chain, CallThroughBadPointerUsesEntryRule) {
 
 // --------------------------------------------------------------------------------- aarch64
 
-class AArch64Chain : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    chain_ = test::build_chain("aarch64-linux-gnu-", test::kAArch64ChainAsm, &why_);
-  }
-  void SetUp() override {
-    if (!chain_) GTEST_SKIP() << why_;
-    modules_ = modules_for(*chain_);
-  }
-  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
-
-  static std::optional<test::ChainImage> chain_;
-  static std::string why_;
-  ModuleSet modules_;
-};
-std::optional<test::ChainImage> AArch64Chain::chain_;
-std::string AArch64Chain::why_;
+using AArch64Chain = ChainTest<kAArch64Prefix, &test::kAArch64ChainAsm>;
 
 TEST_F(AArch64Chain, StripsSignedReturnAddress) {
   const uint64_t s0 = kStack + 0x800;          // inner's sp
@@ -244,23 +235,7 @@ TEST_F(AArch64Chain, StripsSignedReturnAddress) {
 
 // ----------------------------------------------------------------------------------- s390x
 
-class S390xChain : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    chain_ = test::build_chain("s390x-linux-gnu-", test::kS390xChainAsm, &why_);
-  }
-  void SetUp() override {
-    if (!chain_) GTEST_SKIP() << why_;
-    modules_ = modules_for(*chain_);
-  }
-  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
-
-  static std::optional<test::ChainImage> chain_;
-  static std::string why_;
-  ModuleSet modules_;
-};
-std::optional<test::ChainImage> S390xChain::chain_;
-std::string S390xChain::why_;
+using S390xChain = ChainTest<kS390xPrefix, &test::kS390xChainAsm>;
 
 TEST_F(S390xChain, CfaIsCallerSpPlus160) {
   const uint64_t sp = kStack + 0x400;  // middle's r15 after `aghi %r15,-160`
