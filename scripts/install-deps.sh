@@ -13,6 +13,7 @@ packages=(
   binutils-aarch64-linux-gnu binutils-s390x-linux-gnu
   sqlite3 python3-venv
   chromium time libc6-dbg
+  lldb-16 python3-lldb-16
 )
 
 missing=()
