@@ -1,0 +1,76 @@
+"""Debugger-neutral helpers for the front ends that drive the engine from inside a debugger.
+
+- ``merge_modules``: a debugger's module list completed with the modules the engine found in
+  a core file itself (qemu-user cores carry no file list, so a debugger may know only the
+  executable);
+- ``physical_frames``: a debugger's frames grouped into stack frames (inlined calls share
+  the stack frame of the function they were inlined into);
+- ``agreement``: whether a debugger's stack frame and the engine's at the same depth agree.
+"""
+
+import os
+
+
+def same_file(a, b):
+    """Whether two modules are the same file: by build-id when both have one, else by name."""
+    if a.build_id and b.build_id:
+        return a.build_id == b.build_id
+    return os.path.basename(a.path) == os.path.basename(b.path)
+
+
+def merge_modules(from_debugger, from_core):
+    """The debugger's modules plus those the engine found in the core that it does not cover.
+
+    A file both know but place differently is placed where the engine says: the engine read
+    the core's own records (NT_FILE, the dynamic linker's list); a debugger may have left a
+    file unrelocated. Engine modules overlapping none of the kept ones are added."""
+    merged = []
+    for m in from_debugger:
+        twin = [c for c in from_core if same_file(m, c)]
+        if twin and all(c.bias != m.bias for c in twin):
+            continue
+        merged.append(m)
+    for c in from_core:
+        if not any(m.start < c.end and c.start < m.end for m in merged):
+            merged.append(c)
+    return merged
+
+
+def physical_frames(frames):
+    """Groups a debugger's frames into stack frames.
+
+    `frames` is a sequence of (pc, inlined) from the innermost frame out; an inlined frame
+    shares its stack frame with the frames after it up to the first one that is not inlined.
+    Returns (groups, depth_of): groups is the pc of each stack frame (the pc of its innermost
+    frame, which is where that stack frame really executes), depth_of[i] the stack-frame depth
+    of frames[i]."""
+    groups = []
+    depth_of = []
+    open_group = False
+    for pc, inlined in frames:
+        if not open_group:
+            groups.append(pc)
+            open_group = True
+        depth_of.append(len(groups) - 1)
+        if not inlined:
+            open_group = False
+    return groups, depth_of
+
+
+def agreement(engine_pcs, debugger_pcs, depth):
+    """Whether the debugger's stack frame at `depth` matches the engine's.
+
+    They agree when both have a frame at that depth with the same pc, and the frame each
+    found as its caller is the same too (the same pc, or neither found one). So the last
+    frame of a walk that stopped early, while the other went on, does not agree: that is the
+    frame where the two unwinders part ways. Each list must hold the walk's frames at least
+    up to depth + 1 (or all of them when the walk is shorter)."""
+    def at(pcs, i):
+        if i < len(pcs):
+            return pcs[i]
+        return None
+
+    here_e, here_d = at(engine_pcs, depth), at(debugger_pcs, depth)
+    if here_e is None or here_d is None or here_e != here_d:
+        return False
+    return at(engine_pcs, depth + 1) == at(debugger_pcs, depth + 1)
