@@ -236,8 +236,11 @@ def test_wrong_build_id_through_engine_discovery(build_dir, tmp_path, arch, name
     (another build-id): it is reported with build_id_match false and not used."""
     exp = expected_or_fail(arch, name)
     assert not os.path.exists(exp["exe"])
-    if not exp["exe_build_id_in_core"]:
-        pytest.skip("the core does not record the executable's build-id (qemu-user)")
+    if arch != "x86_64":
+        # qemu-user writes no NT_FILE build-ids: nothing can be compared there. Assert that
+        # fact, so a qemu that starts recording them brings this case into the test.
+        assert not exp["exe_build_id_in_core"], exp["core"]
+        return
     roots = [exp["variant_sysroot"]] + ([exp["sysroot"]] if exp["sysroot"] else [])
     command = "ehbt --all --json " + " ".join("--sysroot %s" % r for r in roots)
     doc, text = ehbt_json(build_dir, tmp_path, ["target create --core %s" % exp["core"]],
