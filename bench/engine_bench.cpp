@@ -210,6 +210,65 @@ void BM_Unwind(benchmark::State& state, bool warm) {
 BENCHMARK_CAPTURE(BM_Unwind, warm, true)->Arg(64)->Arg(512);
 BENCHMARK_CAPTURE(BM_Unwind, cold, false)->Arg(64)->Unit(benchmark::kMicrosecond);
 
+// The same warm walk through each table source: .eh_frame, and SFrame tables converted in
+// memory from it (V3 SFrame only; V2 Auto, which takes .eh_frame where V2 cannot express a
+// function). One untimed walk first builds every table the walk needs, so the loop measures
+// the per-frame step alone. `frames` tells whether a walk reached as far as the others.
+struct StackCopy {
+  ehbt::RegisterSet regs;
+  ehbt::BufferMemory memory;
+};
+
+// Captures the registers and copies the stack at the deepest frame itself, while every frame
+// above it is still live: the copy walks cleanly to _start.
+__attribute__((noinline)) int copy_stack_at_depth(int depth, StackCopy& out) {
+  if (depth == 0) {
+    ucontext_t uc;
+    getcontext(&uc);
+    out.regs = regs_from(uc);
+    const uint64_t sp = out.regs.sp();
+    std::vector<std::byte> bytes(256 * 1024);
+    ehbt::SelfMemory self;
+    bytes.resize(self.read(sp, bytes));
+    out.memory.add(sp, std::move(bytes));
+    return 1;
+  }
+  int r = copy_stack_at_depth(depth - 1, out);
+  benchmark::DoNotOptimize(r);
+  return r + 1;
+}
+
+void BM_UnwindSource(benchmark::State& state, ehbt::SourcePreference source, bool converted,
+                     uint8_t version) {
+  ehbt::ModuleSet modules;
+  dl_iterate_phdr(collect_module, &modules);
+  StackCopy copy;
+  copy_stack_at_depth(static_cast<int>(state.range(0)), copy);
+  const ehbt::RegisterSet& regs = copy.regs;
+  ehbt::BufferMemory& stack = copy.memory;
+  ehbt::UnwindOptions options;
+  options.source = source;
+  options.sframe_from_eh_frame = converted;
+  options.sframe_version = version;
+  ehbt::Unwinder unwinder;
+  auto first = unwinder.unwind(regs, stack, modules, options);
+  std::size_t frames = first.frames.size();
+  for (auto _ : state) {
+    auto bt = unwinder.unwind(regs, stack, modules, options);
+    frames = bt.frames.size();
+    benchmark::DoNotOptimize(bt);
+  }
+  state.counters["frames"] = static_cast<double>(frames);
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(frames),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetLabel(std::string(ehbt::to_string(first.stop)) + " " + first.detail);
+}
+BENCHMARK_CAPTURE(BM_UnwindSource, eh_frame, ehbt::SourcePreference::EhFrame, false, 3)->Arg(64);
+BENCHMARK_CAPTURE(BM_UnwindSource, sframe_v3, ehbt::SourcePreference::SFrame, true, 3)->Arg(64);
+BENCHMARK_CAPTURE(BM_UnwindSource, auto_v2, ehbt::SourcePreference::Auto, true, 2)->Arg(64);
+BENCHMARK_CAPTURE(BM_UnwindSource, auto_native, ehbt::SourcePreference::Auto, false, 3)->Arg(64);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -66,6 +66,10 @@ std::string_view rule_kind_name(dwarf::RuleKind kind) {
       return "expression";
     case dwarf::RuleKind::ValExpression:
       return "val_expression";
+    case dwarf::RuleKind::RegOffset:
+      return "reg_offset";
+    case dwarf::RuleKind::AtRegOffset:
+      return "at_reg_offset";
   }
   return "unspecified";
 }
@@ -83,6 +87,10 @@ void write_cfa(JsonWriter& w, Arch arch, const dwarf::CfaRule& cfa) {
     case dwarf::CfaKind::Expression:
       w.field("rule", "expression").field("expr", bytes_hex(cfa.expr));
       break;
+    case dwarf::CfaKind::RegOffsetDeref:
+      w.field("rule", "reg_offset_deref").field("reg", register_name(arch, cfa.reg));
+      w.field("offset", cfa.offset);
+      break;
   }
   w.end_object();
 }
@@ -96,6 +104,10 @@ void write_rule(JsonWriter& w, Arch arch, const dwarf::Rule& rule) {
       break;
     case dwarf::RuleKind::Register:
       w.field("reg", register_name(arch, rule.reg));
+      break;
+    case dwarf::RuleKind::RegOffset:
+    case dwarf::RuleKind::AtRegOffset:
+      w.field("reg", register_name(arch, rule.reg)).field("offset", rule.offset);
       break;
     case dwarf::RuleKind::Expression:
     case dwarf::RuleKind::ValExpression:
@@ -143,6 +155,8 @@ std::string cfa_text(Arch arch, const dwarf::CfaRule& cfa) {
       return register_name(arch, cfa.reg) + signed_offset(cfa.offset);
     case dwarf::CfaKind::Expression:
       return "exp";
+    case dwarf::CfaKind::RegOffsetDeref:
+      return "*(" + register_name(arch, cfa.reg) + signed_offset(cfa.offset) + ")";
     case dwarf::CfaKind::Undefined:
       break;
   }
@@ -166,6 +180,10 @@ std::string rule_text(Arch arch, const dwarf::Rule& rule) {
       return "exp";
     case dwarf::RuleKind::ValExpression:
       return "vexp";
+    case dwarf::RuleKind::RegOffset:
+      return register_name(arch, rule.reg) + signed_offset(rule.offset);
+    case dwarf::RuleKind::AtRegOffset:
+      return "[" + register_name(arch, rule.reg) + signed_offset(rule.offset) + "]";
   }
   return "u";
 }

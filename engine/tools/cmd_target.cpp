@@ -16,9 +16,17 @@ namespace ehbt::cli {
 namespace {
 
 constexpr OptionSpec kOptions[] = {
-    {"--sysroot", true, true},       {"--exe", true, false},    {"--json", false, false},
-    {"--all-threads", false, false}, {"--thread", true, false}, {"--max-frames", true, false},
-    {"--source", true, false},       {"--help", false, false},  {"-h", false, false},
+    {"--sysroot", true, true},
+    {"--exe", true, false},
+    {"--json", false, false},
+    {"--all-threads", false, false},
+    {"--thread", true, false},
+    {"--max-frames", true, false},
+    {"--source", true, false},
+    {"--help", false, false},
+    {"-h", false, false},
+    {"--sframe-from-eh-frame", false, false},
+    {"--sframe-version", true, false},
 };
 
 constexpr std::string_view kOutputHelp = R"(options:
@@ -28,10 +36,19 @@ constexpr std::string_view kOutputHelp = R"(options:
   --all-threads      print every thread (default: the crashing thread, else the first)
   --thread TID       print only thread TID (an unknown TID is an error, exit 2)
   --max-frames N     stop each walk after N frames (default 2048)
-  --source S         auto (default): .eh_frame, .debug_frame, .sframe as available, then
-                     frame pointers where no table covers the pc; eh_frame: DWARF CFI
-                     only; sframe: .sframe only (until SFrame support lands every frame
-                     may stop as unsupported); frame_pointer: the frame-pointer chain only
+  --source S         auto (default): per frame, the module's .sframe row where one covers
+                     the pc, else .eh_frame / .debug_frame, else frame pointers;
+                     a .sframe found corrupt is dropped for that module; eh_frame: DWARF
+                     CFI only; sframe: SFrame rows only (frames tagged sframe; a sigreturn
+                     trampoline is still stepped by its bytes; a pc without a row stops
+                     with no_unwind_info, or bad_unwind_info for a corrupt .sframe, saying
+                     why); frame_pointer: the frame-pointer chain only
+  --sframe-from-eh-frame
+                     convert each module's .eh_frame to SFrame in memory and use that in
+                     place of the module's own .sframe (so --source sframe can be tried on
+                     any target); functions the version cannot express are left out, and a
+                     walk that needs one stops saying why
+  --sframe-version V the SFrame version the conversion writes: 3 (default) or 2
 
 text output, one block per thread, in the style of GDB's `bt`:
   Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
@@ -116,6 +133,14 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
       return unexpected("unknown source '" + *src + "'");
     }
   }
+  o.collect.unwind.sframe_from_eh_frame = args.has("--sframe-from-eh-frame");
+  if (auto v = args.value("--sframe-version")) {
+    if (*v != "2" && *v != "3") return unexpected("bad SFrame version '" + *v + "' (2 or 3)");
+    if (!o.collect.unwind.sframe_from_eh_frame) {
+      return unexpected(std::string("--sframe-version needs --sframe-from-eh-frame"));
+    }
+    o.collect.unwind.sframe_version = static_cast<uint8_t>(*v == "2" ? 2 : 3);
+  }
   o.target.limits = o.collect.limits;
   return o;
 }
@@ -190,13 +215,15 @@ const std::string kPidHelpText = help_text(kPidHelp);
 const CommandRegistrar kCore{Command{
     "core", 10,
     "ehbt core CORE [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
-    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer]",
+    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+    "[--sframe-from-eh-frame [--sframe-version 2|3]]",
     "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
 
 const CommandRegistrar kPid{
     Command{"pid", 20,
             "ehbt pid PID [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
-            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer]",
+            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
             run_pid}};
 

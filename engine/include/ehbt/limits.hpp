@@ -42,6 +42,10 @@ struct Limits {
   // from the start (real prologues set up the frame record within a dozen or so).
   uint32_t max_prologue_scan = 256;
   uint32_t max_prologue_insns = 32;
+  // Addition (SFrame): frame row entries decoded for one SFrame function. V3 stores the count
+  // in 16 bits; V2's 32-bit count is held to the same bound. FDE lookups in .sframe use
+  // max_search_probes.
+  uint32_t max_sframe_fres = 1u << 16;
 };
 
 }  // namespace ehbt

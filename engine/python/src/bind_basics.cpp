@@ -35,6 +35,7 @@ constexpr LimitField32 kLimit32[] = {
     {"max_modules", &Limits::max_modules},
     {"max_prologue_scan", &Limits::max_prologue_scan},
     {"max_prologue_insns", &Limits::max_prologue_insns},
+    {"max_sframe_fres", &Limits::max_sframe_fres},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},

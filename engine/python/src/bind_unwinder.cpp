@@ -24,6 +24,14 @@ SourcePreference source_pref(const std::string& name) {
                          "' (auto, eh_frame, sframe, frame_pointer)");
 }
 
+// The SFrame version a conversion writes: 2 or 3.
+uint8_t sframe_version(int v) {
+  if (v != 2 && v != 3) {
+    throw pyb::value_error("sframe_version must be 2 or 3, not " + std::to_string(v));
+  }
+  return static_cast<uint8_t>(v);
+}
+
 std::string source_pref_name(SourcePreference p) {
   for (const auto& [n, q] : kSourcePrefs) {
     if (p == q) return n;
@@ -52,6 +60,67 @@ std::optional<std::tuple<std::string, uint64_t, uint64_t>> frame_symbol(const Fr
   auto sym = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
   if (!sym) return std::nullopt;
   return std::make_tuple(sym->name, sym->start + f.module->bias, sym->size);
+}
+
+// a - b as the JSON format writes a difference: "0x.." (or "-0x.." should b exceed a, as
+// Python's "%x" would print it), so that records() matches ehbt.report.frame_record.
+std::string hex_diff(uint64_t a, uint64_t b) {
+  return a >= b ? hex(a - b) : "-" + hex(b - a);
+}
+
+// One frame of the ehbt-backtrace/1 document, computed without the GIL.
+struct FrameRecord {
+  uint64_t pc = 0, cfa = 0;
+  std::string_view source;
+  const Module* module = nullptr;
+  std::optional<Symbol> symbol;
+};
+
+// Every frame of a backtrace as the dicts ehbt.report.frame_record builds (same keys, same
+// values), in one call: symbolization runs in C++ without the GIL, and no Frame or Module
+// object is created per frame -- the triage tool's per-core cost.
+pyb::list frame_records(const std::shared_ptr<OwnedBacktrace>& self) {
+  const std::vector<Frame>& frames = self->bt.frames;
+  std::vector<FrameRecord> recs(frames.size());
+  {
+    pyb::gil_scoped_release nogil;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const Frame& f = frames[i];
+      FrameRecord& r = recs[i];
+      r.pc = f.pc;
+      r.cfa = f.cfa;
+      r.source = to_string(f.source);
+      r.module = f.module;
+      if (f.module != nullptr && f.module->image)
+        r.symbol = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
+    }
+  }
+  pyb::list out(recs.size());
+  pyb::none none;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const FrameRecord& r = recs[i];
+    pyb::dict d;
+    d["index"] = i;
+    d["pc"] = hex(r.pc);
+    d["cfa"] = hex(r.cfa);
+    d["source"] = pyb::str(r.source.data(), r.source.size());
+    if (r.module != nullptr) {
+      d["module"] = r.module->path;
+      d["module_offset"] = hex_diff(r.pc, r.module->bias);
+    } else {
+      d["module"] = none;
+      d["module_offset"] = none;
+    }
+    if (r.symbol) {
+      d["symbol"] = r.symbol->name;
+      d["symbol_offset"] = hex_diff(r.pc, r.symbol->start + r.module->bias);
+    } else {
+      d["symbol"] = none;
+      d["symbol_offset"] = none;
+    }
+    out[i] = std::move(d);
+  }
+  return out;
 }
 
 struct PyStepResult {
@@ -96,6 +165,10 @@ UnwindOptions options_from_py(const pyb::handle& obj) {
         o.use_debug_frame = value.cast<bool>();
       else if (k == "frame_pointer_fallback")
         o.frame_pointer_fallback = value.cast<bool>();
+      else if (k == "sframe_from_eh_frame")
+        o.sframe_from_eh_frame = value.cast<bool>();
+      else if (k == "sframe_version")
+        o.sframe_version = sframe_version(value.cast<int>());
       else
         throw pyb::type_error("UnwindOptions has no field '" + k + "'");
     }
@@ -106,21 +179,30 @@ UnwindOptions options_from_py(const pyb::handle& obj) {
 
 void bind_unwinder(pyb::module_& m) {
   pyb::class_<UnwindOptions>(m, "UnwindOptions", "Which unwind tables a walk may use.")
-      .def(pyb::init(
-               [](const std::string& source, bool use_debug_frame, bool frame_pointer_fallback) {
-                 UnwindOptions o;
-                 o.source = source_pref(source);
-                 o.use_debug_frame = use_debug_frame;
-                 o.frame_pointer_fallback = frame_pointer_fallback;
-                 return o;
-               }),
-           pyb::arg("source") = "auto", pyb::arg("use_debug_frame") = true,
-           pyb::arg("frame_pointer_fallback") = true)
+      .def(
+          pyb::init([](const std::string& source, bool use_debug_frame, bool frame_pointer_fallback,
+                       bool sframe_from_eh_frame, int sframe_version_) {
+            UnwindOptions o;
+            o.source = source_pref(source);
+            o.use_debug_frame = use_debug_frame;
+            o.frame_pointer_fallback = frame_pointer_fallback;
+            o.sframe_from_eh_frame = sframe_from_eh_frame;
+            o.sframe_version = sframe_version(sframe_version_);
+            return o;
+          }),
+          pyb::arg("source") = "auto", pyb::arg("use_debug_frame") = true,
+          pyb::arg("frame_pointer_fallback") = true, pyb::arg("sframe_from_eh_frame") = false,
+          pyb::arg("sframe_version") = 3)
       .def_property(
           "source", [](const UnwindOptions& o) { return source_pref_name(o.source); },
           [](UnwindOptions& o, const std::string& s) { o.source = source_pref(s); })
       .def_readwrite("use_debug_frame", &UnwindOptions::use_debug_frame)
-      .def_readwrite("frame_pointer_fallback", &UnwindOptions::frame_pointer_fallback);
+      .def_readwrite("frame_pointer_fallback", &UnwindOptions::frame_pointer_fallback)
+      // Additions: walk through SFrame converted from each module's .eh_frame (version 2|3).
+      .def_readwrite("sframe_from_eh_frame", &UnwindOptions::sframe_from_eh_frame)
+      .def_property(
+          "sframe_version", [](const UnwindOptions& o) { return int{o.sframe_version}; },
+          [](UnwindOptions& o, int v) { o.sframe_version = sframe_version(v); });
 
   pyb::class_<Frame, std::shared_ptr<Frame>>(m, "Frame", "One frame of a walk.")
       .def_property_readonly("pc", [](const Frame& f) { return f.pc; })
@@ -174,6 +256,9 @@ void bind_unwinder(pyb::module_& m) {
             return b.bt.stop == StopReason::Outermost || b.bt.stop == StopReason::MaxFrames;
           },
           "True when the walk reached an outermost frame or the frame cap.")
+      .def("records", &frame_records,
+           "Every frame as the ehbt-backtrace/1 dict ehbt.report.frame_record(frame, index) "
+           "builds, in one call (the fast path for batch tools).")
       .def("__len__", [](const OwnedBacktrace& b) { return b.bt.frames.size(); })
       .def("__getitem__",
            [](const std::shared_ptr<OwnedBacktrace>& self, int64_t i) {

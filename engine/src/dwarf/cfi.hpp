@@ -145,6 +145,9 @@ enum class RuleKind : uint8_t {
   Register,       // value is in register `reg`
   Expression,     // saved at the address the expression computes (CFA pushed first)
   ValExpression,  // value is what the expression computes (CFA pushed first)
+  // Additions for SFrame V3 flexible FDEs (rows the DWARF evaluator itself never makes):
+  RegOffset,    // value is register `reg` + offset
+  AtRegOffset,  // saved at register `reg` + offset
 };
 
 struct Rule {
@@ -154,7 +157,13 @@ struct Rule {
   std::span<const std::byte> expr;
 };
 
-enum class CfaKind : uint8_t { Undefined, RegOffset, Expression };
+enum class CfaKind : uint8_t {
+  Undefined,
+  RegOffset,
+  Expression,
+  // Addition for SFrame V3 flexible FDEs (DRAP): CFA = the value stored at reg + offset.
+  RegOffsetDeref,
+};
 
 struct CfaRule {
   CfaKind kind = CfaKind::Undefined;

@@ -160,4 +160,26 @@ Conversion convert_cfi(dwarf::ImageCfi& cfi, Arch arch, uint8_t version, const L
 // with PC-relative function starts, the form current kernels accept).
 Expected<std::vector<std::byte>, Error> encode(const Conversion& conversion, uint64_t section_addr);
 
+// --- Checker (addition) ---
+
+// One place where .sframe and .eh_frame say different things about the CFA, FP or RA.
+struct Disagreement {
+  uint64_t function = 0;  // link-time start of the SFrame function
+  uint64_t pc = 0;        // link-time pc where the two sides differ
+  std::string what;       // both sides, e.g. "CFA: sframe sp+16, eh_frame sp+8"
+};
+
+struct CheckReport {
+  uint64_t functions = 0, rows = 0, eh_frame_only = 0, sframe_only = 0;
+  std::vector<Disagreement> disagreements;
+  std::vector<Error> errors;
+};
+
+// Compares every SFrame function of `table` with `cfi`'s rows at every row boundary of either
+// side inside the function: CFA rule, FP location, RA location (the three things SFrame
+// tracks; rules for other registers are not a disagreement). `functions`/`rows` count what was
+// compared; `eh_frame_only` counts FDEs without an SFrame function, `sframe_only` SFrame
+// functions without an FDE.
+CheckReport check_against_cfi(const Table& table, dwarf::ImageCfi& cfi, const Limits& limits);
+
 }  // namespace ehbt::sframe

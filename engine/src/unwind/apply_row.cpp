@@ -68,6 +68,16 @@ RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
         out.value = env.regs.raw(rule.reg);
       }
       return out;
+    // SFrame V3 flexible rules: a register plus an offset, as the value or as where it is saved.
+    case dwarf::RuleKind::RegOffset:
+      if (env.regs.has(rule.reg)) {
+        out.kind = RuleValue::Value;
+        out.value = env.regs.raw(rule.reg) + static_cast<uint64_t>(rule.offset);
+      }
+      return out;
+    case dwarf::RuleKind::AtRegOffset:
+      if (!env.regs.has(rule.reg)) return out;
+      return read_saved(env, env.regs.raw(rule.reg) + static_cast<uint64_t>(rule.offset));
     case dwarf::RuleKind::Expression:
     case dwarf::RuleKind::ValExpression: {
       dwarf::ExprContext ctx;
@@ -132,6 +142,18 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
       }
       cfa = regs.raw(row.cfa.reg) + static_cast<uint64_t>(row.cfa.offset);
       break;
+    case dwarf::CfaKind::RegOffsetDeref: {
+      // SFrame V3 flexible CFA (DRAP): the CFA is stored at reg + offset.
+      if (!regs.has(row.cfa.reg)) {
+        return stop(StopReason::BadUnwindInfo,
+                    "CFA needs " + reg_name(ai.arch, row.cfa.reg) + ", unknown in this frame");
+      }
+      const uint64_t at = regs.raw(row.cfa.reg) + static_cast<uint64_t>(row.cfa.offset);
+      if (!mem.read_uint(at, fmt.address_size, fmt.big_endian, cfa)) {
+        return stop(StopReason::MemoryFault, read_failed(at, fmt.address_size));
+      }
+      break;
+    }
     case dwarf::CfaKind::Expression: {
       dwarf::ExprContext ctx;
       ctx.regs = &expr_regs;

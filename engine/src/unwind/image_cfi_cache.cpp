@@ -1,5 +1,6 @@
 // Builds an image's ImageCfi from its sections: .eh_frame_hdr is the data base of its own
 // encodings, there is no text base, and indirect pointers are read from the file's segments.
+// The SFrame tables come later, on first use.
 #include "unwind/image_cfi_cache.hpp"
 
 #include <array>
@@ -29,16 +30,27 @@ dwarf::IndirectReader indirect_reader(const Image& image) {
 }  // namespace
 
 CfiImageCache::CfiImageCache(const Image& image, const Limits& limits)
-    : cfi_(view(image.eh_frame_hdr()), view(image.eh_frame()), view(image.debug_frame()),
+    : image_(image),
+      limits_(limits),
+      cfi_(view(image.eh_frame_hdr()), view(image.eh_frame()), view(image.debug_frame()),
            dwarf::Format{image.big_endian(), image.address_size()},
            dwarf::Bases{0, image.eh_frame_hdr().addr}, limits, indirect_reader(image)) {}
 
-dwarf::ImageCfi& image_cfi(const Image& image, const Limits& limits) {
-  if (auto* mine = dynamic_cast<CfiImageCache*>(image.cache())) return mine->cfi();
+ImageSFrame& CfiImageCache::sframe() {
+  if (!sframe_) sframe_ = std::make_unique<ImageSFrame>(image_, cfi_, limits_);
+  return *sframe_;
+}
+
+CfiImageCache& image_cache(const Image& image, const Limits& limits) {
+  if (auto* mine = dynamic_cast<CfiImageCache*>(image.cache())) return *mine;
   auto fresh = std::make_unique<CfiImageCache>(image, limits);
-  dwarf::ImageCfi& cfi = fresh->cfi();
+  CfiImageCache& cache = *fresh;
   image.set_cache(std::move(fresh));
-  return cfi;
+  return cache;
+}
+
+dwarf::ImageCfi& image_cfi(const Image& image, const Limits& limits) {
+  return image_cache(image, limits).cfi();
 }
 
 }  // namespace ehbt::unwind

@@ -1,10 +1,14 @@
-// The parsed CFI of an image lives in the image's cache slot (Image::cache), so every walk
-// through the same image - across threads and cores of one build - parses it once.
+// The parsed unwind tables of an image live in the image's cache slot (Image::cache), so every
+// walk through the same image - across threads and cores of one build - parses them once:
+// the DWARF CFI (.eh_frame, .debug_frame) and the SFrame tables (native, converted).
 #pragma once
+
+#include <memory>
 
 #include "dwarf/cfi.hpp"
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
+#include "unwind/image_sframe.hpp"
 
 namespace ehbt::unwind {
 
@@ -14,27 +18,39 @@ class CfiImageCache final : public ImageCache {
  public:
   CfiImageCache(const Image& image, const Limits& limits);
   dwarf::ImageCfi& cfi() { return cfi_; }
+  // The image's SFrame tables, created on first use (a walk that never asks for SFrame pays
+  // nothing for them).
+  ImageSFrame& sframe();
 
  private:
+  const Image& image_;  // owns this cache
+  Limits limits_;
   dwarf::ImageCfi cfi_;
+  std::unique_ptr<ImageSFrame> sframe_;
 };
 
-// The image's CFI, created on first use with `limits`. Not thread-safe: two threads must not
+// The image's cache, created on first use with `limits`. Not thread-safe: two threads must not
 // unwind through the same Image at once.
+CfiImageCache& image_cache(const Image& image, const Limits& limits);
+
+// The image's CFI, created on first use with `limits`. Not thread-safe either.
 dwarf::ImageCfi& image_cfi(const Image& image, const Limits& limits);
 
 // Remembers the last image looked up, so that a walk staying in one image skips the cache's
 // type check.
 struct CfiMemo {
   const Image* image = nullptr;
-  dwarf::ImageCfi* cfi = nullptr;
+  CfiImageCache* cache = nullptr;
 
-  dwarf::ImageCfi& get(const Image& img, const Limits& limits) {
+  CfiImageCache& get_cache(const Image& img, const Limits& limits) {
     if (image != &img) {
-      cfi = &image_cfi(img, limits);
+      cache = &image_cache(img, limits);
       image = &img;
     }
-    return *cfi;
+    return *cache;
+  }
+  dwarf::ImageCfi& get(const Image& img, const Limits& limits) {
+    return get_cache(img, limits).cfi();
   }
 };
 

@@ -88,6 +88,84 @@ arch::CodeHint code_hint(const Frame& frame, const Module* module, const Limits&
   return hint;
 }
 
+// A table row (CFI or SFrame) applied to the frame. A row of a signal frame ('S' FDE, SFrame
+// signal function) at a real sigreturn trampoline reads the kernel's signal frame instead:
+// that does not depend on the table being right.
+StepOutcome row_step(const arch::ArchOps& ops, const Frame& frame, const dwarf::Row& row,
+                     FrameSource source, Memory& mem, const ModuleSet& modules,
+                     const Limits& limits, Frame& caller) {
+  if (row.signal_frame) {
+    const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
+    if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
+  }
+  auto cfa = apply_row(ops, row, frame.regs, mem, limits, caller.regs);
+  if (!cfa) {
+    // SFrame marks the outermost frame with an FRE that has no data words: the CFA it
+    // "computes" is not information, so the frame keeps none.
+    if (source == FrameSource::SFrame && cfa.error().reason == StopReason::Outermost) {
+      cfa.error().cfa = 0;
+    }
+    return unexpected(std::move(cfa.error()));
+  }
+  caller.pc = caller.regs.pc();
+  caller.cfa = 0;
+  caller.source = source;
+  caller.exact_pc = row.signal_frame;
+  caller.signal_trampoline = false;
+  if (auto bad = validate_caller(ops, caller, *cfa, mem, modules, row.signal_frame)) {
+    return unexpected(std::move(*bad));
+  }
+  return *cfa;
+}
+
+// "0x7f..1234 (libc.so.6+0x1234) in __restore_rt": the pc, its module and its function.
+std::string describe_function(uint64_t pc, const Module* module) {
+  std::string out = describe_pc(pc, module);
+  const Image* image = module != nullptr ? module->image.get() : nullptr;
+  if (image == nullptr) return out;
+  if (auto sym = image->symbolize(module->to_link(pc))) out += " in " + sym->name;
+  return out;
+}
+
+// SourcePreference::SFrame and no SFrame row for the frame: a sigreturn trampoline is still
+// stepped by its bytes (SFrame cannot describe one; the kernel's unwinder does the same),
+// anything else stops with the most precise reason known.
+StepOutcome sframe_miss(const arch::ArchOps& ops, const Frame& frame, const Module* module,
+                        ImageSFrame* sframe, const SFrameLookup& found,
+                        const UnwindOptions& options, Memory& mem, const ModuleSet& modules,
+                        Frame& caller) {
+  const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
+  if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
+
+  const uint64_t pc = frame.lookup_pc();
+  std::string detail = "no SFrame row for " + describe_function(pc, module);
+  if (module == nullptr) return stop(StopReason::NoModule, detail + ": in no module");
+  if (sframe == nullptr) return stop(StopReason::NoUnwindInfo, detail + ": no file for the module");
+  const bool converted = options.sframe_from_eh_frame;
+  const uint8_t version = options.sframe_version;
+  if (found.status == SFrameLookup::Status::Unsupported) {
+    return stop(StopReason::Unsupported, detail + ": its SFrame function uses what this reader " +
+                                             "does not evaluate (at " + hex(found.error.where) +
+                                             ")");
+  }
+  if (found.status == SFrameLookup::Status::NotCovered) {
+    if (converted) {
+      if (auto why = sframe->inexpressible_reason(module->to_link(pc), version)) {
+        detail += ": not expressible in SFrame V" + std::to_string(version) + ": " + *why;
+      } else {
+        detail += ": no .eh_frame FDE to convert";
+      }
+    } else {
+      detail += ": no function of its .sframe covers the pc";
+    }
+    return stop(StopReason::NoUnwindInfo, std::move(detail));
+  }
+  // No table: absent, or dropped as corrupt (now or by an earlier lookup).
+  detail += ": " + sframe->why_no_table(converted, version);
+  const bool corrupt = sframe->drop_error(converted, version).has_value();
+  return stop(corrupt ? StopReason::BadUnwindInfo : StopReason::NoUnwindInfo, std::move(detail));
+}
+
 StepOutcome frame_pointer_only(const arch::ArchOps& ops, const Frame& frame, Memory& mem,
                                const ModuleSet& modules, const Limits& limits, Frame& caller) {
   const arch::CodeHint hint = code_hint(frame, module_for(frame, modules), limits);
@@ -107,14 +185,30 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
   if (options.source == SourcePreference::FramePointer) {
     return frame_pointer_only(ops, frame, mem, modules, limits, caller);
   }
-  if (options.source == SourcePreference::SFrame) {
-    return stop(StopReason::Unsupported, "sframe unwinding is not available in this build");
+
+  // 1. The SFrame row (Auto, SFrame): the module's own .sframe, or the table converted from
+  //    its .eh_frame when asked.
+  const Image* image = module != nullptr ? module->image.get() : nullptr;
+  const bool sframe_only = options.source == SourcePreference::SFrame;
+  if (sframe_only || options.source == SourcePreference::Auto) {
+    ImageSFrame* sframe = nullptr;
+    SFrameLookup found;
+    if (image != nullptr) {
+      sframe = &memo.get_cache(*image, limits).sframe();
+      found = sframe->find_row(module->to_link(frame.lookup_pc()), options.sframe_from_eh_frame,
+                               options.sframe_version);
+      if (found.status == SFrameLookup::Status::Found) {
+        return row_step(ops, frame, *found.row, FrameSource::SFrame, mem, modules, limits, caller);
+      }
+    }
+    if (sframe_only) {
+      return sframe_miss(ops, frame, module, sframe, found, options, mem, modules, caller);
+    }
   }
 
-  // 1. The CFI row.
+  // 2. The CFI row.
   StopReason reason = StopReason::NoModule;
   std::string detail;
-  const Image* image = module != nullptr ? module->image.get() : nullptr;
   if (image != nullptr) {
     dwarf::ImageCfi& cfi = memo.get(*image, limits);
     dwarf::SectionKind from = dwarf::SectionKind::EhFrame;
@@ -122,25 +216,10 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     auto found =
         cfi.find_row_ref(module->to_link(frame.lookup_pc()), &from, options.use_debug_frame);
     if (found) {
-      const dwarf::Row* row = *found;
-      if (row->signal_frame) {
-        const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
-        if (kind != arch::Sigreturn::None) {
-          return signal_step(ops, frame, kind, mem, modules, caller);
-        }
-      }
-      auto cfa = apply_row(ops, *row, frame.regs, mem, limits, caller.regs);
-      if (!cfa) return unexpected(std::move(cfa.error()));
-      caller.pc = caller.regs.pc();
-      caller.cfa = 0;
-      caller.source =
-          from == dwarf::SectionKind::DebugFrame ? FrameSource::DebugFrame : FrameSource::EhFrame;
-      caller.exact_pc = row->signal_frame;
-      caller.signal_trampoline = false;
-      if (auto bad = validate_caller(ops, caller, *cfa, mem, modules, row->signal_frame)) {
-        return unexpected(std::move(*bad));
-      }
-      return *cfa;
+      return row_step(
+          ops, frame, **found,
+          from == dwarf::SectionKind::DebugFrame ? FrameSource::DebugFrame : FrameSource::EhFrame,
+          mem, modules, limits, caller);
     }
     const dwarf::ErrorCode code = found.error().code;
     if (code != dwarf::ErrorCode::NoEntry && code != dwarf::ErrorCode::NotCovered) {
@@ -157,11 +236,11 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     detail = hex(frame.pc) + " is in no module";
   }
 
-  // 2. A sigreturn trampoline nobody described.
+  // 3. A sigreturn trampoline nobody described.
   const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
   if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
 
-  // 3. Heuristics.
+  // 4. Heuristics.
   if (!options.frame_pointer_fallback || options.source != SourcePreference::Auto) {
     return stop(reason, std::move(detail));
   }

@@ -1,9 +1,16 @@
 // One step of a walk: a frame -> its caller, by the first strategy that applies:
-//   1. the CFI row covering the frame's lookup pc (.eh_frame, then .debug_frame); when the row
-//      is a signal frame ('S') and the pc holds a sigreturn trampoline, the kernel's signal
-//      frame is read directly instead (it does not depend on the FDE being right);
-//   2. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc;
-//   3. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto): for an
+//   1. (source Auto or SFrame) the SFrame row covering the frame's lookup pc: the module's
+//      .sframe, or with UnwindOptions::sframe_from_eh_frame the table converted from its
+//      .eh_frame (tagged `sframe`). Source SFrame stops here when no row covers the pc,
+//      except at a sigreturn trampoline recognised by its bytes (tagged `signal`), with a
+//      reason that says why there is no row (no .sframe, dropped as corrupt, the converter
+//      left the function out and why);
+//   2. the CFI row covering the pc (.eh_frame, then .debug_frame);
+//      for rows of either kind, when the row is a signal frame ('S' FDE, SFrame signal
+//      function) and the pc holds a sigreturn trampoline, the kernel's signal frame is read
+//      directly instead (it does not depend on the table being right);
+//   3. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc;
+//   4. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto): for an
 //      exact pc outside every module (a call through a bad pointer), the function-entry rule
 //      (tagged `scan`: a guess, validated); then the frame-pointer / backchain rule (tagged
 //      `frame_pointer`).
