@@ -661,3 +661,183 @@ def test_content_hash_ignores_how_the_file_is_stored(tmp_path):
     assert content_hash.sparse_sha256(tmp_path / "changed") != want
     (tmp_path / "longer").write_bytes(bytes(full.read_bytes()) + b"\0")
     assert content_hash.sparse_sha256(tmp_path / "longer") != want
+
+
+def test_content_hash_partial_last_block_and_chunk_edges(tmp_path):
+    # Data on both sides of the 1 MiB read-chunk edge and in a short last block whose tail is
+    # zero: each block is judged on its own bytes only.
+    p = tmp_path / "edges"
+    with open(p, "wb") as f:
+        f.seek((1 << 20) - 5)
+        f.write(b"across the chunk edge")
+        f.seek((3 << 20) + (1 << 16))
+        f.write(b"short last block")
+        f.write(bytes(1000))
+    assert content_hash.sparse_sha256(p) == _reference_sparse_sha256(p)
+    zero_tail = tmp_path / "zero-tail"
+    zero_tail.write_bytes(b"head" + bytes((1 << 16) + 300))  # last block: 300 zero bytes
+    assert content_hash.sparse_sha256(zero_tail) == _reference_sparse_sha256(zero_tail)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast paths: worker-built rows, Backtrace.records(), many-thread cores
+
+
+def test_rows_built_by_the_worker_store_what_the_document_says(tmp_path):
+    from ehbt_triage import store as storemod
+
+    def frame(i, sym):
+        return {"index": i, "pc": "0x%x" % (0x1000 + i), "cfa": "0x7ff0", "source": "eh_frame",
+                "module": "/opt/app", "module_offset": "0x%x" % (0x100 + i), "symbol": sym,
+                "symbol_offset": "0x4"}
+
+    def doc(n):
+        return {"signal": {"number": 6, "name": "SIGABRT", "code": -6, "address": None},
+                "executable": "/opt/app", "arch": "x86_64",
+                "modules": [{"path": "/opt/app", "build_id": "beef"}],
+                "threads": [{"tid": 100 + n, "crashing": True, "stop_reason": "outermost",
+                             "stop_detail": "", "frames": [frame(0, "abort"), frame(1, "f")]},
+                            {"tid": 200 + n, "crashing": False, "stop_reason": "no_module",
+                             "stop_detail": "pc 0x0", "frames": [frame(0, None)]},
+                            {"tid": 300 + n, "crashing": False, "stop_reason": "outermost",
+                             "stop_detail": "", "frames": []}]}
+
+    def key(f):
+        return "beef+" + f["module_offset"]
+
+    dumps = []
+    for with_rows in (False, True):
+        st = storemod.Store(str(tmp_path / ("rows%d.db" % with_rows)))
+        for n in range(2):  # two cores: the second one's thread ids must not collide
+            d = doc(n)
+            info = {"sha256": "%064x" % n, "path": "c%d" % n, "size": 1, "core_time": 1.0}
+            rows = storemod.document_rows(d, key) if with_rows else None
+            st.record_ok(info, d, "abort | f", key, rows=rows)
+        db = st.db
+        dumps.append((
+            db.execute("SELECT c.path, t.tid, t.crashing, t.stop_reason, t.stop_detail FROM "
+                       "threads t JOIN cores c ON c.id = t.core_id ORDER BY t.id").fetchall(),
+            db.execute("SELECT c.path, t.tid, f.idx, f.pc, f.module, f.module_offset, "
+                       "f.build_id_key, f.symbol, f.symbol_offset, f.source FROM frames f "
+                       "JOIN threads t ON t.id = f.thread_id JOIN cores c ON c.id = f.core_id "
+                       "WHERE t.core_id = f.core_id ORDER BY f.id").fetchall()))
+        st.close()
+    assert dumps[0] == dumps[1]
+    threads, frames = dumps[1]
+    assert [t[1] for t in threads] == [100, 200, 300, 101, 201, 301]
+    # 2 + 1 + 0 frames per core, each under its own thread of its own core.
+    assert [(f[0], f[1], f[2]) for f in frames] == [
+        ("c0", 100, 0), ("c0", 100, 1), ("c0", 200, 0), ("c1", 101, 0), ("c1", 101, 1),
+        ("c1", 201, 0)]
+    assert frames[0][1:] == (100, 0, "0x1000", "/opt/app", "0x100", "beef+0x100", "abort", "0x4",
+                             "eh_frame")
+
+
+@pytest.fixture(scope="module")
+def python_cores(tmp_path_factory):
+    """Two cores of /usr/bin/python3 with 5 threads each (4 blocked in a wait, the main one in
+    os.abort()): many-thread cores like the benchmark's."""
+    out = tmp_path_factory.mktemp("pycores")
+    prog = ("import os, threading, time\nev = threading.Event()\n"
+            "ts = [threading.Thread(target=ev.wait) for _ in range(4)]\n"
+            "for t in ts: t.start()\ntime.sleep(0.2)\nos.abort()\n")
+    paths = []
+    for i in range(2):
+        run = tmp_path_factory.mktemp("pyrun")
+        core = out / ("py%d.core" % i)
+        if _kernel_core_in_cwd():
+            def limits():
+                resource.setrlimit(resource.RLIMIT_CORE,
+                                   (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+            subprocess.run(["/usr/bin/python3", "-c", prog], cwd=run, preexec_fn=limits,
+                           stderr=subprocess.DEVNULL, timeout=60)
+            found = [f for f in os.listdir(run) if f == "core" or f.startswith("core.")]
+            assert len(found) == 1, found
+            shutil.move(str(run / found[0]), core)
+        else:
+            subprocess.run(["gdb", "-batch", "-nx", "-ex", "run", "-ex", "gcore %s" % core,
+                            "-ex", "kill", "--args", "/usr/bin/python3", "-c", prog], cwd=run,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            assert core.exists()
+        paths.append(str(core))
+    return paths
+
+
+def _needs_package(tool_env):
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import ehbt._ehbt"], env=tool_env)
+    if probe.returncode != 0:
+        pytest.skip("the ehbt Python package is not importable in this build")
+
+
+def test_frame_records_equal_the_python_report(tool_env, python_cores, cores):
+    """Backtrace.records() (C++) against ehbt.report.frame_record (Python) frame by frame,
+    and the triage document built from it against ehbt.report.target_document."""
+    _needs_package(tool_env)
+    script = r"""
+import sys
+sys.path.insert(0, %r)
+import ehbt, ehbt.report
+from ehbt_triage import engine
+store = ehbt.ImageStore()
+for path in sys.argv[1:]:
+    t = ehbt.open_core(path, [], "", store=store)
+    nframes = 0
+    for bt in t.unwind_all():
+        want = [ehbt.report.frame_record(f, i) for i, f in enumerate(bt.frames)]
+        assert bt.records() == want, (path, bt.records(), want)
+        nframes += len(want)
+    assert engine.fast_document(t, path) == ehbt.report.target_document(t, "all", core=path)
+    print(path, len(t.threads), nframes)
+    t.close()
+""" % str(ROOT / "triage")
+    paths = python_cores + [cores["a"][0][0], cores["stripped"][0][0]]
+    proc = subprocess.run(["/usr/bin/python3", "-c", script] + paths, env=tool_env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [l.split() for l in proc.stdout.splitlines()]
+    assert len(lines) == 4
+    for path, nthreads, nframes in lines[:2]:
+        assert int(nthreads) == 5 and int(nframes) >= 5 * 3, (path, nthreads, nframes)
+
+
+def test_many_thread_cores_store_every_thread_like_the_cli(tool_env, ehbt_bin, python_cores,
+                                                          tmp_path):
+    """Every thread and frame of a 5-thread core lands in the store as `ehbt core --json
+    --all-threads` reports it (the CLI is a separate path from the in-process engine, the
+    worker-built rows and the pipelined pool), with -j1 and -j2."""
+    want = {}
+    for path in python_cores:
+        out = subprocess.run([str(ehbt_bin), "core", path, "--json", "--all-threads"],
+                             stdout=subprocess.PIPE, text=True, timeout=120)
+        assert out.returncode in (0, 1)
+        doc = json.loads(out.stdout)
+        want[path] = [(t["tid"], t["crashing"], t["stop_reason"],
+                       [(f["pc"], f["module_offset"], f["symbol"]) for f in t["frames"]])
+                      for t in doc["threads"]]
+        assert len(want[path]) == 5
+    for jobs in ("1", "2"):
+        db = tmp_path / ("j%s.db" % jobs)
+        proc = triage(tool_env, "-j", jobs, "--db", db, "--jsonl", tmp_path / "o.jsonl",
+                      *python_cores)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "2 analysed, 0 seen before, 0 failed" in proc.stdout
+        con = sqlite3.connect(db)
+        for path in python_cores:
+            core_id = con.execute("SELECT id FROM cores WHERE path = ?", (path,)).fetchone()[0]
+            got = []
+            for tid_row, tid, crashing, stop in con.execute(
+                    "SELECT id, tid, crashing, stop_reason FROM threads WHERE core_id = ? "
+                    "ORDER BY id", (core_id,)).fetchall():
+                frames = con.execute("SELECT pc, module_offset, symbol FROM frames WHERE "
+                                     "thread_id = ? AND core_id = ? ORDER BY idx",
+                                     (tid_row, core_id)).fetchall()
+                got.append((tid, bool(crashing), stop, [tuple(f) for f in frames]))
+            assert got == want[path], path
+        con.close()
+        recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
+        for path in python_cores:
+            r = recs[os.path.basename(path)]
+            crashing = [t for t in want[path] if t[1]][0]
+            assert r["crashing_thread"]["tid"] == crashing[0]
+            assert [f["pc"] for f in r["crashing_thread"]["frames"]] == [
+                f[0] for f in crashing[3]]

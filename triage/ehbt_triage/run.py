@@ -7,7 +7,7 @@ so the database is consistent whenever the run stops.
 import os
 import sys
 
-from . import engine, jsonl, report_html, report_text
+from . import engine, jsonl, report_text
 from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .discover import discover
 from .signature import Signer, crashing_thread, frame_key, module_names
@@ -86,9 +86,10 @@ class Run:
 
     def _ok(self, info, result):
         doc = result["doc"]
-        build_ids = module_names(doc)
+        rows = result.get("rows")
+        build_ids = module_names(doc) if rows is None else None
         core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
-                                                  lambda f: frame_key(f, build_ids))
+                                                  lambda f: frame_key(f, build_ids), rows=rows)
         self.stats["ok"] += 1
         self._count(core_id, bucket_id)
         if self.writer:
@@ -191,6 +192,8 @@ def run(args):
                  worker_rss_mib=state.worker_rss_kib / 1024.0)
     report_text.summary(stats, out, db_path, engine_line)
     if args.html:
+        from . import report_html  # only here: its imports cost every run start-up time
+
         try:
             report_html.write(args.html, store, state.bucket_run_counts, state.failed,
                               engine_line, signer)

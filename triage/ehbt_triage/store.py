@@ -160,9 +160,15 @@ class Store:
     def _begin(self):
         self.db.execute("BEGIN IMMEDIATE")
 
-    def record_ok(self, info, doc, signature, frame_key):
+    def record_ok(self, info, doc, signature, frame_key=None, rows=None):
         """Stores an analysed core, its threads and frames, and updates its bucket, in one
-        transaction. `info`: path, sha256, size, core_time. Returns (core_id, bucket_id)."""
+        transaction. `info`: path, sha256, size, core_time. Returns (core_id, bucket_id).
+
+        The threads and frames come from `rows` (see document_rows(); a worker builds them,
+        so the parent only inserts) or, without it, from the document's threads with
+        `frame_key(frame)` giving each frame's build_id_key."""
+        if rows is None:
+            rows = document_rows(doc, frame_key or (lambda f: None))
         sig = doc.get("signal") or {}
         now = time.time()
         try:
@@ -187,7 +193,7 @@ class Store:
                  doc.get("arch"), sig.get("name"), sig.get("number"), sig.get("code"),
                  sig.get("address"), info.get("core_time"), crashing, signature, bucket_id,
                  now)).lastrowid
-            self._insert_threads(core_id, doc, frame_key)
+            self._insert_rows(core_id, rows)
             self._refresh_bucket(bucket_id, core_id)
             self.db.execute("COMMIT")
             return core_id, bucket_id
@@ -221,19 +227,20 @@ class Store:
                 self.db.execute("ROLLBACK")
             raise
 
-    def _insert_threads(self, core_id, doc, frame_key):
-        for t in doc.get("threads") or []:
-            thread_id = self.db.execute(
-                "INSERT INTO threads(core_id, tid, crashing, stop_reason, stop_detail) "
-                "VALUES (?,?,?,?,?)",
-                (core_id, t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
-                 t.get("stop_detail"))).lastrowid
-            self.db.executemany(
-                "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
-                "build_id_key, symbol, symbol_offset, source) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(core_id, thread_id, f.get("index", i), f.get("pc"), f.get("module"),
-                  f.get("module_offset"), frame_key(f), f.get("symbol"), f.get("symbol_offset"),
-                  f.get("source")) for i, f in enumerate(t.get("frames") or [])])
+    def _insert_rows(self, core_id, rows):
+        """Two statements per core, whatever its thread count: the thread ids are given
+        explicitly (this transaction holds the write lock, so MAX(id) cannot move meanwhile)
+        and the frames refer to them."""
+        threads, frames = rows
+        first = self.db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM threads").fetchone()[0]
+        self.db.executemany(
+            "INSERT INTO threads(id, core_id, tid, crashing, stop_reason, stop_detail) "
+            "VALUES (?,?,?,?,?,?)",
+            [(first + n, core_id) + tuple(t) for n, t in enumerate(threads)])
+        self.db.executemany(
+            "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
+            "build_id_key, symbol, symbol_offset, source) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(core_id, first + f[0]) + tuple(f[1:]) for f in frames])
 
     def _refresh_bucket(self, bucket_id, core_id):
         """Recomputes the bucket's counters from its ok cores (so they can never drift)."""
@@ -246,6 +253,21 @@ class Store:
             "             AND status = 'ok'), "
             "example_core_id = COALESCE(example_core_id, :c) WHERE id = :b",
             {"b": bucket_id, "c": core_id})
+
+
+def document_rows(doc, frame_key):
+    """(threads, frames) of an ehbt-backtrace/1 document, ready for _insert_rows:
+    threads [(tid, crashing, stop_reason, stop_detail)], frames [(thread number in that list,
+    idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source)]."""
+    threads, frames = [], []
+    for n, t in enumerate(doc.get("threads") or []):
+        threads.append((t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
+                        t.get("stop_detail")))
+        for i, f in enumerate(t.get("frames") or []):
+            frames.append((n, f.get("index", i), f.get("pc"), f.get("module"),
+                           f.get("module_offset"), frame_key(f), f.get("symbol"),
+                           f.get("symbol_offset"), f.get("source")))
+    return threads, frames
 
 
 def _crashing_stop(doc):
