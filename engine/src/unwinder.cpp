@@ -110,7 +110,9 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     bt.detail = "max_frames is 0";
     return bt;
   }
-  bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 128));
+  // A Frame is ~840 bytes (a whole register set): start small, most stacks are shallow, and a
+  // large reserve freed per walk makes malloc hand pages back to the kernel every time.
+  bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 32));
   bt.frames.push_back(first_frame(regs, modules));
 
   unwind::CfiMemo memo;
