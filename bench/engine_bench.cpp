@@ -177,6 +177,14 @@ __attribute__((noinline)) int capture_at_depth(int depth) {
   return r + 1;
 }
 
+// The frames one walk gave, and the time per frame (an iteration's time over `frames`).
+void count_frames(benchmark::State& state, std::size_t frames) {
+  state.counters["frames"] = static_cast<double>(frames);
+  state.counters["ns_per_frame"] = benchmark::Counter(
+      static_cast<double>(frames),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 void BM_Unwind(benchmark::State& state, bool warm) {
   ehbt::ModuleSet modules;
   dl_iterate_phdr(collect_module, &modules);
@@ -202,10 +210,7 @@ void BM_Unwind(benchmark::State& state, bool warm) {
     frames = bt.frames.size();
     benchmark::DoNotOptimize(bt);
   }
-  state.counters["frames"] = static_cast<double>(frames);
-  state.counters["ns_per_frame"] = benchmark::Counter(
-      static_cast<double>(frames),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  count_frames(state, frames);
 }
 BENCHMARK_CAPTURE(BM_Unwind, warm, true)->Arg(64)->Arg(512);
 BENCHMARK_CAPTURE(BM_Unwind, cold, false)->Arg(64)->Unit(benchmark::kMicrosecond);
@@ -258,10 +263,7 @@ void BM_UnwindSource(benchmark::State& state, ehbt::SourcePreference source, boo
     frames = bt.frames.size();
     benchmark::DoNotOptimize(bt);
   }
-  state.counters["frames"] = static_cast<double>(frames);
-  state.counters["ns_per_frame"] = benchmark::Counter(
-      static_cast<double>(frames),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  count_frames(state, frames);
   state.SetLabel(std::string(ehbt::to_string(first.stop)) + " " + first.detail);
 }
 BENCHMARK_CAPTURE(BM_UnwindSource, eh_frame, ehbt::SourcePreference::EhFrame, false, 3)->Arg(64);

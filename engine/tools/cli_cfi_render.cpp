@@ -7,15 +7,10 @@
 
 #include "cli_json.hpp"
 #include "cli_names.hpp"
+#include "cli_numbers.hpp"
 
 namespace ehbt::cli {
 namespace {
-
-std::string signed_offset(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+" PRId64, v);
-  return buf;
-}
 
 std::string bytes_hex(std::span<const std::byte> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";

@@ -73,4 +73,17 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
+// A whole document: one top-level object, whose members `members(JsonWriter&)` writes,
+// and a final newline.
+template <class Members>
+std::string json_document(Members&& members) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  members(w);
+  w.end_object();
+  out += "\n";
+  return out;
+}
+
 }  // namespace ehbt::cli

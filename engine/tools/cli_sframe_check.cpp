@@ -34,36 +34,32 @@ std::string render_check_text(const std::string& file, const Image& image,
 
 std::string render_check_json(const std::string& file, const Image& image,
                               const sframe::CheckReport& report) {
-  std::string out;
-  JsonWriter w(out);
-  w.begin_object();
-  w.field("format", "ehbt-sframe-check/1");
-  w.field("file", file);
-  w.field("functions", report.functions);
-  w.field("rows", report.rows);
-  w.field("eh_frame_only", report.eh_frame_only);
-  w.field("sframe_only", report.sframe_only);
-  w.key("disagreements").begin_array();
-  for (const sframe::Disagreement& d : report.disagreements) {
-    w.begin_object(true);
-    w.address_field("function", d.function);
-    w.field("symbol", symbol_offset(image, d.function, d.pc));
-    w.address_field("pc", d.pc);
-    w.field("what", d.what);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("errors").begin_array();
-  for (const sframe::Error& e : report.errors) {
-    w.begin_object(true);
-    w.field("code", sframe::to_string(e.code));
-    w.address_field("where", e.where);
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  out += "\n";
-  return out;
+  return json_document([&](JsonWriter& w) {
+    w.field("format", "ehbt-sframe-check/1");
+    w.field("file", file);
+    w.field("functions", report.functions);
+    w.field("rows", report.rows);
+    w.field("eh_frame_only", report.eh_frame_only);
+    w.field("sframe_only", report.sframe_only);
+    w.key("disagreements").begin_array();
+    for (const sframe::Disagreement& d : report.disagreements) {
+      w.begin_object(true);
+      w.address_field("function", d.function);
+      w.field("symbol", symbol_offset(image, d.function, d.pc));
+      w.address_field("pc", d.pc);
+      w.field("what", d.what);
+      w.end_object();
+    }
+    w.end_array();
+    w.key("errors").begin_array();
+    for (const sframe::Error& e : report.errors) {
+      w.begin_object(true);
+      w.field("code", sframe::to_string(e.code));
+      w.address_field("where", e.where);
+      w.end_object();
+    }
+    w.end_array();
+  });
 }
 
 }  // namespace ehbt::cli

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "cli_json.hpp"
@@ -65,6 +66,12 @@ std::string objcopy_program(Arch arch) {
 std::string symbol_name(const Image& image, uint64_t addr) {
   auto sym = image.symbolize(addr);
   return sym ? sym->name : std::string();
+}
+
+// A string field that is null in the document when empty.
+std::optional<std::string> or_null(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
 }
 
 }  // namespace
@@ -154,46 +161,31 @@ std::string render_convert_text(const std::string& file, const Image& image,
 std::string render_convert_json(const std::string& file, const Image& image,
                                 const SframeConversion& c, const std::string& output,
                                 const std::string& elf_output) {
-  std::string out;
-  JsonWriter w(out);
-  w.begin_object();
-  w.field("format", "ehbt-sframe-convert/1");
-  w.field("file", file);
-  w.field("output", output);
-  w.key("elf_output");
-  if (elf_output.empty()) {
-    w.null();
-  } else {
-    w.value(elf_output);
-  }
-  w.field("version", static_cast<uint64_t>(c.version));
-  w.field("abi", abi_name(c.conversion.header.abi));
-  w.address_field("section_addr", c.section_addr);
-  w.field("section_bytes", static_cast<uint64_t>(c.bytes.size()));
-  w.field("functions_written", c.functions_written);
-  w.field("functions_left_out", c.functions_left_out);
-  w.key("reasons").begin_object();
-  for (const auto& [why, n] : c.reasons) w.field(why, n);
-  w.end_object();
-  w.key("left_out").begin_array();
-  for (const sframe::Inexpressible& x : c.conversion.inexpressible) {
-    w.begin_object(true);
-    w.address_field("function", x.function);
-    std::string name = symbol_name(image, x.function);
-    w.key("symbol");
-    if (name.empty()) {
-      w.null();
-    } else {
-      w.value(name);
-    }
-    w.address_field("pc", x.pc);
-    w.field("why", x.why);
+  return json_document([&](JsonWriter& w) {
+    w.field("format", "ehbt-sframe-convert/1");
+    w.field("file", file);
+    w.field("output", output);
+    w.field("elf_output", or_null(elf_output));
+    w.field("version", static_cast<uint64_t>(c.version));
+    w.field("abi", abi_name(c.conversion.header.abi));
+    w.address_field("section_addr", c.section_addr);
+    w.field("section_bytes", static_cast<uint64_t>(c.bytes.size()));
+    w.field("functions_written", c.functions_written);
+    w.field("functions_left_out", c.functions_left_out);
+    w.key("reasons").begin_object();
+    for (const auto& [why, n] : c.reasons) w.field(why, n);
     w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  out += "\n";
-  return out;
+    w.key("left_out").begin_array();
+    for (const sframe::Inexpressible& x : c.conversion.inexpressible) {
+      w.begin_object(true);
+      w.address_field("function", x.function);
+      w.field("symbol", or_null(symbol_name(image, x.function)));
+      w.address_field("pc", x.pc);
+      w.field("why", x.why);
+      w.end_object();
+    }
+    w.end_array();
+  });
 }
 
 }  // namespace ehbt::cli

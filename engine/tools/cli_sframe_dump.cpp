@@ -168,65 +168,61 @@ void write_recovery(JsonWriter& w, std::string_view key, const sframe::Recovery&
 }  // namespace
 
 std::string render_dump_json(const std::string& file, const SframeDump& dump) {
-  std::string out;
-  JsonWriter w(out);
   const sframe::Header& h = dump.header;
-  w.begin_object();
-  w.field("format", "ehbt-sframe/1");
-  w.field("file", file);
-  w.address_field("section_addr", dump.section_addr);
-  w.field("version", static_cast<uint64_t>(h.version));
-  w.key("flags").begin_array(true);
-  for (const std::string& f : flag_names(h.flags)) w.value(f);
-  w.end_array();
-  w.field("abi", abi_name(h.abi));
-  w.field("fixed_fp_offset", static_cast<int64_t>(h.fixed_fp_offset));
-  w.field("fixed_ra_offset", static_cast<int64_t>(h.fixed_ra_offset));
-  w.key("functions").begin_array();
-  for (const sframe::Function& fn : dump.functions) {
-    w.begin_object();
-    w.address_field("start", fn.start);
-    w.field("size", static_cast<uint64_t>(fn.size));
-    w.field("pc_type", fn.pc_type == sframe::PcType::Mask ? "mask" : "increment");
-    w.field("rep_size", static_cast<uint64_t>(fn.rep_size));
-    w.field("type", fn.type == sframe::FdeType::Flex ? "flex" : "default");
-    w.field("pauth_key", fn.pauth_b_key ? "b" : "a");
-    w.field("signal_frame", fn.signal_frame);
-    w.key("rows").begin_array();
-    for (const sframe::FrameRow& row : fn.rows) {
-      w.begin_object(true);
-      w.address_field("pc", fn.start + row.start);
-      w.key("cfa").begin_object(true);
-      w.field("reg", static_cast<uint64_t>(row.cfa.reg));
-      w.field("offset", row.cfa.offset);
-      w.field("deref", row.cfa.deref);
-      w.end_object();
-      write_recovery(w, "fp", row.fp);
-      write_recovery(w, "ra", row.ra);
-      w.field("ra_mangled", row.ra_mangled);
+  return json_document([&](JsonWriter& w) {
+    w.field("format", "ehbt-sframe/1");
+    w.field("file", file);
+    w.address_field("section_addr", dump.section_addr);
+    w.field("version", static_cast<uint64_t>(h.version));
+    w.key("flags").begin_array(true);
+    for (const std::string& f : flag_names(h.flags)) w.value(f);
+    w.end_array();
+    w.field("abi", abi_name(h.abi));
+    w.field("fixed_fp_offset", static_cast<int64_t>(h.fixed_fp_offset));
+    w.field("fixed_ra_offset", static_cast<int64_t>(h.fixed_ra_offset));
+    w.key("functions").begin_array();
+    for (const sframe::Function& fn : dump.functions) {
+      w.begin_object();
+      w.address_field("start", fn.start);
+      w.field("size", static_cast<uint64_t>(fn.size));
+      w.field("pc_type", fn.pc_type == sframe::PcType::Mask ? "mask" : "increment");
+      w.field("rep_size", static_cast<uint64_t>(fn.rep_size));
+      w.field("type", fn.type == sframe::FdeType::Flex ? "flex" : "default");
+      w.field("pauth_key", fn.pauth_b_key ? "b" : "a");
+      w.field("signal_frame", fn.signal_frame);
+      w.key("rows").begin_array();
+      for (const sframe::FrameRow& row : fn.rows) {
+        w.begin_object(true);
+        w.address_field("pc", fn.start + row.start);
+        w.key("cfa").begin_object(true);
+        w.field("reg", static_cast<uint64_t>(row.cfa.reg));
+        w.field("offset", row.cfa.offset);
+        w.field("deref", row.cfa.deref);
+        w.end_object();
+        write_recovery(w, "fp", row.fp);
+        write_recovery(w, "ra", row.ra);
+        w.field("ra_mangled", row.ra_mangled);
+        w.end_object();
+      }
+      w.end_array();
       w.end_object();
     }
     w.end_array();
-    w.end_object();
-  }
-  w.end_array();
-  w.key("errors").begin_array();
-  for (const SframeDumpError& e : dump.errors) {
-    w.begin_object(true);
-    w.field("code", sframe::to_string(e.error.code));
-    w.address_field("where", e.error.where);
-    w.key("function");
-    if (e.function) {
-      w.value(static_cast<uint64_t>(*e.function));
-    } else {
-      w.null();
+    w.key("errors").begin_array();
+    for (const SframeDumpError& e : dump.errors) {
+      w.begin_object(true);
+      w.field("code", sframe::to_string(e.error.code));
+      w.address_field("where", e.error.where);
+      w.key("function");
+      if (e.function) {
+        w.value(static_cast<uint64_t>(*e.function));
+      } else {
+        w.null();
+      }
+      w.end_object();
     }
-    w.end_object();
-  }
-  w.end_array();
-  w.end_object();
-  out += "\n";
-  return out;
+    w.end_array();
+  });
 }
 
 }  // namespace ehbt::cli

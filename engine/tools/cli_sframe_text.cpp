@@ -5,15 +5,10 @@
 #include <cstdio>
 
 #include "cli_json.hpp"
+#include "cli_numbers.hpp"
 
 namespace ehbt::cli {
 namespace {
-
-std::string signed_offset(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+" PRId64, v);
-  return buf;
-}
 
 // The stack and frame pointers are `sp` and `fp`, any other register `r<DWARF number>`, as
 // objdump writes them.

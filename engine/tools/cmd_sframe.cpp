@@ -1,5 +1,7 @@
 // `ehbt sframe dump|convert|check`: look at an ELF file's .sframe section, make one from its
 // .eh_frame, and compare the two.
+#include <optional>
+#include <span>
 #include <string>
 
 #include "cli_args.hpp"
@@ -82,48 +84,58 @@ ehbt sframe check FILE [--json]
   file, no .sframe (or one the reader rejects) or no .eh_frame.
 )";
 
-constexpr OptionSpec kDumpOptions[] = {
-    {"--json", false, false}, {"--help", false, false}, {"-h", false, false}};
-constexpr OptionSpec kCheckOptions[] = {
+// dump and check take the same options.
+constexpr OptionSpec kFileOptions[] = {
     {"--json", false, false}, {"--help", false, false}, {"-h", false, false}};
 constexpr OptionSpec kConvertOptions[] = {{"-o", true, false},      {"--version", true, false},
                                           {"--elf", true, false},   {"--json", false, false},
                                           {"--help", false, false}, {"-h", false, false}};
 
-// The single FILE operand, or a usage error.
-const std::string* one_file(const Command& self, const ParsedArgs& args, int& exit_code) {
-  if (args.positionals.size() == 1) return &args.positionals[0];
-  exit_code = usage_error(self, args.positionals.empty() ? "missing FILE" : "too many arguments");
-  return nullptr;
+// A subcommand's options and its single FILE operand. `exit` is set instead when the
+// subcommand is done before it starts: a usage error, or --help printed.
+struct FileArgs {
+  ParsedArgs args;
+  std::string file;
+  std::optional<int> exit;
+};
+
+FileArgs parse_file_args(const Command& self, std::span<const std::string> argv,
+                         std::span<const OptionSpec> specs) {
+  FileArgs in;
+  auto args = parse_args(argv, specs);
+  if (!args) {
+    in.exit = usage_error(self, args.error());
+  } else if (args->has("--help") || args->has("-h")) {
+    in.exit = print_command_help(self);
+  } else if (args->positionals.size() != 1) {
+    in.exit = usage_error(self, args->positionals.empty() ? "missing FILE" : "too many arguments");
+  } else {
+    in.file = args->positionals[0];
+    in.args = std::move(*args);
+  }
+  return in;
 }
 
 int run_dump(const Command& self, std::span<const std::string> argv) {
-  auto args = parse_args(argv, kDumpOptions);
-  if (!args) return usage_error(self, args.error());
-  if (args->has("--help") || args->has("-h")) return print_command_help(self);
-  int rc = kExitUnusable;
-  const std::string* file = one_file(self, *args, rc);
-  if (!file) return rc;
+  const FileArgs in = parse_file_args(self, argv, kFileOptions);
+  if (in.exit) return *in.exit;
   Limits limits;
-  auto loaded = load_sframe(*file, limits);
-  if (!loaded) return input_error(*file, loaded.error());
+  auto loaded = load_sframe(in.file, limits);
+  if (!loaded) return input_error(in.file, loaded.error());
   SframeDump dump = dump_sframe(*loaded->table, loaded->section);
-  write_stdout(args->has("--json") ? render_dump_json(*file, dump) : render_dump_text(*file, dump));
+  write_stdout(in.args.has("--json") ? render_dump_json(in.file, dump)
+                                     : render_dump_text(in.file, dump));
   return dump.errors.empty() ? kExitOk : kExitPartial;
 }
 
 int run_check(const Command& self, std::span<const std::string> argv) {
-  auto args = parse_args(argv, kCheckOptions);
-  if (!args) return usage_error(self, args.error());
-  if (args->has("--help") || args->has("-h")) return print_command_help(self);
-  int rc = kExitUnusable;
-  const std::string* file = one_file(self, *args, rc);
-  if (!file) return rc;
+  const FileArgs in = parse_file_args(self, argv, kFileOptions);
+  if (in.exit) return *in.exit;
   Limits limits;
-  auto loaded = load_sframe(*file, limits);
-  if (!loaded) return input_error(*file, loaded.error());
+  auto loaded = load_sframe(in.file, limits);
+  if (!loaded) return input_error(in.file, loaded.error());
   const Image& image = *loaded->image;
-  if (image.eh_frame().empty()) return input_error(*file, "no .eh_frame section");
+  if (image.eh_frame().empty()) return input_error(in.file, "no .eh_frame section");
   sframe::CheckReport report =
       sframe::check_against_cfi(*loaded->table, unwind::image_cfi(image, limits), limits);
   // What the dump finds wrong with the section itself (FDEs out of order, which the kernel
@@ -135,8 +147,8 @@ int run_check(const Command& self, std::span<const std::string> argv) {
     }
     if (!known) report.errors.push_back(e.error);
   }
-  write_stdout(args->has("--json") ? render_check_json(*file, image, report)
-                                   : render_check_text(*file, image, report));
+  write_stdout(in.args.has("--json") ? render_check_json(in.file, image, report)
+                                     : render_check_text(in.file, image, report));
   return report.disagreements.empty() && report.errors.empty() ? kExitOk : kExitPartial;
 }
 
@@ -148,43 +160,40 @@ std::string default_output(const std::string& in) {
 }
 
 int run_convert(const Command& self, std::span<const std::string> argv) {
-  auto args = parse_args(argv, kConvertOptions);
-  if (!args) return usage_error(self, args.error());
-  if (args->has("--help") || args->has("-h")) return print_command_help(self);
-  int rc = kExitUnusable;
-  const std::string* file = one_file(self, *args, rc);
-  if (!file) return rc;
+  const FileArgs in = parse_file_args(self, argv, kConvertOptions);
+  if (in.exit) return *in.exit;
   uint8_t version = 3;
-  if (auto v = args->value("--version")) {
+  if (auto v = in.args.value("--version")) {
     if (*v != "2" && *v != "3") return usage_error(self, "--version must be 2 or 3");
     version = static_cast<uint8_t>(*v == "2" ? 2 : 3);
   }
-  const std::string output = args->value("-o").value_or(default_output(*file));
-  const std::string elf_output = args->value("--elf").value_or("");
+  const std::string output = in.args.value("-o").value_or(default_output(in.file));
+  const std::string elf_output = in.args.value("--elf").value_or("");
   if (output.empty()) return usage_error(self, "-o needs a file name");
-  if (args->has("--elf") && elf_output.empty()) return usage_error(self, "--elf needs a file name");
-  if (!elf_output.empty() && (elf_output == *file || elf_output == output)) {
+  if (in.args.has("--elf") && elf_output.empty())
+    return usage_error(self, "--elf needs a file name");
+  if (!elf_output.empty() && (elf_output == in.file || elf_output == output)) {
     return usage_error(self, "--elf must name a new file (not IN or OUT)");
   }
-  if (output == *file) return usage_error(self, "OUT must not be IN");
+  if (output == in.file) return usage_error(self, "OUT must not be IN");
 
   Limits limits;
-  auto image = Image::open(*file, limits);
-  if (!image) return input_error(*file, image.error());
+  auto image = Image::open(in.file, limits);
+  if (!image) return input_error(in.file, image.error());
   // Encoded for address 0: where the --elf copy's non-allocated section sits.
   auto conversion = convert_image(**image, version, 0, limits);
-  if (!conversion) return input_error(*file, conversion.error());
+  if (!conversion) return input_error(in.file, conversion.error());
   if (auto written = write_bytes(output, conversion->bytes); !written) {
     return input_error(output, written.error());
   }
   if (!elf_output.empty()) {
-    auto copied = add_sframe_section(*file, elf_output, output, !(*image)->sframe().empty(),
+    auto copied = add_sframe_section(in.file, elf_output, output, !(*image)->sframe().empty(),
                                      (*image)->arch());
     if (!copied) return input_error(elf_output, copied.error());
   }
-  write_stdout(args->has("--json")
-                   ? render_convert_json(*file, **image, *conversion, output, elf_output)
-                   : render_convert_text(*file, **image, *conversion, output, elf_output));
+  write_stdout(in.args.has("--json")
+                   ? render_convert_json(in.file, **image, *conversion, output, elf_output)
+                   : render_convert_text(in.file, **image, *conversion, output, elf_output));
   return kExitOk;
 }
 

@@ -56,7 +56,7 @@ def _add_package_path():
 _add_package_path()
 
 import ehbt  # noqa: E402  (after the path set-up above)
-from ehbt import regnames, report  # noqa: E402
+from ehbt import debugger_support, regnames, report  # noqa: E402
 
 _MASK = (1 << 64) - 1
 _ET_EXEC = 2
@@ -148,17 +148,12 @@ def _module_for_file(path, sections, images, read):
     if path.startswith(_VDSO_PREFIX):
         try:
             load = int(path[len(_VDSO_PREFIX):], 16)
-            image = ehbt.Image.from_memory(read, load, "[vdso]")
-        except (ValueError, ehbt.Error):
+        except ValueError:
             return None
-        return ehbt.Module(image, path="[vdso]", bias=(load - image.min_vaddr) & _MASK, file="")
-    image = images.get(path)
+        return debugger_support.memory_module(read, load, "[vdso]")
+    image = debugger_support.cached_image(images, path)
     if image is None:
-        try:
-            image = ehbt.Image.open(path)
-        except ehbt.Error:
-            return None
-        images[path] = image
+        return None
     bias = 0
     if image.elf_type != _ET_EXEC:
         link = image.sections
@@ -179,30 +174,6 @@ def _sysroots():
     if root.startswith("target:"):
         root = root[len("target:"):]
     return [root] if root else []
-
-
-def _same_file(a, b):
-    if a.build_id and b.build_id:
-        return a.build_id == b.build_id
-    return os.path.basename(a.path) == os.path.basename(b.path)
-
-
-def _merge_core_modules(from_gdb, from_core):
-    """GDB's modules plus those the engine found in the core file itself.
-
-    A file both know but place differently is placed where the engine says: it read the
-    core's own records (NT_FILE, the dynamic linker's list), while GDB may have left a file
-    unrelocated (a qemu-user core of a PIE). Engine modules GDB does not cover are added."""
-    merged = []
-    for m in from_gdb:
-        twin = [c for c in from_core if _same_file(m, c)]
-        if twin and all(c.bias != m.bias for c in twin):
-            continue
-        merged.append(m)
-    for c in from_core:
-        if not any(m.start < c.end and c.start < m.end for m in merged):
-            merged.append(c)
-    return merged
 
 
 class _Modules:
@@ -244,7 +215,7 @@ class _Modules:
         if core:
             target = self.core_target(core)
             if target is not None:
-                modules = _merge_core_modules(modules, list(target.modules))
+                modules = debugger_support.merge_modules(modules, list(target.modules))
         self._set = ehbt.ModuleSet(modules)
         self._key = key
         return self._set
@@ -278,7 +249,7 @@ def _signal_of_selected_thread():
     except (gdb.error, RuntimeError, ValueError):
         return None
     address = None
-    if number in (4, 5, 7, 8, 11):  # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV
+    if number in debugger_support.FAULT_ADDRESS_SIGNALS:
         try:
             address = int(info["_sifields"]["_sigfault"]["si_addr"]) & _MASK
         except (gdb.error, RuntimeError, ValueError):

@@ -185,19 +185,11 @@ def _lldb_module(target, module, images, read):
     if os.path.basename(path) == "[vdso]" or not os.path.isfile(path):
         if header_load == _INVALID:
             return None
-        try:
-            image = ehbt.Image.from_memory(read, header_load, os.path.basename(path) or "[vdso]")
-        except (ehbt.Error, ValueError):
-            return None
-        return ehbt.Module(image, path=os.path.basename(path) or "[vdso]",
-                           bias=(header_load - image.min_vaddr) & _MASK, file="")
-    image = images.get(path)
+        return debugger_support.memory_module(read, header_load,
+                                              os.path.basename(path) or "[vdso]")
+    image = debugger_support.cached_image(images, path)
     if image is None:
-        try:
-            image = ehbt.Image.open(path)
-        except ehbt.Error:
-            return None
-        images[path] = image
+        return None
     if image.elf_type == _ET_EXEC:
         bias = 0
     return ehbt.Module(image, path=platform_path, bias=bias, file=path)
@@ -444,7 +436,7 @@ def _live_signal(thread):
         info = thread.GetSiginfo()
         if info.IsValid():
             code = info.GetChildMemberWithName("si_code").GetValueAsSigned(0)
-            if number in (4, 5, 7, 8, 11):  # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV
+            if number in debugger_support.FAULT_ADDRESS_SIGNALS:
                 fault = info.GetValueForExpressionPath("._sifields._sigfault.si_addr")
                 if fault.IsValid():
                     address = fault.GetValueAsUnsigned(0)

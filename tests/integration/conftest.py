@@ -1,8 +1,11 @@
-"""Shared pytest options for the integration tests: where the build tree is."""
+"""Shared pytest options and fixtures for the integration tests: where the build tree is, and
+the fixture cores (built once per session when missing)."""
 import os
 import pathlib
 
 import pytest
+
+import cores_expect as ce
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -22,3 +25,12 @@ def ehbt_bin(build_dir):
     path = build_dir / "engine" / "tools" / "ehbt"
     assert path.exists(), f"ehbt not built at {path}"
     return path
+
+
+@pytest.fixture(scope="session")
+def fixture_cores():
+    """The architectures whose fixture cores can be made here, after making the missing ones
+    (see cores_expect.expected_case)."""
+    arches = [a for a in ce.ARCHES if ce.arch_tools_present(a)]
+    logs = ce.ensure_cores(arches)
+    return {"arches": arches, "logs": logs}

@@ -30,6 +30,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORES = ROOT / "cores"
 OUT = CORES / "out"
@@ -77,6 +79,20 @@ def ensure_cores(arches):
                                   timeout=1800)
             logs[arch] = proc.stdout
     return logs
+
+
+def expected_case(fixture_cores, arch, name, no_tools):
+    """The expected file of one fixture core, given the session's `fixture_cores` (conftest.py).
+    When this machine lacks the architecture's toolchain, qemu or gdb, calls no_tools(message):
+    pytest.skip or pytest.fail, as the test decides. A core make-cores.sh did not produce is a
+    failure either way (with its log)."""
+    if arch not in fixture_cores["arches"]:
+        no_tools("no toolchain/qemu/gdb for " + arch)
+    path = expected_path(arch, name)
+    if not path.exists():
+        pytest.fail("make-cores.sh produced no %s:\n%s" % (path, fixture_cores["logs"].get(
+            arch, "(outputs existed before this session)")))
+    return load_expected(arch, name)
 
 
 def run_ehbt(ehbt_bin, core, sysroots=(), exe=None, extra=()):

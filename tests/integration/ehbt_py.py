@@ -40,6 +40,43 @@ def compile_c(source, out, flags=("-O0", "-g", "-fno-omit-frame-pointer"), compi
     return pathlib.Path(out)
 
 
+# A chain of noinline calls for the debugger tests: main -> recurse (argc + 5 frames) ->
+# level1 -> level2 -> level3 -> bottom, which calls abort() when EHBT_CRASH is set (to make a
+# core) and otherwise returns (a live session stops at a breakpoint on it).
+CHAIN_C = r"""
+#include <stdlib.h>
+__attribute__((noinline)) void bottom(int n) { if (n >= 0 && getenv("EHBT_CRASH")) abort(); }
+__attribute__((noinline)) void level3(int n) { bottom(n); asm volatile(""); }
+__attribute__((noinline)) void level2(int n) { level3(n + 1); asm volatile(""); }
+__attribute__((noinline)) void level1(int n) { level2(n + 1); asm volatile(""); }
+__attribute__((noinline)) int recurse(int n) {
+  if (n == 0) { level1(0); return 0; }
+  return recurse(n - 1) + 1;
+}
+int main(int argc, char **argv) { (void)argv; return recurse(argc + 4); }
+"""
+
+
+def compile_chain(out):
+    """CHAIN_C built without frame pointers or inlining, with debug info."""
+    return compile_c(CHAIN_C, out, flags=("-O1", "-g", "-fno-inline", "-fomit-frame-pointer"))
+
+
+def install_into(build_dir, prefix, *subdirs):
+    """Runs the install scripts of these directories of the build tree with `prefix` as the
+    install prefix (what `cmake --install` does for them)."""
+    for sub in subdirs:
+        script = pathlib.Path(build_dir) / sub / "cmake_install.cmake"
+        subprocess.run(["cmake", "-DCMAKE_INSTALL_PREFIX=%s" % prefix, "-P", str(script)],
+                       check=True, capture_output=True)
+
+
+def env_without_package_path():
+    """This environment without EHBT_PYTHONPATH or PYTHONPATH, so that an installed plugin can
+    find the ehbt package only through the installed layout."""
+    return {k: v for k, v in os.environ.items() if k not in ("EHBT_PYTHONPATH", "PYTHONPATH")}
+
+
 def _unlimited_core():
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 

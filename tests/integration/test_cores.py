@@ -11,22 +11,8 @@ import pytest
 import cores_expect as ce
 
 
-@pytest.fixture(scope="session")
-def fixture_cores():
-    """Builds the cores once per session when any expected file is missing."""
-    arches = [a for a in ce.ARCHES if ce.arch_tools_present(a)]
-    logs = ce.ensure_cores(arches)
-    return {"arches": arches, "logs": logs}
-
-
 def expected_or_skip(fixture_cores, arch, name):
-    if arch not in fixture_cores["arches"]:
-        pytest.skip("no toolchain/qemu/gdb for " + arch)
-    path = ce.expected_path(arch, name)
-    if not path.exists():
-        pytest.fail("make-cores.sh produced no %s:\n%s" % (path, fixture_cores["logs"].get(
-            arch, "(outputs existed before this session)")))
-    return ce.load_expected(arch, name)
+    return ce.expected_case(fixture_cores, arch, name, pytest.skip)
 
 
 @pytest.mark.parametrize("arch,name", ce.ALL_CASES, ids=["%s-%s" % c for c in ce.ALL_CASES])

@@ -73,25 +73,11 @@ def test_fixture_core_json_matches_expected(build_dir, tmp_path, arch, name):
 
 # ---- a core of our own, GDB's bt with and without the unwinder ---------------------------------
 
-CHAIN_C = r"""
-#include <stdlib.h>
-__attribute__((noinline)) void bottom(int n) { if (n >= 0 && getenv("EHBT_CRASH")) abort(); }
-__attribute__((noinline)) void level3(int n) { bottom(n); asm volatile(""); }
-__attribute__((noinline)) void level2(int n) { level3(n + 1); asm volatile(""); }
-__attribute__((noinline)) void level1(int n) { level2(n + 1); asm volatile(""); }
-__attribute__((noinline)) int recurse(int n) {
-  if (n == 0) { level1(0); return 0; }
-  return recurse(n - 1) + 1;
-}
-int main(int argc, char **argv) { (void)argv; return recurse(argc + 4); }
-"""
-
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     d = tmp_path_factory.mktemp("chain")
-    exe = h.compile_c(CHAIN_C, d / "chain", flags=("-O1", "-g", "-fno-inline",
-                                                   "-fomit-frame-pointer"))
+    exe = h.compile_chain(d / "chain")
     return exe, d
 
 
@@ -198,14 +184,11 @@ def test_installed_plugin_finds_its_package(build_dir, chain_core, tmp_path):
     """PREFIX/share/ehbt/gdb/ehbt.py imports PREFIX/lib/python3/dist-packages/ehbt with no
     PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
     prefix = tmp_path / "prefix"
-    for sub in ("engine/python", "plugins/gdb"):
-        script = build_dir / sub / "cmake_install.cmake"
-        subprocess.run(["cmake", "-DCMAKE_INSTALL_PREFIX=%s" % prefix, "-P", str(script)],
-                       check=True, capture_output=True)
+    h.install_into(build_dir, prefix, "engine/python", "plugins/gdb")
     plugin = prefix / "share" / "ehbt" / "gdb" / "ehbt.py"
     assert plugin.exists()
     exe, core = chain_core
-    env = {k: v for k, v in os.environ.items() if k not in ("EHBT_PYTHONPATH", "PYTHONPATH")}
+    env = h.env_without_package_path()
     proc = subprocess.run(["gdb", "-batch", "-nx", "-ex", "source %s" % plugin,
                            "-ex", "python import ehbt; print('PKG', ehbt.__file__)",
                            "-ex", "ehbt", str(exe), str(core)],

@@ -299,25 +299,11 @@ def test_text_output_on_core(build_dir, tmp_path):
 
 # ---- a live session ---------------------------------------------------------------------------
 
-CHAIN_C = r"""
-#include <stdlib.h>
-__attribute__((noinline)) void bottom(int n) { if (n >= 0 && getenv("EHBT_NEVER")) abort(); }
-__attribute__((noinline)) void level3(int n) { bottom(n); asm volatile(""); }
-__attribute__((noinline)) void level2(int n) { level3(n + 1); asm volatile(""); }
-__attribute__((noinline)) void level1(int n) { level2(n + 1); asm volatile(""); }
-__attribute__((noinline)) int recurse(int n) {
-  if (n == 0) { level1(0); return 0; }
-  return recurse(n - 1) + 1;
-}
-int main(int argc, char **argv) { (void)argv; return recurse(argc + 4); }
-"""
-
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     d = tmp_path_factory.mktemp("lldbchain")
-    return h.compile_c(CHAIN_C, d / "chain", flags=("-O1", "-g", "-fno-inline",
-                                                    "-fomit-frame-pointer"))
+    return h.compile_chain(d / "chain")
 
 
 def test_live_ehbt_matches_lldb_bt(build_dir, chain, tmp_path):
@@ -493,14 +479,11 @@ def test_installed_plugin_finds_its_package(build_dir, tmp_path):
     """PREFIX/share/ehbt/lldb/ehbt_lldb.py imports PREFIX/lib/python3/dist-packages/ehbt with
     no PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
     prefix = tmp_path / "prefix"
-    for sub in ("engine/python", "plugins/lldb"):
-        script = build_dir / sub / "cmake_install.cmake"
-        subprocess.run(["cmake", "-DCMAKE_INSTALL_PREFIX=%s" % prefix, "-P", str(script)],
-                       check=True, capture_output=True)
+    h.install_into(build_dir, prefix, "engine/python", "plugins/lldb")
     plugin = prefix / "share" / "ehbt" / "lldb" / "ehbt_lldb.py"
     assert plugin.exists()
     exp = expected_or_fail("x86_64", "chain")
-    env = {k: v for k, v in os.environ.items() if k not in ("EHBT_PYTHONPATH", "PYTHONPATH")}
+    env = h.env_without_package_path()
     proc = subprocess.run([LLDB, "-b", "--no-lldbinit", "-o",
                            "target create %s --core %s" % (exp["exe_file"], exp["core"]),
                            "-o", "command script import %s" % plugin,

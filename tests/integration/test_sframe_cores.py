@@ -43,21 +43,8 @@ INEXPRESSIBLE = {
 CASES = [(a, n, v) for a, n in ce.ALL_CASES for v in VERSIONS]
 
 
-@pytest.fixture(scope="session")
-def fixture_cores():
-    arches = [a for a in ce.ARCHES if ce.arch_tools_present(a)]
-    logs = ce.ensure_cores(arches)
-    return {"arches": arches, "logs": logs}
-
-
 def expected_or_fail(fixture_cores, arch, name):
-    if arch not in fixture_cores["arches"]:
-        pytest.fail("no toolchain/qemu/gdb for " + arch)
-    path = ce.expected_path(arch, name)
-    if not path.exists():
-        pytest.fail("make-cores.sh produced no %s:\n%s" % (path, fixture_cores["logs"].get(
-            arch, "(outputs existed before this session)")))
-    return ce.load_expected(arch, name)
+    return ce.expected_case(fixture_cores, arch, name, pytest.fail)
 
 
 def listed_cut(arch, name, version):

@@ -53,4 +53,19 @@ std::vector<std::byte> assemble(SframeHeader h, const SframeSink& fdes, const Sf
   return bytes;
 }
 
+namespace {
+int64_t pcrel_start(uint64_t func, uint64_t field, uint64_t section, std::size_t aux) {
+  return static_cast<int64_t>(func) -
+         static_cast<int64_t>(section + kSframeHeaderSize + aux + field);
+}
+}  // namespace
+
+int64_t v2_pcrel_start(uint64_t func, unsigned index, uint64_t section, std::size_t aux) {
+  return pcrel_start(func, 20 * uint64_t{index}, section, aux);
+}
+
+int64_t v3_pcrel_start(uint64_t func, unsigned index, uint64_t section, std::size_t aux) {
+  return pcrel_start(func, 16 * uint64_t{index}, section, aux);
+}
+
 }  // namespace ehbt::test

@@ -56,6 +56,18 @@ void put_v3_index(SframeSink& s, int64_t start, uint32_t size, uint32_t attr_off
 void put_v3_attr(SframeSink& s, uint16_t num_fres, uint8_t info, uint8_t info2,
                  uint8_t rep_size = 0);
 
+// Where the tests place their sections (link-time address), and the header's size.
+inline constexpr uint64_t kSframeAddr = 0x1000;
+inline constexpr uint64_t kSframeHeaderSize = 28;
+
+// The start word of FDE `index` under FDE_FUNC_START_PCREL: `func` counted from that FDE's
+// own start field, the FDEs right after the header (and `aux` auxiliary bytes) of a section
+// at `section`. V2 FDEs are 20 bytes long, V3 index entries 16.
+int64_t v2_pcrel_start(uint64_t func, unsigned index = 0, uint64_t section = kSframeAddr,
+                       std::size_t aux = 0);
+int64_t v3_pcrel_start(uint64_t func, unsigned index = 0, uint64_t section = kSframeAddr,
+                       std::size_t aux = 0);
+
 // Header + FDE bytes + FRE bytes. Unless `keep_layout`, sets fdeoff = 0 (FDEs right after the
 // header), freoff = FDE bytes, fre_len = FRE bytes. `aux` bytes follow the header.
 std::vector<std::byte> assemble(SframeHeader h, const SframeSink& fdes, const SframeSink& fres,

@@ -4,17 +4,23 @@
 // gives every expected pc.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ehbt/image.hpp"
+#include "ehbt/memory.hpp"
 #include "support/unwind_toolchain.hpp"
 
 namespace ehbt::test {
 
 // x86-64. inner keeps a frame pointer (CFA = rbp + 16); middle is rsp-based; nocfi has a
-// frame pointer and no FDE at all (for the frame-pointer fallback).
+// frame pointer and no FDE at all (for the frame-pointer fallback). .Lentry_end and
+// .Linner_end mark where those functions end, for tables encoded by hand after the chain.
 inline constexpr const char* kX86_64ChainAsm = R"(
 	.text
 	.globl entry, middle, inner, inner_body, ret_entry, ret_middle, nocfi, ret_nocfi
@@ -29,6 +35,7 @@ ret_entry:
 	hlt
 	.cfi_endproc
 	.size entry, .-entry
+.Lentry_end:
 
 	.type middle,@function
 middle:
@@ -71,6 +78,7 @@ inner_body:
 	ret
 	.cfi_endproc
 	.size inner, .-inner
+.Linner_end:
 
 	.type nocfi,@function
 nocfi:
@@ -189,6 +197,21 @@ inner:
 	.size inner, .-inner
 )";
 
+// Where the synthetic tests place a chain and lay out its stack by hand.
+inline constexpr uint64_t kBias = 0x7f0000000000;
+inline constexpr uint64_t kStack = 0x7ffe0000;
+inline constexpr uint64_t kStackSize = 0x1000;
+
+// kStackSize zeroed bytes at kStack, written in the target's byte order.
+struct SyntheticStack {
+  explicit SyntheticStack(bool big_endian) : big_endian(big_endian) {
+    mem.add(kStack, std::vector<std::byte>(kStackSize));
+  }
+  void put(uint64_t addr, uint64_t v) { ASSERT_TRUE(mem.write_uint(addr, v, 8, big_endian)); }
+  BufferMemory mem;
+  bool big_endian;
+};
+
 // A chain built and opened once per test process.
 struct ChainImage {
   BuiltObject built;
@@ -199,5 +222,30 @@ struct ChainImage {
 // *why) when the toolchain is missing or a step fails.
 std::optional<ChainImage> build_chain(const std::string& prefix, const char* asm_text,
                                       std::string* why);
+
+// The toolchains of the three architectures (all installed by scripts/install-deps.sh, so a
+// failed build fails the test).
+inline constexpr char kNativePrefix[] = "";
+inline constexpr char kAArch64Prefix[] = "aarch64-linux-gnu-";
+inline constexpr char kS390xPrefix[] = "s390x-linux-gnu-";
+
+// One fixture per chain: assembled once per suite with that architecture's toolchain and
+// placed at kBias. Each test gets a fresh image cache, so that what one test dropped (a
+// corrupt table) does not leak into the next.
+template <const char* Prefix, const auto* Asm>
+class ChainTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { chain_ = build_chain(Prefix, *Asm, &why_); }
+  void SetUp() override {
+    if (!chain_) GTEST_FAIL() << why_;
+    chain_->image->set_cache(nullptr);
+    modules_.add(place_image(chain_->image, kBias, "/synthetic/libchain.so"));
+  }
+  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
+
+  static inline std::optional<ChainImage> chain_;
+  static inline std::string why_;
+  ModuleSet modules_;
+};
 
 }  // namespace ehbt::test

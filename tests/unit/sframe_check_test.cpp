@@ -55,16 +55,14 @@ Pair make() {
   p.eh.terminator();
 
   SframeSink fdes, fres;
-  auto start = [](uint64_t fn, int i) {
-    return static_cast<int64_t>(fn) - static_cast<int64_t>(kSection + 28 + 20 * i);
-  };
-  test::put_v2_fde(fdes, start(0x2000, 0), 0x20, 0, 3, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000, 0, kSection), 0x20, 0, 3, 0);
   fres.bytes({0, 0x03, 8});
   fres.bytes({1, 0x05, 24, -16});  // CFA wrong (24, not 16)
   fres.bytes({2, 0x05, 16, -24});  // CFA right again, FP wrong
-  test::put_v2_fde(fdes, start(0x3000, 1), 0x10, 11, 1, 0);
-  fres.bytes({0, 0x00});                                     // outermost: no CFA word at all
-  test::put_v2_fde(fdes, start(0x5000, 2), 0x10, 13, 1, 0);  // only in .sframe
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x3000, 1, kSection), 0x10, 11, 1, 0);
+  fres.bytes({0, 0x00});  // outermost: no CFA word at all
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x5000, 2, kSection), 0x10, 13, 1,
+                   0);  // only in .sframe
   fres.bytes({0, 0x03, 8});
   SframeHeader h;
   h.num_fdes = 3;

@@ -12,17 +12,13 @@ namespace {
 using test::SframeHeader;
 using test::SframeSink;
 
-constexpr uint64_t kSection = 0x1000;
-constexpr uint64_t kHeader = 28;
-
-int64_t v2_start(uint64_t func, int fde_index) {
-  return static_cast<int64_t>(func) - static_cast<int64_t>(kSection + kHeader + 20 * fde_index);
-}
+constexpr uint64_t kSection = test::kSframeAddr;  // link-time address of the section
+constexpr uint64_t kHeader = test::kSframeHeaderSize;
 
 // A valid amd64 V2 section: one function at 0x2000 (0x20 bytes), two FREs.
 std::vector<std::byte> good_v2(SframeHeader h = {}) {
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x20, 0, 2, 0x00);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 0, 2, 0x00);
   fres.bytes({0, 0x03, 8});
   fres.bytes({1, 0x05, 16, -16});
   h.num_fdes = 1;
@@ -50,7 +46,7 @@ std::vector<std::byte> one_fre_v2(std::initializer_list<int> fre, uint8_t info =
                                   uint8_t abi = 3, uint8_t rep = 0, uint32_t size = 0x20) {
   const bool be = abi == 1 || abi == 4;
   SframeSink fdes(be), fres(be);
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), size, 0, 1, info, rep);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), size, 0, 1, info, rep);
   fres.bytes(fre);
   SframeHeader h;
   h.abi = abi;
@@ -62,7 +58,7 @@ std::vector<std::byte> one_fre_v2(std::initializer_list<int> fre, uint8_t info =
 
 std::vector<std::byte> one_fre_v3_flex(std::initializer_list<int> fre, uint8_t info2 = 0x01) {
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x2000), 0x20, 0);
   test::put_v3_attr(fres, 1, 0x00, info2);
   fres.bytes(fre);
   SframeHeader h;
@@ -102,7 +98,7 @@ TEST(SframeMalformed, HeaderFields) {
 
 TEST(SframeMalformed, V3DropsTheFramePointerFlag) {
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x2000), 0x20, 0);
   test::put_v3_attr(fres, 1, 0, 0);
   fres.bytes({0, 0x03, 8});
   SframeHeader h;
@@ -118,7 +114,7 @@ TEST(SframeMalformed, V3DropsTheFramePointerFlag) {
 
 TEST(SframeMalformed, BigEndianMagicForLittleAbi) {
   SframeSink fdes(true), fres(true);
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x20, 0, 1, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 0, 1, 0);
   fres.bytes({0, 0x03, 8});
   SframeHeader h;  // amd64, but written big-endian
   h.num_fdes = 1;
@@ -155,7 +151,7 @@ TEST(SframeMalformed, FdeFields) {
   EXPECT_EQ(decode_error(one_fre_v3_flex({0, 4, 57, 8}, 0x02)), ErrorCode::BadFde);
   // The first FRE offset leads past the FRE sub-section.
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x20, 40, 1, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 40, 1, 0);
   fres.bytes({0, 0x03, 8});
   SframeHeader h;
   h.num_fdes = 1;
@@ -164,7 +160,7 @@ TEST(SframeMalformed, FdeFields) {
   // V3 attributes cut short by the end of the FRE sub-section: the header check sees that
   // the attributes of every function cannot fit...
   SframeSink f3, r3;
-  test::put_v3_index(f3, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
+  test::put_v3_index(f3, test::v3_pcrel_start(0x2000), 0x20, 0);
   test::put_v3_attr(r3, 1, 0, 0);
   r3.bytes({0, 0x03, 8});
   SframeHeader h3;
@@ -177,8 +173,8 @@ TEST(SframeMalformed, FdeFields) {
   EXPECT_EQ(parse_error(bytes), ErrorCode::BadHeader);
   // ...and decoding sees one function's attributes run past the end.
   SframeSink f4, r4;
-  test::put_v3_index(f4, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
-  test::put_v3_index(f4, 0x3000 - static_cast<int64_t>(kSection + kHeader + 16), 0x20, 10);
+  test::put_v3_index(f4, test::v3_pcrel_start(0x2000), 0x20, 0);
+  test::put_v3_index(f4, test::v3_pcrel_start(0x3000, 1), 0x20, 10);
   test::put_v3_attr(r4, 1, 0, 0);
   r4.bytes({0, 0x03, 8, 0, 0, 0, 0, 0});  // FRE + 5 spare bytes: 13 in all
   SframeHeader h4;
@@ -194,7 +190,7 @@ TEST(SframeMalformed, FdeFields) {
 
 TEST(SframeMalformed, FreStartsAndBounds) {
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x20, 0, 3, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 0, 3, 0);
   fres.bytes({0, 0x03, 8});
   fres.bytes({4, 0x03, 16});
   fres.bytes({4, 0x03, 8});  // not strictly increasing
@@ -209,7 +205,7 @@ TEST(SframeMalformed, FreStartsAndBounds) {
   EXPECT_EQ(decode_error(one_fre_v2({16, 0x03, 8}, 0x10, 3, 16)), ErrorCode::BadFre);
   // The FDE claims more FREs than the sub-section holds.
   SframeSink f2, r2;
-  test::put_v2_fde(f2, v2_start(0x2000, 0), 0x20, 0, 3, 0);
+  test::put_v2_fde(f2, test::v2_pcrel_start(0x2000), 0x20, 0, 3, 0);
   r2.bytes({0, 0x03, 8});
   r2.bytes({4, 0x03, 16});
   SframeHeader h2;
@@ -259,8 +255,9 @@ TEST(SframeMalformed, FlexibleWords) {
 TEST(SframeMalformed, UnsortedFdesFoundDuringSearch) {
   SframeSink fdes, fres;
   const uint64_t starts[] = {0x1000, 0x5000, 0x2000, 0x3000, 0x4000};
-  for (int i = 0; i < 5; ++i) {
-    test::put_v2_fde(fdes, v2_start(starts[i], i), 0x100, static_cast<uint32_t>(3 * i), 1, 0);
+  for (unsigned i = 0; i < 5; ++i) {
+    test::put_v2_fde(fdes, test::v2_pcrel_start(starts[i], i), 0x100, static_cast<uint32_t>(3 * i),
+                     1, 0);
     fres.bytes({0, 0x03, 8});
   }
   SframeHeader h;
@@ -276,8 +273,8 @@ TEST(SframeMalformed, UnsortedFdesFoundDuringSearch) {
 
 TEST(SframeMalformed, CorruptFunctionFailsItsLookupOnly) {
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x20, 0, 1, 0);
-  test::put_v2_fde(fdes, v2_start(0x3000, 1), 0x20, 3, 1, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 0, 1, 0);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x3000, 1), 0x20, 3, 1, 0);
   fres.bytes({0, 0x03, 8});
   fres.bytes({0, 0x63, 8});  // size code 3
   SframeHeader h;
@@ -298,9 +295,9 @@ TEST(SframeMalformed, Caps) {
   EXPECT_EQ(decode_error(good_v2(), few), ErrorCode::Limit);
   // One probe cannot search five FDEs.
   SframeSink fdes, fres;
-  for (int i = 0; i < 5; ++i) {
-    test::put_v2_fde(fdes, v2_start(0x2000 + 0x100 * i, i), 0x100, static_cast<uint32_t>(3 * i), 1,
-                     0);
+  for (unsigned i = 0; i < 5; ++i) {
+    test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000 + 0x100 * i, i), 0x100,
+                     static_cast<uint32_t>(3 * i), 1, 0);
     fres.bytes({0, 0x03, 8});
   }
   SframeHeader h;
@@ -323,9 +320,9 @@ TEST(SframeMalformed, TruncatedEverywhere) {
     h.num_fdes = 1;
     h.num_fres = 3;
     if (version == 2) {
-      test::put_v2_fde(fdes, v2_start(0x2000, 0), 0x200, 0, 3, 0x01);
+      test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x200, 0, 3, 0x01);
     } else {
-      test::put_v3_index(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x200, 0);
+      test::put_v3_index(fdes, test::v3_pcrel_start(0x2000), 0x200, 0);
       test::put_v3_attr(fres, 3, 0x01, 0x00);
     }
     fres.u16(0).bytes({0x03, 8});

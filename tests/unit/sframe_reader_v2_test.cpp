@@ -5,17 +5,19 @@
 
 #include "sframe/sframe.hpp"
 #include "support/sframe_bytes.hpp"
+#include "support/sframe_checks.hpp"
 
 namespace ehbt::sframe {
 namespace {
 
-using dwarf::CfaKind;
 using dwarf::RuleKind;
+using test::expect_cfa;
+using test::expect_rule;
+using test::parse_ok;
 using test::SframeHeader;
 using test::SframeSink;
 
-constexpr uint64_t kSection = 0x1000;  // link-time address of the section
-constexpr uint64_t kHeader = 28;
+constexpr uint64_t kSection = test::kSframeAddr;  // link-time address of the section
 
 // FRE info bytes (bit 0 base: 1 SP / 0 FP; bits 1-4 word count; bits 5-6 word size; bit 7
 // mangled RA).
@@ -33,28 +35,10 @@ SframeSink amd64_fres() {
   return fres;
 }
 
-Table parse_ok(const std::vector<std::byte>& bytes, uint64_t addr = kSection) {
-  auto t = Table::parse(bytes, addr, Limits{});
-  EXPECT_TRUE(t.has_value()) << (t ? "" : to_string(t.error().code));
-  return std::move(t).value();
-}
-
-void expect_cfa(const dwarf::Row& row, uint16_t reg, int64_t offset) {
-  EXPECT_EQ(row.cfa.kind, CfaKind::RegOffset);
-  EXPECT_EQ(row.cfa.reg, reg);
-  EXPECT_EQ(row.cfa.offset, offset);
-}
-
-void expect_rule(const dwarf::Row& row, uint16_t reg, RuleKind kind, int64_t offset = 0) {
-  const dwarf::Rule r = row.rule(reg);
-  EXPECT_EQ(r.kind, kind) << "reg " << reg;
-  EXPECT_EQ(r.offset, offset) << "reg " << reg;
-}
-
 TEST(SframeReaderV2, Amd64PcRelativeStarts) {
   SframeSink fdes;
   // PC-relative: the start is counted from the FDE's own start field, at section offset 28.
-  test::put_v2_fde(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0, 4,
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x20, 0, 4,
                    /*info: ADDR1, PCINC*/ 0x00);
   SframeHeader h;
   h.num_fdes = 1;
@@ -126,11 +110,10 @@ TEST(SframeReaderV2, SeveralFunctionsAndAuxHeader) {
   // Three functions; an auxiliary header of 4 bytes moves everything (offsets count from
   // its end).
   SframeSink fdes, fres;
-  const uint64_t fde0 = kHeader + 4;
-  const int64_t starts[] = {0x2000, 0x2100, 0x2400};
+  const uint64_t starts[] = {0x2000, 0x2100, 0x2400};
   for (int i = 0; i < 3; ++i) {
-    test::put_v2_fde(fdes, starts[i] - static_cast<int64_t>(kSection + fde0 + 20 * i), 0x80,
-                     static_cast<uint32_t>(3 * i), 1, 0x00);
+    test::put_v2_fde(fdes, test::v2_pcrel_start(starts[i], static_cast<unsigned>(i), kSection, 4),
+                     0x80, static_cast<uint32_t>(3 * i), 1, 0x00);
     fres.bytes({0x00, kSp1x1, 8 * (i + 1)});
   }
   SframeHeader h;
@@ -149,9 +132,8 @@ TEST(SframeReaderV2, SeveralFunctionsAndAuxHeader) {
 TEST(SframeReaderV2, FreStartSizes2And4) {
   SframeSink fdes, fres;
   // Function 0 (0x20000 bytes): ADDR2 starts (info 0x01). Function 1: ADDR4 (info 0x02).
-  test::put_v2_fde(fdes, 0x10000 - static_cast<int64_t>(kSection + kHeader), 0x10000, 0, 2, 0x01);
-  test::put_v2_fde(fdes, 0x20000 - static_cast<int64_t>(kSection + kHeader + 20), 0x30000, 8, 2,
-                   0x02);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x10000), 0x10000, 0, 2, 0x01);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x20000, 1), 0x30000, 8, 2, 0x02);
   fres.u16(0x0000).bytes({kSp1x1, 8});
   fres.u16(0x0300).bytes({kSp1x1, 24});
   fres.u32(0x00000).bytes({kSp1x1, 8});
@@ -176,7 +158,7 @@ TEST(SframeReaderV2, FreStartSizes2And4) {
 TEST(SframeReaderV2, PcMaskRepeatsPerBlock) {
   // A PLT of four 16-byte entries: CFA rsp+8, then rsp+16 from byte 11 of every entry.
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, 0x3000 - static_cast<int64_t>(kSection + kHeader), 0x40, 0, 2,
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x3000), 0x40, 0, 2,
                    /*info: PCMASK (bit 4), ADDR1*/ 0x10, /*rep*/ 16);
   fres.bytes({0, kSp1x1, 8});
   fres.bytes({11, kSp1x1, 16});
@@ -207,7 +189,7 @@ TEST(SframeReaderV2, PcMaskRepeatsPerBlock) {
 TEST(SframeReaderV2, OutermostFreHasNoWords) {
   // _start: FRE info 0x00 (no data words) says the RA is undefined.
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x10, 0, 2, 0x00);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x10, 0, 2, 0x00);
   fres.bytes({0, 0x00});
   fres.bytes({4, kSp1x1, 16});
   SframeHeader h;
@@ -228,7 +210,7 @@ TEST(SframeReaderV2, OutermostFreHasNoWords) {
 TEST(SframeReaderV2, Aarch64LittleMangledRaAndBKey) {
   SframeSink fdes, fres;
   // info 0x20: PAUTH key B, PCINC, ADDR1.
-  test::put_v2_fde(fdes, 0x4000 - static_cast<int64_t>(kSection + kHeader), 0x40, 0, 3, 0x20);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x4000), 0x40, 0, 3, 0x20);
   fres.bytes({0, 0x03, 0});             // CFA = sp+0 (RA still in x30)
   fres.bytes({4, 0x83, 0});             // paciasp: RA mangled (bit 7)
   fres.bytes({8, 0x87, 32, -24, -32});  // sp+32, RA at CFA-24, FP at CFA-32, mangled
@@ -260,7 +242,7 @@ TEST(SframeReaderV2, Aarch64LittleMangledRaAndBKey) {
 TEST(SframeReaderV2, Aarch64BigEndianTwoByteFields) {
   SframeSink fdes(true), fres(true);
   // ADDR2 starts (info 0x01), 2-byte words: FRE info 0x27 = SP, 3 words, size code 1.
-  test::put_v2_fde(fdes, 0x4000 - static_cast<int64_t>(kSection + kHeader), 0x400, 0, 2, 0x01);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x4000), 0x400, 0, 2, 0x01);
   fres.u16(0).bytes({0x03, 0});
   fres.u16(0x104)
       .u8(0x27)
@@ -283,7 +265,7 @@ TEST(SframeReaderV2, Aarch64BigEndianTwoByteFields) {
 
 TEST(SframeReaderV2, S390xCfaEncodingPaddingAndRegisters) {
   SframeSink fdes(true), fres(true);
-  test::put_v2_fde(fdes, 0x5000 - static_cast<int64_t>(kSection + kHeader), 0x40, 0, 4, 0x00);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x5000), 0x40, 0, 4, 0x00);
   // CFA words are (offset - 160) / 8: 0 -> 160, 20 -> 320.
   fres.bytes({0, kSp1x1, 0});           // CFA = r15+160
   fres.bytes({6, 0x07, 20, -48, -72});  // r15+320, RA at CFA-48, FP at CFA-72
@@ -319,7 +301,7 @@ TEST(SframeReaderV2, S390xCfaEncodingPaddingAndRegisters) {
 
 TEST(SframeReaderV2, S390xFpBasedCfa) {
   SframeSink fdes(true), fres(true);
-  test::put_v2_fde(fdes, 0x5000 - static_cast<int64_t>(kSection + kHeader), 0x10, 0, 1, 0x00);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x5000), 0x10, 0, 1, 0x00);
   fres.bytes({0, 0x02, 1});  // FP (r11) base, 1 word: 1 -> 168
   SframeHeader h;
   h.abi = 4;
@@ -334,7 +316,7 @@ TEST(SframeReaderV2, S390xFpBasedCfa) {
 
 TEST(SframeReaderV2, FourByteWordsLittleEndian) {
   SframeSink fdes, fres;
-  test::put_v2_fde(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x10, 0, 1, 0x00);
+  test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000), 0x10, 0, 1, 0x00);
   // 0x45 = SP, 2 words, size code 2 (4 bytes).
   fres.bytes({0, 0x45}).u32(0x12345).u32(static_cast<uint32_t>(-0x12000));
   SframeHeader h;

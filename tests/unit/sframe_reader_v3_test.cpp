@@ -5,45 +5,31 @@
 
 #include "sframe/sframe.hpp"
 #include "support/sframe_bytes.hpp"
+#include "support/sframe_checks.hpp"
 
 namespace ehbt::sframe {
 namespace {
 
 using dwarf::CfaKind;
 using dwarf::RuleKind;
+using test::expect_rule;
+using test::parse_ok;
 using test::SframeHeader;
 using test::SframeSink;
 
-constexpr uint64_t kSection = 0x1000;
-constexpr uint64_t kHeader = 28;
+constexpr uint64_t kSection = test::kSframeAddr;  // link-time address of the section
 
 // Flexible control words: regnum << 3 | deref_p << 1 | reg_p.
 constexpr int ctrl(int reg, bool deref, bool reg_p) {
   return (reg << 3) | (deref ? 2 : 0) | (reg_p ? 1 : 0);
 }
 
-Table parse_ok(const std::vector<std::byte>& bytes) {
-  auto t = Table::parse(bytes, kSection, Limits{});
-  EXPECT_TRUE(t.has_value()) << (t ? "" : to_string(t.error().code));
-  return std::move(t).value();
-}
-
-void expect_rule(const dwarf::Row& row, uint16_t reg, RuleKind kind, int64_t offset = 0,
-                 uint16_t base = 0) {
-  const dwarf::Rule r = row.rule(reg);
-  EXPECT_EQ(r.kind, kind) << "reg " << reg;
-  EXPECT_EQ(r.offset, offset) << "reg " << reg;
-  if (kind == RuleKind::Register || kind == RuleKind::RegOffset || kind == RuleKind::AtRegOffset) {
-    EXPECT_EQ(r.reg, base) << "reg " << reg;
-  }
-}
-
 TEST(SframeReaderV3, DefaultFdeIndexAndAttributes) {
   SframeSink fdes, fres;
   // Two functions. Index entries are 16 bytes; the attributes (5 bytes) open each
   // function's FRE data.
-  test::put_v3_index(fdes, 0x2000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
-  test::put_v3_index(fdes, 0x2100 - static_cast<int64_t>(kSection + kHeader + 16), 0x10, 12);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x2000), 0x20, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x2100, 1), 0x10, 12);
   test::put_v3_attr(fres, 2, /*info*/ 0x00, /*info2: default*/ 0x00);
   fres.bytes({0, 0x03, 8});
   fres.bytes({1, 0x05, 16, -16});
@@ -95,7 +81,7 @@ TEST(SframeReaderV3, FlexibleAmd64Drap) {
   // gcc's DRAP prologue: lea 8(%rsp),%r10; and $-16,%rsp; push -8(%r10); push %rbp;
   // mov %rsp,%rbp; push %r10 ...
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x6000 - static_cast<int64_t>(kSection + kHeader), 0x40, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x6000), 0x40, 0);
   test::put_v3_attr(fres, 6, 0x00, /*info2: FLEX*/ 0x01);
   // FRE info for flexible FDEs: bit 0 unused (0); count << 1; size code << 5.
   fres.bytes({0x00, 2 << 1, ctrl(7, false, true), 8});    // CFA = rsp+8
@@ -148,7 +134,7 @@ TEST(SframeReaderV3, FlexibleAmd64Drap) {
 
 TEST(SframeReaderV3, FlexibleRaInRegisterAndTwoByteWords) {
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x6000 - static_cast<int64_t>(kSection + kHeader), 0x10, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x6000), 0x10, 0);
   test::put_v3_attr(fres, 1, 0x00, 0x01);
   // 4 words of 2 bytes: info = 1 << 5 | 4 << 1 = 0x28. RA value = rax + 0; RA at [r12 + 0x200]
   // would need deref: here RA saved at [r12+0x200].
@@ -166,8 +152,8 @@ TEST(SframeReaderV3, FlexibleRaInRegisterAndTwoByteWords) {
 
 TEST(SframeReaderV3, S390xBigEndianFlexAndDefault) {
   SframeSink fdes(true), fres(true);
-  test::put_v3_index(fdes, 0x7000 - static_cast<int64_t>(kSection + kHeader), 0x20, 0);
-  test::put_v3_index(fdes, 0x7100 - static_cast<int64_t>(kSection + kHeader + 16), 0x20, 13);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x7000), 0x20, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x7100, 1), 0x20, 13);
   // Function 0, flexible: the CFA offset word keeps s390x's (offset - 160) / 8 encoding.
   test::put_v3_attr(fres, 1, 0x00, 0x01);
   fres.bytes({0, 6 << 1, ctrl(15, false, true), 2,  // CFA = r15 + 176
@@ -198,7 +184,7 @@ TEST(SframeReaderV3, S390xBigEndianFlexAndDefault) {
 
 TEST(SframeReaderV3, Aarch64PcMaskV3) {
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x8000 - static_cast<int64_t>(kSection + kHeader), 0x40, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x8000), 0x40, 0);
   test::put_v3_attr(fres, 2, /*PCMASK*/ 0x10, 0x00, /*rep*/ 32);
   fres.bytes({0, 0x03, 0});
   fres.bytes({8, 0x03, 16});
@@ -221,7 +207,7 @@ TEST(SframeReaderV3, Aarch64PcMaskV3) {
 
 TEST(SframeReaderV3, OutermostInFlexFde) {
   SframeSink fdes, fres;
-  test::put_v3_index(fdes, 0x6000 - static_cast<int64_t>(kSection + kHeader), 0x10, 0);
+  test::put_v3_index(fdes, test::v3_pcrel_start(0x6000), 0x10, 0);
   test::put_v3_attr(fres, 1, 0x00, 0x01);
   fres.bytes({0, 0x00});
   SframeHeader h;

@@ -5,68 +5,19 @@
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <execinfo.h>
-#include <link.h>
-#include <signal.h>
 #include <ucontext.h>
+#include <unistd.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "ehbt/unwinder.hpp"
 #include "support/unwind_live_chain.hpp"
+#include "support/unwind_live_self.hpp"
 #include "support/unwind_toolchain.hpp"
 
 namespace ehbt {
 namespace {
-
-int add_module(dl_phdr_info* info, size_t, void* data) {
-  auto* set = static_cast<ModuleSet*>(data);
-  std::string name = info->dlpi_name ? info->dlpi_name : "";
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD) continue;
-    lo = std::min<uint64_t>(lo, ph.p_vaddr & ~uint64_t{0xfff});
-    hi = std::max<uint64_t>(hi, ph.p_vaddr + ph.p_memsz);
-  }
-  if (lo >= hi) return 0;
-  Module m;
-  m.bias = info->dlpi_addr;
-  m.start = lo + m.bias;
-  m.end = hi + m.bias;
-  if (name.empty()) name = "/proc/self/exe";
-  m.path = name;
-  if (name.rfind("linux-vdso", 0) == 0) {
-    SelfMemory self;
-    if (auto img = Image::from_memory(self, m.start, name)) m.image = *img;
-  } else if (auto img = Image::open(name)) {
-    m.image = *img;
-    m.file = name;
-  }
-  set->add(std::move(m));
-  return 0;
-}
-
-ModuleSet self_modules() {
-  ModuleSet set;
-  dl_iterate_phdr(add_module, &set);
-  return set;
-}
-
-RegisterSet regs_from(const ucontext_t& uc) {
-  const greg_t* g = uc.uc_mcontext.gregs;
-  RegisterSet r(Arch::X86_64);
-  r.set_pc(static_cast<uint64_t>(g[REG_RIP]));
-  r.set(7, static_cast<uint64_t>(g[REG_RSP]));
-  r.set(6, static_cast<uint64_t>(g[REG_RBP]));
-  r.set(3, static_cast<uint64_t>(g[REG_RBX]));
-  r.set(12, static_cast<uint64_t>(g[REG_R12]));
-  r.set(13, static_cast<uint64_t>(g[REG_R13]));
-  r.set(14, static_cast<uint64_t>(g[REG_R14]));
-  r.set(15, static_cast<uint64_t>(g[REG_R15]));
-  return r;
-}
 
 // Refuses reads that touch [start, start + size): hides a trampoline's code bytes.
 class HidingMemory final : public Memory {
@@ -90,10 +41,9 @@ struct Capture {
   Backtrace bt_fde;  // the signal case again, with the trampoline's bytes hidden
 };
 
-Capture* g_capture = nullptr;
-
 // Everything happens here, while the frames above are still live.
-__attribute__((noinline)) void capture_here(Capture* c) {
+__attribute__((noinline)) void capture_here(void* arg) {
+  Capture* c = static_cast<Capture*>(arg);
   ucontext_t uc;
   getcontext(&uc);
   void* pcs[256];
@@ -102,7 +52,7 @@ __attribute__((noinline)) void capture_here(Capture* c) {
   for (int i = 0; i < n; ++i) c->expected.push_back(reinterpret_cast<uint64_t>(pcs[i]));
   SelfMemory self;
   Unwinder unwinder;
-  const RegisterSet regs = regs_from(uc);
+  const RegisterSet regs = test::regs_from(uc);
   c->bt = unwinder.unwind(regs, self, *c->modules);
   for (const Frame& f : c->bt.frames) {
     if (!f.signal_trampoline) continue;
@@ -112,68 +62,10 @@ __attribute__((noinline)) void capture_here(Capture* c) {
   asm volatile("" : : : "memory");
 }
 
-void plain_leaf(void* arg) {
-  capture_here(static_cast<Capture*>(arg));
-}
-
-void on_sigusr1(int) {
-  capture_here(g_capture);
-}
-
-void signal_leaf(void* arg) {
-  g_capture = static_cast<Capture*>(arg);
-  raise(SIGUSR1);
-}
-
-void dump(const Backtrace& bt) {
-  for (std::size_t i = 0; i < bt.frames.size(); ++i) {
-    const Frame& f = bt.frames[i];
-    std::optional<Symbol> sym;
-    if (f.module && f.module->image)
-      sym = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
-    std::printf("#%zu pc=0x%llx cfa=0x%llx %s%s %s\n", i, static_cast<unsigned long long>(f.pc),
-                static_cast<unsigned long long>(f.cfa), std::string(to_string(f.source)).c_str(),
-                f.signal_trampoline ? " [trampoline]" : "", sym ? sym->name.c_str() : "?");
-  }
-  std::printf("stop %s %s\n", std::string(to_string(bt.stop)).c_str(), bt.detail.c_str());
-}
-
-class Live : public ::testing::Test {
- protected:
-  void SetUp() override {
-    void* warm[4];
-    backtrace(warm, 4);  // loads libgcc_s before the module list is taken
-    modules_ = self_modules();
-    capture_.modules = &modules_;
-  }
-
-  // Same frames as backtrace(), from frame 1 on (frame 0 is the capture point itself,
-  // which backtrace() reports at its own call site).
-  void expect_same_as_backtrace(const Backtrace& bt) {
-    if (std::getenv("EHBT_TEST_VERBOSE") != nullptr) dump(bt);
-    ASSERT_GE(capture_.expected.size(), 10u);
-    ASSERT_GE(bt.frames.size(), 2u) << "stop: " << to_string(bt.stop) << " " << bt.detail;
-    // Under ASan, backtrace() is an interceptor that reports one more frame of its own at the
-    // top; align on our frame 1 (at most one extra frame), then every frame must match.
-    std::size_t shift = 0;
-    if (capture_.expected.size() > 2 && capture_.expected[1] != bt.frames[1].pc &&
-        capture_.expected[2] == bt.frames[1].pc) {
-      shift = 1;
-    }
-    ASSERT_EQ(bt.frames.size() + shift, capture_.expected.size())
-        << "stop: " << to_string(bt.stop) << " " << bt.detail;
-    for (std::size_t i = 1; i < bt.frames.size(); ++i) {
-      EXPECT_EQ(bt.frames[i].pc, capture_.expected[i + shift]) << "frame " << i;
-    }
-    EXPECT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
-  }
-
-  ModuleSet modules_;
-  Capture capture_;
-};
+using Live = test::LiveChainTest<Capture>;
 
 TEST_F(Live, ChainMatchesGlibcBacktrace) {
-  test::live_chain(plain_leaf, &capture_);
+  test::capture_in_chain(capture_here, &capture_);
   expect_same_as_backtrace(capture_.bt);
   for (std::size_t i = 1; i < capture_.bt.frames.size(); ++i) {
     EXPECT_EQ(capture_.bt.frames[i].source, FrameSource::EhFrame) << "frame " << i;
@@ -186,13 +78,7 @@ TEST_F(Live, ChainMatchesGlibcBacktrace) {
 }
 
 TEST_F(Live, ThroughSignalHandler) {
-  struct sigaction sa {};
-  sa.sa_handler = on_sigusr1;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old {};
-  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
-  test::live_chain(signal_leaf, &capture_);
-  sigaction(SIGUSR1, &old, nullptr);
+  ASSERT_TRUE(test::capture_in_chain_through_signal(capture_here, &capture_));
 
   expect_same_as_backtrace(capture_.bt);
   std::size_t tramp = 0;

@@ -19,18 +19,9 @@
 namespace ehbt {
 namespace {
 
-constexpr uint64_t kBias = 0x7f0000000000;
-constexpr uint64_t kStack = 0x7ffe0000;
-constexpr uint64_t kStackSize = 0x1000;
-
-struct Stack {
-  explicit Stack(bool big_endian) : big_endian(big_endian) {
-    mem.add(kStack, std::vector<std::byte>(kStackSize));
-  }
-  void put(uint64_t addr, uint64_t v) { ASSERT_TRUE(mem.write_uint(addr, v, 8, big_endian)); }
-  BufferMemory mem;
-  bool big_endian;
-};
+using test::kBias;
+using test::kStack;
+using Stack = test::SyntheticStack;
 
 std::string sources(const Backtrace& bt) {
   std::string out;
@@ -54,86 +45,31 @@ UnwindOptions auto_mode(bool converted = false, uint8_t version = 3) {
 
 // ---------------------------------------------------------------------- the x86-64 object
 
-// entry (outermost) -> middle (rsp-based, saves rbx/r12) -> inner (frame pointer; frame 0);
-// drap_entry (outermost) -> drap (GCC's DRAP realignment: CFA = [rbp - 8]) -> inner;
-// nocfi (no FDE) -> inner. The functions are hidden so that the hand-written .sframe's
-// PC-relative words resolve at link time.
-constexpr const char* kX86Code = R"(
+// The x86-64 chain of tests/support/unwind_fixtures.hpp (entry -> middle -> inner, and nocfi,
+// no FDE, -> inner), followed by drap_entry (outermost) -> drap (GCC's DRAP realignment:
+// CFA = [rbp - 8]) -> inner, and a sigreturn trampoline. The chain's functions are made
+// hidden so that the hand-written .sframe's PC-relative words resolve at link time.
+std::string x86_code() {
+  return std::string(test::kX86_64ChainAsm) + R"(
 	.text
-	.globl sf_entry, sf_middle, sf_inner, sf_inner_body, sf_ret_entry, sf_ret_middle
-	.globl sf_drap_entry, sf_ret_drap_entry, sf_drap, sf_ret_drap, sf_nocfi, sf_ret_nocfi
-	.hidden sf_entry, sf_middle, sf_inner, sf_drap_entry, sf_drap, sf_nocfi
+	.hidden entry, middle, inner, nocfi
+	.globl drap_entry, ret_drap_entry, drap, ret_drap
+	.hidden drap_entry, drap
 
-	.type sf_entry,@function
-sf_entry:
+	.type drap_entry,@function
+drap_entry:
 	.cfi_startproc
 	.cfi_undefined rip
 	subq $8, %rsp
 	.cfi_adjust_cfa_offset 8
-	call sf_middle
-sf_ret_entry:
+	call drap
+ret_drap_entry:
 	hlt
 	.cfi_endproc
-	.size sf_entry, .-sf_entry
-.Lsf_entry_end:
+	.size drap_entry, .-drap_entry
 
-	.type sf_middle,@function
-sf_middle:
-	.cfi_startproc
-	pushq %rbx
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset rbx, -16
-	pushq %r12
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset r12, -24
-	subq $24, %rsp
-	.cfi_adjust_cfa_offset 24
-	call sf_inner
-sf_ret_middle:
-	addq $24, %rsp
-	.cfi_adjust_cfa_offset -24
-	popq %r12
-	.cfi_adjust_cfa_offset -8
-	popq %rbx
-	.cfi_adjust_cfa_offset -8
-	ret
-	.cfi_endproc
-	.size sf_middle, .-sf_middle
-
-	.type sf_inner,@function
-sf_inner:
-	.cfi_startproc
-	pushq %rbp
-	.cfi_adjust_cfa_offset 8
-	.cfi_offset rbp, -16
-	movq %rsp, %rbp
-	.cfi_def_cfa_register rbp
-	pushq %r13
-	.cfi_offset r13, -24
-sf_inner_body:
-	nop
-	popq %r13
-	popq %rbp
-	.cfi_def_cfa rsp, 8
-	ret
-	.cfi_endproc
-	.size sf_inner, .-sf_inner
-.Lsf_inner_end:
-
-	.type sf_drap_entry,@function
-sf_drap_entry:
-	.cfi_startproc
-	.cfi_undefined rip
-	subq $8, %rsp
-	.cfi_adjust_cfa_offset 8
-	call sf_drap
-sf_ret_drap_entry:
-	hlt
-	.cfi_endproc
-	.size sf_drap_entry, .-sf_drap_entry
-
-	.type sf_drap,@function
-sf_drap:
+	.type drap,@function
+drap:
 	.cfi_startproc
 	leaq 8(%rsp), %r10
 	.cfi_def_cfa r10, 0
@@ -144,8 +80,8 @@ sf_drap:
 	.cfi_escape 0x10,0x06,0x02,0x76,0x00
 	pushq %r10
 	.cfi_escape 0x0f,0x03,0x76,0x78,0x06
-	call sf_inner
-sf_ret_drap:
+	call inner
+ret_drap:
 	movq -8(%rbp), %r10
 	.cfi_def_cfa r10, 0
 	leave
@@ -153,43 +89,34 @@ sf_ret_drap:
 	.cfi_def_cfa rsp, 8
 	ret
 	.cfi_endproc
-	.size sf_drap, .-sf_drap
+	.size drap, .-drap
 
 	# A sigreturn trampoline (mov $15, %rax; syscall) whose FDE says "signal frame" ('S')
 	# with plain rules SFrame V3 can express (glibc's __restore_rt uses expressions).
-	.globl sf_tramp
-	.type sf_tramp,@function
+	.globl tramp
+	.type tramp,@function
 	nop
-sf_tramp:
+tramp:
 	.cfi_startproc
 	.cfi_signal_frame
 	.cfi_def_cfa rsp, 8
 	movq $15, %rax
 	syscall
 	.cfi_endproc
-	.size sf_tramp, .-sf_tramp
-
-	.type sf_nocfi,@function
-sf_nocfi:
-	pushq %rbp
-	movq %rsp, %rbp
-	call sf_inner
-sf_ret_nocfi:
-	popq %rbp
-	ret
-	.size sf_nocfi, .-sf_nocfi
+	.size tramp, .-tramp
 )";
+}
 
 enum class Sframe { None, Good, BadVersion, BadFre };
 
-// A hand-encoded SFrame V2 section (AMD64, little-endian) with two functions: sf_entry (one
-// FRE with no data words: the outermost frame) and sf_inner (four FREs); sf_middle, sf_drap
-// and sf_nocfi are deliberately not covered. Assembled as .sframe_hand and renamed .sframe
+// A hand-encoded SFrame V2 section (AMD64, little-endian) with two functions: entry (one
+// FRE with no data words: the outermost frame) and inner (four FREs); middle, drap
+// and nocfi are deliberately not covered. Assembled as .sframe_hand and renamed .sframe
 // after the link: the Debian 12 linker only knows SFrame V1 and would refuse to merge it.
 std::string sframe_section(Sframe variant) {
   if (variant == Sframe::None) return "";
   const int version = variant == Sframe::BadVersion ? 9 : 2;
-  // BadFre: sf_inner's FRE starts 0, 4, 1, 10 (not strictly increasing).
+  // BadFre: inner's FRE starts 0, 4, 1, 10 (not strictly increasing).
   const int second = variant == Sframe::BadFre ? 4 : 1;
   const int third = variant == Sframe::BadFre ? 1 : 4;
   const int second_info = variant == Sframe::BadFre ? 0x04 : 0x05;
@@ -213,15 +140,15 @@ std::string sframe_section(Sframe variant) {
 	.long 0               # FDE sub-section offset (from the end of the header)
 	.long .Lsf_fres - .Lsf_fdes
 .Lsf_fdes:
-	.long sf_entry - .    # function start, relative to this field
-	.long .Lsf_entry_end - sf_entry
+	.long entry - .    # function start, relative to this field
+	.long .Lentry_end - entry
 	.long .Lsf_fre_entry - .Lsf_fres
 	.long 1
 	.byte 0x00            # FRE starts: 1 byte; PC increment
 	.byte 0
 	.short 0
-	.long sf_inner - .
-	.long .Lsf_inner_end - sf_inner
+	.long inner - .
+	.long .Linner_end - inner
 	.long .Lsf_fre_inner - .Lsf_fres
 	.long 4
 	.byte 0x00
@@ -254,8 +181,8 @@ std::optional<X86Object> build_x86(Sframe variant, std::string* why) {
     *why = "gcc not installed";
     return std::nullopt;
   }
-  auto built =
-      test::build_shared_object(tc, "sframe_chain.s", kX86Code + sframe_section(variant), "", why);
+  auto built = test::build_shared_object(tc, "sframe_chain.s", x86_code() + sframe_section(variant),
+                                         "", why);
   if (!built) return std::nullopt;
   std::string path = built->path;
   if (variant != Sframe::None) {
@@ -308,16 +235,16 @@ class X86SFrame : public ::testing::Test {
   // lies.
   static constexpr uint64_t a = kStack + 0x800;
   void lay_out_chain(Stack& s) const {
-    s.put(a - 16, 0x1313);              // inner's saved r13
-    s.put(a - 8, 0x6666);               // inner's saved rbp
-    s.put(a, at("sf_ret_middle"));      // inner's return address
-    s.put(a + 32, 0x1212);              // middle's saved r12 (CFA - 24)
-    s.put(a + 40, 0x3333);              // middle's saved rbx (CFA - 16)
-    s.put(a + 48, at("sf_ret_entry"));  // middle's return address (CFA - 8)
+    s.put(a - 16, 0x1313);           // inner's saved r13
+    s.put(a - 8, 0x6666);            // inner's saved rbp
+    s.put(a, at("ret_middle"));      // inner's return address
+    s.put(a + 32, 0x1212);           // middle's saved r12 (CFA - 24)
+    s.put(a + 40, 0x3333);           // middle's saved rbx (CFA - 16)
+    s.put(a + 48, at("ret_entry"));  // middle's return address (CFA - 8)
   }
   RegisterSet chain_regs() const {
     RegisterSet regs(Arch::X86_64);
-    regs.set_pc(at("sf_inner_body"));
+    regs.set_pc(at("inner_body"));
     regs.set(7, a - 16);  // rsp
     regs.set(6, a - 8);   // rbp
     regs.set(3, 0xb0b0);
@@ -331,11 +258,11 @@ class X86SFrame : public ::testing::Test {
     EXPECT_EQ(bt.stop, StopReason::Outermost) << sources(bt);
     ASSERT_EQ(bt.frames.size(), 3u) << sources(bt);
     EXPECT_EQ(bt.frames[0].cfa, a + 8);
-    EXPECT_EQ(bt.frames[1].pc, at("sf_ret_middle"));
+    EXPECT_EQ(bt.frames[1].pc, at("ret_middle"));
     EXPECT_EQ(bt.frames[1].cfa, a + 56);
     EXPECT_EQ(bt.frames[1].regs.get(7), a + 8);
     EXPECT_EQ(bt.frames[1].regs.get(6), 0x6666u);
-    EXPECT_EQ(bt.frames[2].pc, at("sf_ret_entry"));
+    EXPECT_EQ(bt.frames[2].pc, at("ret_entry"));
     EXPECT_EQ(bt.frames[2].regs.get(7), a + 56);
     EXPECT_EQ(bt.frames[2].regs.get(6), 0x6666u);
     EXPECT_EQ(bt.frames[2].cfa, sframe_outermost ? 0 : a + 72);
@@ -345,17 +272,17 @@ class X86SFrame : public ::testing::Test {
   // 8 mod 16 so that `and $-16, %rsp` drops 8 bytes.
   static constexpr uint64_t r = kStack + 0x808;
   void lay_out_drap(Stack& s) const {
-    s.put(r, at("sf_ret_drap_entry"));       // drap's return address (CFA - 8)
-    s.put(r - 16, at("sf_ret_drap_entry"));  // pushq -8(%r10): the copy below the realignment
-    s.put(r - 24, 0x7777);                   // drap's caller's rbp; drap's rbp = r - 24
-    s.put(r - 32, r + 8);                    // pushq %r10: the DRAP register (= the CFA)
-    s.put(r - 40, at("sf_ret_drap"));        // inner's return address
-    s.put(r - 48, r - 24);                   // inner's saved rbp
-    s.put(r - 56, 0x1313);                   // inner's saved r13
+    s.put(r, at("ret_drap_entry"));       // drap's return address (CFA - 8)
+    s.put(r - 16, at("ret_drap_entry"));  // pushq -8(%r10): the copy below the realignment
+    s.put(r - 24, 0x7777);                // drap's caller's rbp; drap's rbp = r - 24
+    s.put(r - 32, r + 8);                 // pushq %r10: the DRAP register (= the CFA)
+    s.put(r - 40, at("ret_drap"));        // inner's return address
+    s.put(r - 48, r - 24);                // inner's saved rbp
+    s.put(r - 56, 0x1313);                // inner's saved r13
   }
   RegisterSet drap_regs() const {
     RegisterSet regs(Arch::X86_64);
-    regs.set_pc(at("sf_inner_body"));
+    regs.set_pc(at("inner_body"));
     regs.set(7, r - 56);
     regs.set(6, r - 48);
     return regs;
@@ -364,11 +291,11 @@ class X86SFrame : public ::testing::Test {
     EXPECT_EQ(bt.stop, StopReason::Outermost) << sources(bt);
     ASSERT_EQ(bt.frames.size(), 3u) << sources(bt);
     EXPECT_EQ(bt.frames[0].cfa, r - 32);
-    EXPECT_EQ(bt.frames[1].pc, at("sf_ret_drap"));
+    EXPECT_EQ(bt.frames[1].pc, at("ret_drap"));
     EXPECT_EQ(bt.frames[1].regs.get(7), r - 32);
     EXPECT_EQ(bt.frames[1].regs.get(6), r - 24);
     EXPECT_EQ(bt.frames[1].cfa, r + 8);  // [rbp - 8], the saved DRAP register
-    EXPECT_EQ(bt.frames[2].pc, at("sf_ret_drap_entry"));
+    EXPECT_EQ(bt.frames[2].pc, at("ret_drap_entry"));
     EXPECT_EQ(bt.frames[2].regs.get(7), r + 8);
     EXPECT_EQ(bt.frames[2].regs.get(6), 0x7777u);  // [rbp], by the FP rule
     EXPECT_EQ(bt.frames[2].cfa, sframe_outermost ? 0 : r + 24);
@@ -379,9 +306,9 @@ class X86SFrame : public ::testing::Test {
 };
 
 TEST_F(X86SFrame, HandEncodedTableMatchesTheCode) {
-  // The FRE starts above are byte offsets of sf_inner's instructions: push %rbp (1 byte),
+  // The FRE starts above are byte offsets of inner's instructions: push %rbp (1 byte),
   // mov %rsp,%rbp (3), push %r13 (2), then the body.
-  EXPECT_EQ(at("sf_inner_body") - at("sf_inner"), 6u);
+  EXPECT_EQ(at("inner_body") - at("inner"), 6u);
 }
 
 TEST_F(X86SFrame, AutoPrefersSFrameAndFallsBackPerFrame) {
@@ -389,7 +316,7 @@ TEST_F(X86SFrame, AutoPrefersSFrameAndFallsBackPerFrame) {
   lay_out_chain(s);
   ModuleSet set = modules(Sframe::Good);
   Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
-  expect_chain(bt, true);  // sf_entry is in the native table
+  expect_chain(bt, true);  // entry is in the native table
   ASSERT_EQ(bt.frames.size(), 3u);
   EXPECT_EQ(bt.frames[1].source, FrameSource::SFrame) << sources(bt);   // inner: in .sframe
   EXPECT_EQ(bt.frames[2].source, FrameSource::EhFrame) << sources(bt);  // middle: not
@@ -418,21 +345,21 @@ TEST_F(X86SFrame, SFrameOnlyStopsWhereTheTableEnds) {
   Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
   ASSERT_EQ(bt.frames.size(), 2u) << sources(bt);
   EXPECT_EQ(bt.frames[1].source, FrameSource::SFrame);
-  EXPECT_EQ(bt.frames[1].pc, at("sf_ret_middle"));
+  EXPECT_EQ(bt.frames[1].pc, at("ret_middle"));
   EXPECT_EQ(bt.frames[1].regs.get(6), 0x6666u);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
   EXPECT_NE(bt.detail.find("no SFrame row for"), std::string::npos) << bt.detail;
-  EXPECT_NE(bt.detail.find("sf_middle"), std::string::npos) << bt.detail;
+  EXPECT_NE(bt.detail.find("middle"), std::string::npos) << bt.detail;
   EXPECT_NE(bt.detail.find("libsframe.so+0x"), std::string::npos) << bt.detail;
   EXPECT_NE(bt.detail.find("no function of its .sframe covers the pc"), std::string::npos)
       << bt.detail;
 }
 
 TEST_F(X86SFrame, OutermostFreEndsTheWalk) {
-  // Frame 0 in sf_entry itself: its only FRE has no data words.
+  // Frame 0 in entry itself: its only FRE has no data words.
   Stack s(false);
   RegisterSet regs(Arch::X86_64);
-  regs.set_pc(at("sf_ret_entry"));
+  regs.set_pc(at("ret_entry"));
   regs.set(7, a);
   ModuleSet set = modules(Sframe::Good);
   Backtrace bt = Unwinder().unwind(regs, s.mem, set, sframe_only());
@@ -447,7 +374,7 @@ TEST_F(X86SFrame, ModuleWithoutSFrame) {
   Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
   EXPECT_EQ(bt.frames.size(), 1u);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
-  EXPECT_NE(bt.detail.find("sf_inner"), std::string::npos) << bt.detail;
+  EXPECT_NE(bt.detail.find("inner"), std::string::npos) << bt.detail;
   EXPECT_NE(bt.detail.find("the module has no .sframe"), std::string::npos) << bt.detail;
   // Auto: nothing to prefer, .eh_frame as before.
   Backtrace au = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
@@ -475,7 +402,7 @@ TEST_F(X86SFrame, CorruptFreIsDroppedOnLookupAndNeverSearchedAgain) {
   Stack s(false);
   lay_out_chain(s);
   ModuleSet set = modules(Sframe::BadFre);
-  // The header is sound: the table parses, and the corrupt FREs show when sf_inner is looked
+  // The header is sound: the table parses, and the corrupt FREs show when inner is looked
   // up. Auto mode drops the table and takes .eh_frame for this frame and the next.
   Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
   expect_chain(bt, false);
@@ -486,8 +413,8 @@ TEST_F(X86SFrame, CorruptFreIsDroppedOnLookupAndNeverSearchedAgain) {
   auto dropped = sf.drop_error(false, 0);
   ASSERT_TRUE(dropped.has_value());
   EXPECT_EQ(dropped->code, sframe::ErrorCode::BadFre);
-  // Later lookups (sf_entry's pc is covered by a sound FDE) find no table at all.
-  EXPECT_EQ(sf.find_row(at("sf_ret_entry") - kBias, false, 0).status,
+  // Later lookups (entry's pc is covered by a sound FDE) find no table at all.
+  EXPECT_EQ(sf.find_row(at("ret_entry") - kBias, false, 0).status,
             unwind::SFrameLookup::Status::NoTable);
 
   Backtrace only = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
@@ -524,7 +451,7 @@ TEST_F(X86SFrame, ConvertedTablesWalkTheChain) {
 }
 
 TEST_F(X86SFrame, ConvertedTableReplacesTheNativeOne) {
-  // The native table covers sf_inner but not sf_middle; the converted one covers both.
+  // The native table covers inner but not middle; the converted one covers both.
   Stack s(false);
   lay_out_chain(s);
   ModuleSet set = modules(Sframe::Good);
@@ -545,28 +472,28 @@ TEST_F(X86SFrame, DrapNeedsV3) {
     }
   }
   {
-    // V2 cannot say "CFA = [rbp - 8]": the converter leaves sf_drap out and says why.
+    // V2 cannot say "CFA = [rbp - 8]": the converter leaves drap out and says why.
     ModuleSet set = modules(Sframe::None);
     Backtrace v2 = Unwinder().unwind(drap_regs(), s.mem, set, sframe_only(true, 2));
     ASSERT_EQ(v2.frames.size(), 2u) << sources(v2);
-    EXPECT_EQ(v2.frames[1].pc, at("sf_ret_drap"));
+    EXPECT_EQ(v2.frames[1].pc, at("ret_drap"));
     EXPECT_EQ(v2.stop, StopReason::NoUnwindInfo);
-    EXPECT_NE(v2.detail.find("sf_drap"), std::string::npos) << v2.detail;
+    EXPECT_NE(v2.detail.find("drap"), std::string::npos) << v2.detail;
     EXPECT_NE(v2.detail.find("not expressible in SFrame V2"), std::string::npos) << v2.detail;
     const auto* left_out =
         unwind::image_cache(image(Sframe::None), Limits{}).sframe().inexpressible(2);
     ASSERT_NE(left_out, nullptr);
     bool drap_listed = false;
     for (const auto& e : *left_out) {
-      drap_listed = drap_listed || e.function + kBias == at("sf_drap");
+      drap_listed = drap_listed || e.function + kBias == at("drap");
     }
     EXPECT_TRUE(drap_listed);
   }
   {
-    // Auto with V2: SFrame for sf_inner, .eh_frame for the DRAP function.
+    // Auto with V2: SFrame for inner, .eh_frame for the DRAP function.
     ModuleSet set = modules(Sframe::None);
     Backtrace au = Unwinder().unwind(drap_regs(), s.mem, set, auto_mode(true, 2));
-    expect_drap(au, true);  // sf_drap_entry converts: the outermost FRE
+    expect_drap(au, true);  // drap_entry converts: the outermost FRE
     ASSERT_EQ(au.frames.size(), 3u);
     EXPECT_EQ(au.frames[1].source, FrameSource::SFrame);
     EXPECT_EQ(au.frames[2].source, FrameSource::EhFrame);
@@ -574,15 +501,15 @@ TEST_F(X86SFrame, DrapNeedsV3) {
 }
 
 TEST_F(X86SFrame, SignalFunctionRowChecksForTheTrampoline) {
-  // Frame 0 sits on sf_tramp's first byte, rsp at the kernel's ucontext; the interrupted
-  // frame is sf_inner's body, on the chain's stack.
+  // Frame 0 sits on tramp's first byte, rsp at the kernel's ucontext; the interrupted
+  // frame is inner's body, on the chain's stack.
   Stack s(false);
   lay_out_chain(s);
   const uint64_t uc = kStack + 0x100;
   auto greg = [&](int idx, uint64_t v) {
     s.put(uc + offsetof(ucontext_t, uc_mcontext.gregs) + 8 * idx, v);
   };
-  greg(REG_RIP, at("sf_inner_body"));
+  greg(REG_RIP, at("inner_body"));
   greg(REG_RSP, a - 16);
   greg(REG_RBP, a - 8);
   s.put(uc, 0x5151);  // what a plain "CFA = rsp + 8" row would take as the return address
@@ -590,9 +517,9 @@ TEST_F(X86SFrame, SignalFunctionRowChecksForTheTrampoline) {
   const std::vector<uint8_t> code = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
   std::vector<std::byte> bytes;
   for (uint8_t b : code) bytes.push_back(std::byte{b});
-  s.mem.add(at("sf_tramp"), bytes);
+  s.mem.add(at("tramp"), bytes);
   RegisterSet regs(Arch::X86_64);
-  regs.set_pc(at("sf_tramp"));
+  regs.set_pc(at("tramp"));
   regs.set(7, uc);
 
   for (uint8_t version : {2, 3}) {
@@ -605,42 +532,42 @@ TEST_F(X86SFrame, SignalFunctionRowChecksForTheTrampoline) {
     ASSERT_EQ(bt.frames.size(), 4u) << sources(bt);
     EXPECT_TRUE(bt.frames[0].signal_trampoline);
     EXPECT_EQ(bt.frames[1].source, FrameSource::Signal);
-    EXPECT_EQ(bt.frames[1].pc, at("sf_inner_body"));
+    EXPECT_EQ(bt.frames[1].pc, at("inner_body"));
     EXPECT_TRUE(bt.frames[1].exact_pc);
-    EXPECT_EQ(bt.frames[2].pc, at("sf_ret_middle"));
+    EXPECT_EQ(bt.frames[2].pc, at("ret_middle"));
     EXPECT_EQ(bt.frames[2].source, FrameSource::SFrame);
-    EXPECT_EQ(bt.frames[3].pc, at("sf_ret_entry"));
+    EXPECT_EQ(bt.frames[3].pc, at("ret_entry"));
   }
 
   // Without readable trampoline bytes, V3's row applies as a signal frame's row: its caller
   // keeps an exact pc (tagged sframe), here the value at CFA - 8.
   Stack plain(false);
-  plain.put(uc, at("sf_inner_body"));
+  plain.put(uc, at("inner_body"));
   ModuleSet set = modules(Sframe::None);
   Limits two;
   two.max_frames = 2;
   Backtrace bt = Unwinder(two).unwind(regs, plain.mem, set, sframe_only(true, 3));
   ASSERT_EQ(bt.frames.size(), 2u) << sources(bt);
   EXPECT_EQ(bt.frames[1].source, FrameSource::SFrame);
-  EXPECT_EQ(bt.frames[1].pc, at("sf_inner_body"));
+  EXPECT_EQ(bt.frames[1].pc, at("inner_body"));
   EXPECT_TRUE(bt.frames[1].exact_pc);
 }
 
 TEST_F(X86SFrame, FunctionWithoutFdeHasNothingToConvert) {
-  // inner called from sf_nocfi (no FDE): pushes rbp, so inner's CFA = a + 8 again.
+  // inner called from nocfi (no FDE): pushes rbp, so inner's CFA = a + 8 again.
   Stack s(false);
   s.put(a - 8, a + 8);
-  s.put(a, at("sf_ret_nocfi"));
+  s.put(a, at("ret_nocfi"));
   RegisterSet regs(Arch::X86_64);
-  regs.set_pc(at("sf_inner_body"));
+  regs.set_pc(at("inner_body"));
   regs.set(7, a - 16);
   regs.set(6, a - 8);
   ModuleSet set = modules(Sframe::None);
   Backtrace bt = Unwinder().unwind(regs, s.mem, set, sframe_only(true));
   ASSERT_EQ(bt.frames.size(), 2u) << sources(bt);
-  EXPECT_EQ(bt.frames[1].pc, at("sf_ret_nocfi"));
+  EXPECT_EQ(bt.frames[1].pc, at("ret_nocfi"));
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
-  EXPECT_NE(bt.detail.find("sf_nocfi"), std::string::npos) << bt.detail;
+  EXPECT_NE(bt.detail.find("nocfi"), std::string::npos) << bt.detail;
   EXPECT_NE(bt.detail.find("no .eh_frame FDE to convert"), std::string::npos) << bt.detail;
 }
 
@@ -677,11 +604,11 @@ TEST_F(X86SFrame, StepByStepUsesTheSameTables) {
   ASSERT_TRUE(one.has_value()) << one.error().detail;
   EXPECT_EQ(one->cfa, a + 8);
   EXPECT_EQ(one->caller.source, FrameSource::SFrame);
-  EXPECT_EQ(one->caller.pc, at("sf_ret_middle"));
+  EXPECT_EQ(one->caller.pc, at("ret_middle"));
   auto two = u.step(one->caller, s.mem, set, o);
   ASSERT_TRUE(two.has_value()) << two.error().detail;
   EXPECT_EQ(two->cfa, a + 56);
-  EXPECT_EQ(two->caller.pc, at("sf_ret_entry"));
+  EXPECT_EQ(two->caller.pc, at("ret_entry"));
   auto three = u.step(two->caller, s.mem, set, o);
   ASSERT_FALSE(three.has_value());
   EXPECT_EQ(three.error().reason, StopReason::Outermost);
@@ -689,26 +616,7 @@ TEST_F(X86SFrame, StepByStepUsesTheSameTables) {
 
 // ---------------------------------------------- aarch64 and s390x, converted from .eh_frame
 
-constexpr char kAArch64Prefix[] = "aarch64-linux-gnu-";
-constexpr char kS390xPrefix[] = "s390x-linux-gnu-";
-
-template <const char* Prefix, const auto* Asm>
-class ChainTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { chain_ = test::build_chain(Prefix, *Asm, &why_); }
-  void SetUp() override {
-    if (!chain_) GTEST_FAIL() << why_;
-    chain_->image->set_cache(nullptr);
-    modules_.add(test::place_image(chain_->image, kBias, "/synthetic/libchain.so"));
-  }
-  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
-
-  static inline std::optional<test::ChainImage> chain_;
-  static inline std::string why_;
-  ModuleSet modules_;
-};
-
-using AArch64Converted = ChainTest<kAArch64Prefix, &test::kAArch64ChainAsm>;
+using AArch64Converted = test::ChainTest<test::kAArch64Prefix, &test::kAArch64ChainAsm>;
 
 TEST_F(AArch64Converted, SignedReturnAddressAndLeaf) {
   // inner is a leaf (return address still in x30); middle signs its return address.
@@ -745,7 +653,7 @@ TEST_F(AArch64Converted, SignedReturnAddressAndLeaf) {
   }
 }
 
-using S390xConverted = ChainTest<kS390xPrefix, &test::kS390xChainAsm>;
+using S390xConverted = test::ChainTest<test::kS390xPrefix, &test::kS390xChainAsm>;
 
 TEST_F(S390xConverted, CfaIsCallerSpPlus160) {
   // middle saves r6-r15 in its caller's save area (r14 at CFA - 48, r11 at CFA - 72, r15 at

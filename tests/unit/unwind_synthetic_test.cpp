@@ -10,49 +10,13 @@
 namespace ehbt {
 namespace {
 
-constexpr uint64_t kBias = 0x7f0000000000;
-constexpr uint64_t kStack = 0x7ffe0000;
-constexpr uint64_t kStackSize = 0x1000;
-
-struct Stack {
-  explicit Stack(bool big_endian) : big_endian(big_endian) {
-    mem.add(kStack, std::vector<std::byte>(kStackSize));
-  }
-  void put(uint64_t addr, uint64_t v) { ASSERT_TRUE(mem.write_uint(addr, v, 8, big_endian)); }
-  BufferMemory mem;
-  bool big_endian;
-};
-
-ModuleSet modules_for(const test::ChainImage& chain) {
-  ModuleSet set;
-  set.add(test::place_image(chain.image, kBias, "/synthetic/libchain.so"));
-  return set;
-}
+using test::kBias;
+using test::kStack;
+using Stack = test::SyntheticStack;
 
 // ---------------------------------------------------------------------------------- x86-64
 
-// One fixture per architecture: the chain is assembled once per suite with that
-// architecture's toolchain (all installed by scripts/install-deps.sh, so a failed build fails).
-constexpr char kNativePrefix[] = "";
-constexpr char kAArch64Prefix[] = "aarch64-linux-gnu-";
-constexpr char kS390xPrefix[] = "s390x-linux-gnu-";
-
-template <const char* Prefix, const auto* Asm>
-class ChainTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { chain_ = test::build_chain(Prefix, *Asm, &why_); }
-  void SetUp() override {
-    if (!chain_) GTEST_FAIL() << why_;
-    modules_ = modules_for(*chain_);
-  }
-  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
-
-  static inline std::optional<test::ChainImage> chain_;
-  static inline std::string why_;
-  ModuleSet modules_;
-};
-
-using X86_64Chain = ChainTest<kNativePrefix, &test::kX86_64ChainAsm>;
+using X86_64Chain = test::ChainTest<test::kNativePrefix, &test::kX86_64ChainAsm>;
 
 TEST_F(X86_64Chain, WalksToTheOutermostFrame) {
   // inner: push rbp; mov rsp,rbp; push r13 -> rbp = A-8, rsp = A-16, return address at A.
@@ -189,7 +153,7 @@ TEST_F(X86_64Chain, CallThroughBadPointerUsesEntryRule) {
 
 // --------------------------------------------------------------------------------- aarch64
 
-using AArch64Chain = ChainTest<kAArch64Prefix, &test::kAArch64ChainAsm>;
+using AArch64Chain = test::ChainTest<test::kAArch64Prefix, &test::kAArch64ChainAsm>;
 
 TEST_F(AArch64Chain, StripsSignedReturnAddress) {
   const uint64_t s0 = kStack + 0x800;          // inner's sp
@@ -235,7 +199,7 @@ TEST_F(AArch64Chain, StripsSignedReturnAddress) {
 
 // ----------------------------------------------------------------------------------- s390x
 
-using S390xChain = ChainTest<kS390xPrefix, &test::kS390xChainAsm>;
+using S390xChain = test::ChainTest<test::kS390xPrefix, &test::kS390xChainAsm>;
 
 TEST_F(S390xChain, CfaIsCallerSpPlus160) {
   const uint64_t sp = kStack + 0x400;  // middle's r15 after `aghi %r15,-160`

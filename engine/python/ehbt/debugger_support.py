@@ -1,5 +1,9 @@
-"""Debugger-neutral helpers for the front ends that drive the engine from inside a debugger.
+"""Debugger-neutral helpers for the front ends that drive the engine from inside a debugger
+(plugins/gdb/ehbt.py, plugins/lldb/ehbt_lldb.py).
 
+- ``cached_image``, ``memory_module``: the engine's image of a file a debugger loaded, opened
+  once per path, and the module of an image only the target's memory holds (the vDSO);
+- ``FAULT_ADDRESS_SIGNALS``: the signals whose siginfo carries a fault address;
 - ``merge_modules``: a debugger's module list completed with the modules the engine found in
   a core file itself (qemu-user cores carry no file list, so a debugger may know only the
   executable);
@@ -9,6 +13,35 @@
 """
 
 import os
+
+import ehbt
+
+MASK = (1 << 64) - 1
+# SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: si_addr is meaningful (the _sigfault member).
+FAULT_ADDRESS_SIGNALS = (4, 5, 7, 8, 11)
+
+
+def cached_image(images, path):
+    """The ehbt.Image of `path` from `images` (a dict path -> Image), opened and kept there on
+    first use; None when the engine cannot open the file."""
+    image = images.get(path)
+    if image is None:
+        try:
+            image = ehbt.Image.open(path)
+        except ehbt.Error:
+            return None
+        images[path] = image
+    return image
+
+
+def memory_module(read, load, name):
+    """The module of an ELF image the target has only in memory (the vDSO), its ELF header at
+    `load`, read through read(addr, size); None when no image can be read there."""
+    try:
+        image = ehbt.Image.from_memory(read, load, name)
+    except (ehbt.Error, ValueError):
+        return None
+    return ehbt.Module(image, path=name, bias=(load - image.min_vaddr) & MASK, file="")
 
 
 def same_file(a, b):

@@ -1,0 +1,14 @@
+// How the CLI's text renderings print numbers that are not addresses (addresses: hex() in
+// cli_json.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ehbt::cli {
+
+// An offset with its sign always shown: "+16", "-8", "+0" (objdump's and readelf's notation
+// for register-relative locations).
+std::string signed_offset(int64_t v);
+
+}  // namespace ehbt::cli
