@@ -2,12 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <list>
 #include <utility>
 
 namespace ehbt::test {
 
-sframe::Table parse_ok(const std::vector<std::byte>& bytes, uint64_t addr) {
-  auto t = sframe::Table::parse(bytes, addr, Limits{});
+sframe::Table parse_ok(std::vector<std::byte> bytes, uint64_t addr) {
+  // A Table reads the bytes it was parsed from: keep them for the rest of the test program
+  // (callers pass freshly assembled temporaries). List nodes never move.
+  static std::list<std::vector<std::byte>> kept;
+  const std::vector<std::byte>& owned = kept.emplace_back(std::move(bytes));
+  auto t = sframe::Table::parse(owned, addr, Limits{});
   EXPECT_TRUE(t.has_value()) << (t ? "" : sframe::to_string(t.error().code));
   return std::move(t).value();
 }

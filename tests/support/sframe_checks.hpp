@@ -12,8 +12,8 @@
 namespace ehbt::test {
 
 // The table of `bytes` placed at `addr`; a failure (with the reader's error code) when it
-// does not parse.
-sframe::Table parse_ok(const std::vector<std::byte>& bytes, uint64_t addr = kSframeAddr);
+// does not parse. The bytes are kept alive until the test program exits.
+sframe::Table parse_ok(std::vector<std::byte> bytes, uint64_t addr = kSframeAddr);
 
 // The row's CFA is `reg` + `offset`.
 void expect_cfa(const dwarf::Row& row, uint16_t reg, int64_t offset);

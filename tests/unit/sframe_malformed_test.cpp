@@ -181,7 +181,8 @@ TEST(SframeMalformed, FdeFields) {
   h4.version = 3;
   h4.num_fdes = 2;
   h4.num_fres = 1;
-  auto t4 = Table::parse(test::assemble(h4, f4, r4), kSection, {});
+  const std::vector<std::byte> t4_bytes = test::assemble(h4, f4, r4);
+  auto t4 = Table::parse(t4_bytes, kSection, {});
   ASSERT_TRUE(t4.has_value());
   EXPECT_TRUE(t4->function(0).has_value());
   ASSERT_FALSE(t4->function(1).has_value());
@@ -263,7 +264,8 @@ TEST(SframeMalformed, UnsortedFdesFoundDuringSearch) {
   SframeHeader h;
   h.num_fdes = 5;
   h.num_fres = 5;
-  auto t = Table::parse(test::assemble(h, fdes, fres), 0x1000, {});
+  const std::vector<std::byte> t_bytes = test::assemble(h, fdes, fres);
+  auto t = Table::parse(t_bytes, 0x1000, {});
   ASSERT_TRUE(t.has_value());
   auto r = t->find_row(0x1800);
   ASSERT_FALSE(r.has_value());
@@ -280,7 +282,8 @@ TEST(SframeMalformed, CorruptFunctionFailsItsLookupOnly) {
   SframeHeader h;
   h.num_fdes = 2;
   h.num_fres = 2;
-  auto t = Table::parse(test::assemble(h, fdes, fres), kSection, {});
+  const std::vector<std::byte> t_bytes = test::assemble(h, fdes, fres);
+  auto t = Table::parse(t_bytes, kSection, {});
   ASSERT_TRUE(t.has_value());
   EXPECT_TRUE(t->find_row(0x2004).has_value());
   auto bad = t->find_row(0x3004);
@@ -305,7 +308,8 @@ TEST(SframeMalformed, Caps) {
   h.num_fres = 5;
   Limits probes;
   probes.max_search_probes = 1;
-  auto t = Table::parse(test::assemble(h, fdes, fres), kSection, probes);
+  const std::vector<std::byte> t_bytes = test::assemble(h, fdes, fres);
+  auto t = Table::parse(t_bytes, kSection, probes);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->find_row(0x2250).error().code, ErrorCode::Limit);
 }
