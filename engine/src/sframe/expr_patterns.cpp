@@ -1,28 +1,22 @@
 // Recognisers for the DWARF expressions SFrame can express (see expr_patterns.hpp).
 #include "sframe/expr_patterns.hpp"
 
+#include "dwarf/dwarf_constants.hpp"
 #include "util/byte_reader.hpp"
 
 namespace ehbt::sframe {
 namespace {
 
-constexpr uint8_t kOpDeref = 0x06;
-constexpr uint8_t kOpAnd = 0x1a;
-constexpr uint8_t kOpPlus = 0x22;
-constexpr uint8_t kOpShl = 0x24;
-constexpr uint8_t kOpGe = 0x2a;
-constexpr uint8_t kOpLit0 = 0x30;
-constexpr uint8_t kOpBreg0 = 0x70;
-constexpr uint8_t kOpBregx = 0x92;
+namespace op = dwarf::op;
 
 // One breg/bregx operation at the reader's position.
 std::optional<RegPlusOffset> read_breg(util::ByteReader& r) {
-  uint8_t op = 0;
-  if (!r.read_u8(op)) return std::nullopt;
+  uint8_t code = 0;
+  if (!r.read_u8(code)) return std::nullopt;
   RegPlusOffset out;
-  if (op >= kOpBreg0 && op < kOpBreg0 + 32) {
-    out.reg = static_cast<uint16_t>(op - kOpBreg0);
-  } else if (op == kOpBregx) {
+  if (code >= op::breg0 && code <= op::breg31) {
+    out.reg = static_cast<uint16_t>(code - op::breg0);
+  } else if (code == op::bregx) {
     auto reg = r.read_uleb128();
     if (!reg || *reg > 0xffff) return std::nullopt;
     out.reg = static_cast<uint16_t>(*reg);
@@ -35,9 +29,9 @@ std::optional<RegPlusOffset> read_breg(util::ByteReader& r) {
   return out;
 }
 
-bool expect(util::ByteReader& r, uint8_t op) {
+bool expect(util::ByteReader& r, uint8_t want) {
   uint8_t b = 0;
-  return r.read_u8(b) && b == op;
+  return r.read_u8(b) && b == want;
 }
 
 }  // namespace
@@ -52,7 +46,7 @@ std::optional<RegPlusOffset> match_breg(std::span<const std::byte> expr) {
 std::optional<RegPlusOffset> match_breg_deref(std::span<const std::byte> expr) {
   util::ByteReader r(expr, false);
   auto b = read_breg(r);
-  if (!b || !expect(r, kOpDeref) || !r.at_end()) return std::nullopt;
+  if (!b || !expect(r, op::deref) || !r.at_end()) return std::nullopt;
   return b;
 }
 
@@ -63,14 +57,14 @@ std::optional<PltCfa> match_plt_cfa(std::span<const std::byte> expr) {
   if (!sp || sp->reg != kRsp) return std::nullopt;
   auto ip = read_breg(r);
   if (!ip || ip->reg != kRip || ip->offset != 0) return std::nullopt;
-  if (!expect(r, kOpLit0 + 15) || !expect(r, kOpAnd)) return std::nullopt;
+  if (!expect(r, op::lit0 + 15) || !expect(r, op::and_)) return std::nullopt;
   uint8_t lit = 0;
-  if (!r.read_u8(lit) || lit < kOpLit0 || lit > kOpLit0 + 15) return std::nullopt;
-  if (!expect(r, kOpGe) || !expect(r, kOpLit0 + 3) || !expect(r, kOpShl) || !expect(r, kOpPlus) ||
-      !r.at_end()) {
+  if (!r.read_u8(lit) || lit < op::lit0 || lit > op::lit0 + 15) return std::nullopt;
+  if (!expect(r, op::ge) || !expect(r, op::lit0 + 3) || !expect(r, op::shl) ||
+      !expect(r, op::plus) || !r.at_end()) {
     return std::nullopt;
   }
-  return PltCfa{sp->offset, static_cast<uint8_t>(lit - kOpLit0)};
+  return PltCfa{sp->offset, static_cast<uint8_t>(lit - op::lit0)};
 }
 
 }  // namespace ehbt::sframe
