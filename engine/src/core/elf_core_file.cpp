@@ -1,20 +1,14 @@
 // ELF core decoding: ELF64 header, program headers (PT_LOAD, PT_NOTE) and the CORE notes.
 #include "core/elf_core_file.hpp"
 
+#include <elf.h>
+
 #include <algorithm>
 
 #include "core/byte_order.hpp"
 
 namespace ehbt::core {
 namespace {
-
-constexpr uint32_t kPtLoad = 1;
-constexpr uint32_t kPtNote = 4;
-constexpr uint16_t kEtCore = 4;
-constexpr uint16_t kPnXnum = 0xffff;
-constexpr std::size_t kEhdrSize = 64;
-constexpr std::size_t kPhdrSize = 56;
-constexpr std::size_t kShdrSize = 64;
 
 // struct elf_prpsinfo (64-bit): pr_fname[16] at 40, pr_psargs[80] at 56.
 constexpr std::size_t kPsFname = 40;
@@ -144,7 +138,7 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   }
   ParsedCore core;
   core.big_endian = file[5] == std::byte{2};
-  if (file.size() < kEhdrSize) return unexpected(std::string("truncated ELF header"));
+  if (file.size() < sizeof(Elf64_Ehdr)) return unexpected(std::string("truncated ELF header"));
   ByteView h(file, core.big_endian);
   uint16_t type = h.u16(16);
   uint16_t machine = h.u16(18);
@@ -153,21 +147,21 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   uint16_t phentsize = h.u16(54);
   uint64_t phnum = h.u16(56);
   uint16_t shentsize = h.u16(58);
-  if (type != kEtCore) {
+  if (type != ET_CORE) {
     return unexpected("not a core file (ELF type " + std::to_string(type) + ")");
   }
   auto arch = arch_from_elf_machine(machine);
   if (!arch) return unexpected("unsupported core machine " + std::to_string(machine));
   core.arch = *arch;
   // More than 0xfffe program headers: the real count is in section header 0's sh_info.
-  if (phnum == kPnXnum) {
-    if (shoff == 0 || shentsize < kShdrSize || shoff > file.size() ||
-        file.size() - shoff < kShdrSize) {
+  if (phnum == PN_XNUM) {
+    if (shoff == 0 || shentsize < sizeof(Elf64_Shdr) || shoff > file.size() ||
+        file.size() - shoff < sizeof(Elf64_Shdr)) {
       return unexpected(std::string("truncated section header 0 (PN_XNUM)"));
     }
     phnum = h.u32(shoff + 44);
   }
-  if (phentsize < kPhdrSize) return unexpected(std::string("bad program header size"));
+  if (phentsize < sizeof(Elf64_Phdr)) return unexpected(std::string("bad program header size"));
   if (phnum == 0) return unexpected(std::string("no program headers"));
   if (phoff > file.size() || (file.size() - phoff) / phentsize < phnum) {
     return unexpected(std::string("truncated program headers"));
@@ -181,11 +175,11 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
     uint64_t vaddr = h.u64(p + 16);
     uint64_t filesz = h.u64(p + 32);
     uint64_t memsz = h.u64(p + 40);
-    if (ptype == kPtNote) {
+    if (ptype == PT_NOTE) {
       saw_note = true;
       // A note segment cut short by truncation still yields the notes that fit.
       parse_notes(core.arch, core.big_endian, h.sub(offset, filesz), core.notes);
-    } else if (ptype == kPtLoad) {
+    } else if (ptype == PT_LOAD) {
       if (memsz == 0 || vaddr + memsz < vaddr) continue;
       CoreSegment s;
       s.vaddr = vaddr;

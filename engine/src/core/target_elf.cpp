@@ -1,6 +1,8 @@
 // Decoding ELF64 headers, program headers and notes out of target memory.
 #include "core/target_elf.hpp"
 
+#include <elf.h>
+
 #include <algorithm>
 
 #include "core/byte_order.hpp"
@@ -8,13 +10,6 @@
 namespace ehbt::core {
 namespace {
 
-constexpr uint32_t kPtLoad = 1;
-constexpr uint32_t kPtDynamic = 2;
-constexpr uint32_t kPtInterp = 3;
-constexpr uint32_t kPtNote = 4;
-constexpr uint32_t kPtPhdr = 6;
-constexpr std::size_t kPhdrSize = 56;
-constexpr uint32_t kNtGnuBuildId = 3;
 // A note segment bigger than this is not a real one; build-id notes are ~36 bytes.
 constexpr uint64_t kMaxNoteBytes = 64 * 1024;
 // Build-ids are 16 (md5/uuid) or 20 (sha1) bytes; accept up to 64.
@@ -34,24 +29,24 @@ bool decode_phdrs(std::span<const std::byte> bytes, uint64_t count, uint64_t ent
     uint64_t align = v.u64(p + 48);
     if (!v.ok()) return false;
     switch (type) {
-      case kPtLoad:
+      case PT_LOAD:
         if (memsz != 0 && vaddr + memsz > vaddr) {
           elf.loads.push_back(Segment{vaddr, memsz, offset, filesz, flags});
         }
         break;
-      case kPtDynamic:
+      case PT_DYNAMIC:
         elf.dynamic_vaddr = vaddr;
         elf.dynamic_size = memsz;
         break;
-      case kPtInterp:
+      case PT_INTERP:
         elf.interp_vaddr = vaddr;
         elf.interp_offset = offset;
         elf.interp_size = filesz;
         break;
-      case kPtNote:
+      case PT_NOTE:
         elf.notes.push_back(NoteRange{vaddr, offset, filesz, align == 8 ? 8u : 4u});
         break;
-      case kPtPhdr:
+      case PT_PHDR:
         elf.phdr_vaddr = vaddr;
         break;
       default:
@@ -101,7 +96,7 @@ std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_en
   uint64_t phoff = h.u64(32);
   uint16_t entsize = h.u16(54);
   uint16_t phnum = h.u16(56);
-  if (entsize < kPhdrSize || phnum == 0 || phnum == 0xffff) return std::nullopt;
+  if (entsize < sizeof(Elf64_Phdr) || phnum == 0 || phnum == 0xffff) return std::nullopt;
   if (addr + phoff < addr) return std::nullopt;
   std::vector<std::byte> ph(std::size_t{phnum} * entsize);
   if (!mem.read_exact(addr + phoff, ph)) return std::nullopt;
@@ -112,11 +107,11 @@ std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_en
 std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
                                            bool big_endian) {
   if (count == 0 || count >= 0xffff) return std::nullopt;
-  std::vector<std::byte> ph(count * kPhdrSize);
+  std::vector<std::byte> ph(count * sizeof(Elf64_Phdr));
   if (!mem.read_exact(addr, ph)) return std::nullopt;
   TargetElf elf;
   elf.big_endian = big_endian;
-  if (!decode_phdrs(ph, count, kPhdrSize, big_endian, elf)) return std::nullopt;
+  if (!decode_phdrs(ph, count, sizeof(Elf64_Phdr), big_endian, elf)) return std::nullopt;
   return elf;
 }
 
@@ -133,7 +128,7 @@ std::string build_id_in(std::span<const std::byte> buf, bool big_endian, uint64_
     uint64_t desc_off = align_up(off + 12 + namesz, align);
     uint64_t next = align_up(desc_off + descsz, align);
     if (desc_off > buf.size() || descsz > buf.size() - desc_off) break;
-    if (type == kNtGnuBuildId && namesz == 4 && v.str(off + 12, 4) == "GNU" && descsz > 0 &&
+    if (type == NT_GNU_BUILD_ID && namesz == 4 && v.str(off + 12, 4) == "GNU" && descsz > 0 &&
         descsz <= kMaxBuildIdBytes) {
       return to_hex(v.sub(desc_off, descsz));
     }
