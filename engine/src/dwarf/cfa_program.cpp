@@ -95,6 +95,18 @@ class CfaProgram {
     // Wrapping multiplication: a silly factored offset gives a silly (but defined) offset.
     return static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(cie_.data_align));
   }
+  // The CFA offset operand: unsigned and unfactored (def_cfa, def_cfa_offset), or signed and
+  // factored by the data alignment (their _sf forms).
+  Expected<int64_t, Error> read_cfa_offset(ByteReader& r, uint64_t base, bool factored) {
+    if (factored) {
+      auto s = r.read_sleb128();
+      if (!s) return unexpected(from_read_error(s.error(), base));
+      return factor(*s);
+    }
+    auto u = r.read_uleb128();
+    if (!u) return unexpected(from_read_error(u.error(), base));
+    return static_cast<int64_t>(*u);
+  }
 
   template <class OnAdvance>
   Expected<void, Error> run(std::span<const std::byte> ins, uint64_t base, bool in_cie,
@@ -246,17 +258,9 @@ class CfaProgram {
       case cfa::def_cfa_sf: {
         auto reg = read_reg(r, base);
         if (!reg) return unexpected(reg.error());
-        int64_t off = 0;
-        if (op == cfa::def_cfa) {
-          auto u = r.read_uleb128();
-          if (!u) return rd(u.error());
-          off = static_cast<int64_t>(*u);
-        } else {
-          auto s = r.read_sleb128();
-          if (!s) return rd(s.error());
-          off = factor(*s);
-        }
-        row_.cfa = CfaRule{CfaKind::RegOffset, *reg, off, {}};
+        auto off = read_cfa_offset(r, base, op == cfa::def_cfa_sf);
+        if (!off) return unexpected(off.error());
+        row_.cfa = CfaRule{CfaKind::RegOffset, *reg, *off, {}};
         return {};
       }
       case cfa::def_cfa_register: {
@@ -273,21 +277,13 @@ class CfaProgram {
       }
       case cfa::def_cfa_offset:
       case cfa::def_cfa_offset_sf: {
-        int64_t off = 0;
-        if (op == cfa::def_cfa_offset) {
-          auto u = r.read_uleb128();
-          if (!u) return rd(u.error());
-          off = static_cast<int64_t>(*u);
-        } else {
-          auto s = r.read_sleb128();
-          if (!s) return rd(s.error());
-          off = factor(*s);
-        }
+        auto off = read_cfa_offset(r, base, op == cfa::def_cfa_offset_sf);
+        if (!off) return unexpected(off.error());
         // Only a register+offset CFA has an offset to change.
         if (row_.cfa.kind != CfaKind::RegOffset) {
           return unexpected(err(ErrorCode::BadState, op_off));
         }
-        row_.cfa.offset = off;
+        row_.cfa.offset = *off;
         return {};
       }
       case cfa::def_cfa_expression: {
