@@ -39,6 +39,18 @@ TargetPtr wrap(Expected<std::unique_ptr<Target>, std::string> r, std::string pat
   return t;
 }
 
+// Target memory at `addr`, at most `size` bytes (capped at 1 GiB); shorter where it faults.
+pyb::bytes read_memory(PyTarget& t, uint64_t addr, std::size_t size) {
+  std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
+  std::size_t n = 0;
+  {
+    pyb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(t.mu);
+    n = live(t).memory().read(addr, buf);
+  }
+  return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
+}
+
 }  // namespace
 
 std::shared_ptr<OwnedBacktrace> unwind_target_thread(const TargetPtr& target, std::size_t index,
@@ -97,31 +109,9 @@ void bind_core(pyb::module_& m) {
           "modules", [](PyTarget& t) { return live(t).modules(); },
           "A copy of the target's ModuleSet.")
       .def_property_readonly("auxv", [](PyTarget& t) { return live(t).auxv(); })
-      .def(
-          "read",
-          [](PyTarget& t, uint64_t addr, std::size_t size) {
-            std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
-            std::size_t n = 0;
-            {
-              pyb::gil_scoped_release nogil;
-              std::lock_guard<std::mutex> lock(t.mu);
-              n = live(t).memory().read(addr, buf);
-            }
-            return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
-          },
-          pyb::arg("addr"), pyb::arg("size"),
-          "Target memory; shorter than asked where it faults. Usable as a memory callable.")
-      .def("__call__",
-           [](PyTarget& t, uint64_t addr, std::size_t size) {
-             std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
-             std::size_t n = 0;
-             {
-               pyb::gil_scoped_release nogil;
-               std::lock_guard<std::mutex> lock(t.mu);
-               n = live(t).memory().read(addr, buf);
-             }
-             return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
-           })
+      .def("read", &read_memory, pyb::arg("addr"), pyb::arg("size"),
+           "Target memory; shorter than asked where it faults. Usable as a memory callable.")
+      .def("__call__", &read_memory)
       .def(
           "unwind_thread",
           [](const TargetPtr& t, std::size_t index, const pyb::handle& options,
