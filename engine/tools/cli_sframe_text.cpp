@@ -42,19 +42,6 @@ std::string pad(std::string s, std::size_t width) {
 
 }  // namespace
 
-Arch abi_arch(sframe::Abi abi) {
-  switch (abi) {
-    case sframe::Abi::Aarch64Big:
-    case sframe::Abi::Aarch64Little:
-      return Arch::AArch64;
-    case sframe::Abi::S390xBig:
-      return Arch::S390x;
-    case sframe::Abi::Amd64Little:
-      break;
-  }
-  return Arch::X86_64;
-}
-
 std::string cfa_text(Arch arch, const sframe::CfaRecovery& cfa) {
   std::string s = base_name(arch, cfa.reg) + signed_offset(cfa.offset);
   return cfa.deref ? "(" + s + ")" : s;
@@ -66,13 +53,14 @@ std::string fp_text(Arch arch, const sframe::Recovery& fp) {
 
 std::string ra_text(const sframe::Header& header, const sframe::Recovery& ra, bool mangled) {
   // An untracked RA on amd64 is at the ABI's fixed slot: objdump's `f`.
-  std::string s = register_text(abi_arch(header.abi), ra, header.fixed_ra_offset != 0 ? "f" : "u");
+  std::string s =
+      register_text(sframe::abi_arch(header.abi), ra, header.fixed_ra_offset != 0 ? "f" : "u");
   return mangled ? s + "[s]" : s;
 }
 
 std::string render_function_text(const sframe::Header& header, const sframe::Function& fn,
                                  const std::string& label) {
-  const Arch arch = abi_arch(header.abi);
+  const Arch arch = sframe::abi_arch(header.abi);
   std::string out =
       "    " + label + "pc = " + hex(fn.start) + ", size = " + std::to_string(fn.size) + " bytes";
   if (fn.type == sframe::FdeType::Flex) out += ", attr = \"F\"";

@@ -13,7 +13,6 @@
 
 namespace ehbt::cli {
 
-Arch abi_arch(sframe::Abi abi);
 std::string cfa_text(Arch arch, const sframe::CfaRecovery& cfa);
 std::string fp_text(Arch arch, const sframe::Recovery& fp);
 std::string ra_text(const sframe::Header& header, const sframe::Recovery& ra, bool mangled);

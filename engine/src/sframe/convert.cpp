@@ -18,18 +18,6 @@ bool same_row(const FrameRow& a, const FrameRow& b) {
          same(a.fp, b.fp) && same(a.ra, b.ra) && a.ra_mangled == b.ra_mangled;
 }
 
-Abi abi_for(Arch arch, bool big_endian) {
-  switch (arch) {
-    case Arch::X86_64:
-      return Abi::Amd64Little;
-    case Arch::AArch64:
-      return big_endian ? Abi::Aarch64Big : Abi::Aarch64Little;
-    case Arch::S390x:
-      return Abi::S390xBig;
-  }
-  return Abi::Amd64Little;
-}
-
 std::string hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));

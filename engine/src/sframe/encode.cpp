@@ -166,16 +166,6 @@ bool flex_words(const Ctx& c, const FrameRow& row, std::vector<Word>& words) {
   return true;
 }
 
-bool abi_big_endian(Abi abi) {
-  return abi == Abi::Aarch64Big || abi == Abi::S390xBig;
-}
-
-Arch abi_arch(Abi abi) {
-  return abi == Abi::Amd64Little ? Arch::X86_64
-         : abi == Abi::S390xBig  ? Arch::S390x
-                                 : Arch::AArch64;
-}
-
 }  // namespace
 
 Expected<std::vector<std::byte>, Error> encode(const Conversion& conversion,

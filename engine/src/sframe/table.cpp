@@ -13,24 +13,6 @@ Unexpected<Error> fail(ErrorCode code, uint64_t where) {
   return unexpected(Error{code, where});
 }
 
-// The ABI says which byte order the section must have.
-bool abi_big_endian(Abi abi) {
-  return abi == Abi::Aarch64Big || abi == Abi::S390xBig;
-}
-
-Arch abi_arch(Abi abi) {
-  switch (abi) {
-    case Abi::Aarch64Big:
-    case Abi::Aarch64Little:
-      return Arch::AArch64;
-    case Abi::Amd64Little:
-      return Arch::X86_64;
-    case Abi::S390xBig:
-      return Arch::S390x;
-  }
-  return Arch::X86_64;
-}
-
 // Minimum bytes an FRE takes (a 1-byte start and the info byte).
 constexpr uint64_t kMinFreSize = 2;
 

@@ -48,10 +48,7 @@ dwarf::Rule rule_for(const Recovery& rec, int8_t fixed) {
 
 dwarf::Row to_dwarf_row(const Header& header, const Function& fn, const FrameRow& row,
                         uint64_t row_start, uint64_t row_end) {
-  const Arch arch = (header.abi == Abi::Amd64Little) ? Arch::X86_64
-                    : (header.abi == Abi::S390xBig)  ? Arch::S390x
-                                                     : Arch::AArch64;
-  const ArchInfo& ai = arch_info(arch);
+  const ArchInfo& ai = arch_info(abi_arch(header.abi));
   dwarf::Row out;
   out.start = row_start;
   out.end = row_end;
