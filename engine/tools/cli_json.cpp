@@ -1,7 +1,6 @@
 // JSON string escaping and the indenting writer.
 #include "cli_json.hpp"
 
-#include <cinttypes>
 #include <cstdio>
 
 namespace ehbt::cli {
@@ -94,12 +93,6 @@ std::string json_quote(std::string_view s) {
   }
   out += '"';
   return out;
-}
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 void JsonWriter::newline() {

@@ -9,13 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "util/hex.hpp"
+
 namespace ehbt::cli {
 
 // `s` as a quoted JSON string literal.
 std::string json_quote(std::string_view s);
 
-// "0x" followed by lowercase hex digits, no padding: the address format of every document.
-std::string hex(uint64_t v);
+// Addresses in every document: "0x" and lowercase hex digits, no padding.
+using util::hex;
 
 // Writes one JSON value into a string, indenting nested containers by two spaces. Commas and
 // separators are inserted automatically; callers only say what comes next.

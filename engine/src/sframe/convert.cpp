@@ -2,10 +2,10 @@
 // row SFrame cannot say is left out whole and reported (the unwinder then uses .eh_frame for
 // it). The x86-64 PLT CFA expression becomes a PCMASK function of its own.
 #include <algorithm>
-#include <cstdio>
 
 #include "sframe/format.hpp"
 #include "sframe/row_classify.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::sframe {
 namespace {
@@ -18,11 +18,7 @@ bool same_row(const FrameRow& a, const FrameRow& b) {
          same(a.fp, b.fp) && same(a.ra, b.ra) && a.ra_mangled == b.ra_mangled;
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using util::hex;
 
 // The functions one FDE turns into (normally one; a PLT FDE splits at its expression row).
 class FdeConverter {

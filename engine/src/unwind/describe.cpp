@@ -1,16 +1,9 @@
 #include "unwind/describe.hpp"
 
 #include <array>
-#include <cstdio>
 #include <string_view>
 
 namespace ehbt::unwind {
-
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string describe_pc(uint64_t pc, const Module* module) {
   std::string out = hex(pc);

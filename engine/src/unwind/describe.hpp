@@ -6,11 +6,11 @@
 
 #include "ehbt/arch.hpp"
 #include "ehbt/image.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::unwind {
 
-// "0x1f2e".
-std::string hex(uint64_t v);
+using util::hex;
 // "0x55d4a0001234 (libfoo.so+0x1234)", or just the address without a module.
 std::string describe_pc(uint64_t pc, const Module* module);
 // "rbx", "x29", "r15"; "reg 99" for numbers without a name.
