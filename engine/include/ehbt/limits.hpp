@@ -34,6 +34,13 @@ struct Limits {
   uint64_t max_image_bytes = 256u << 20;
   // Symbols loaded per image.
   uint32_t max_symbols = 4u << 20;
+  // Program headers of one ELF image (file or target memory). Real objects have about a
+  // dozen; the kernel refuses more than 64 KiB of them (1170 ELF64 entries).
+  uint32_t max_program_headers = 1170;
+  // Threads (NT_PRSTATUS notes) taken from one core; later ones are left out.
+  uint32_t max_threads = 1u << 16;
+  // NT_FILE entries taken from one core (the kernel's default vm.max_map_count is 65530).
+  uint32_t max_file_mappings = 1u << 18;
   // Modules per target (link_map entries walked, mapped files considered).
   uint32_t max_modules = 4096;
   // AArch64 frame-pointer fallback, finding the caller's sp from the prologue of a function

@@ -24,6 +24,11 @@ class Memory {
   bool read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value);
 };
 
+// Up to `size` bytes at `addr`, stopping at the first fault. The buffer grows in 64 KiB steps
+// as reads succeed, so a size taken from untrusted input costs only what the memory really
+// holds, never a zero-filled buffer of the claimed size.
+std::vector<std::byte> read_prefix(Memory& mem, uint64_t addr, uint64_t size);
+
 // Sparse memory made of byte segments; everything else faults. For tests and for images
 // assembled from pieces (core segments, file sections).
 class BufferMemory final : public Memory {

@@ -36,6 +36,9 @@ constexpr LimitField32 kLimit32[] = {
     {"max_prologue_scan", &Limits::max_prologue_scan},
     {"max_prologue_insns", &Limits::max_prologue_insns},
     {"max_sframe_fres", &Limits::max_sframe_fres},
+    {"max_program_headers", &Limits::max_program_headers},
+    {"max_threads", &Limits::max_threads},
+    {"max_file_mappings", &Limits::max_file_mappings},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},

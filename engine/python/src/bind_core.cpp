@@ -41,14 +41,13 @@ TargetPtr wrap(Expected<std::unique_ptr<Target>, std::string> r, std::string pat
 
 // Target memory at `addr`, at most `size` bytes (capped at 1 GiB); shorter where it faults.
 pyb::bytes read_memory(PyTarget& t, uint64_t addr, std::size_t size) {
-  std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
-  std::size_t n = 0;
+  std::vector<std::byte> buf;
   {
     pyb::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(t.mu);
-    n = live(t).memory().read(addr, buf);
+    buf = read_prefix(live(t).memory(), addr, std::min<std::size_t>(size, 1u << 30));
   }
-  return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
+  return pyb::bytes(reinterpret_cast<const char*>(buf.data()), buf.size());
 }
 
 }  // namespace

@@ -164,9 +164,11 @@ void bind_image(pyb::module_& m) {
       .def(
           "read",
           [](const Image& image, uint64_t link_addr, std::size_t size) {
-            std::vector<std::byte> buf(std::min<std::size_t>(size, 1u << 30));
-            std::size_t n = image.read(link_addr, buf);
-            return pyb::bytes(reinterpret_cast<const char*>(buf.data()), n);
+            CallbackMemory mem(
+                [&image](uint64_t a, std::span<std::byte> out) { return image.read(a, out); });
+            std::vector<std::byte> buf =
+                read_prefix(mem, link_addr, std::min<std::size_t>(size, 1u << 30));
+            return pyb::bytes(reinterpret_cast<const char*>(buf.data()), buf.size());
           },
           pyb::arg("link_addr"), pyb::arg("size"))
       .def(

@@ -21,6 +21,9 @@ constexpr std::size_t kSiSigno = 0;
 constexpr std::size_t kSiCode = 8;
 constexpr std::size_t kSiAddr = 16;
 
+// auxv entries kept: the kernel writes a few dozen (AT_VECTOR_SIZE is under 64).
+constexpr std::size_t kMaxAuxvEntries = 1024;
+
 bool note_name_is(std::span<const std::byte> name, std::string_view want) {
   // namesz counts the terminating NUL; tolerate producers that omit it.
   std::size_t n = name.size();
@@ -32,7 +35,7 @@ bool note_name_is(std::span<const std::byte> name, std::string_view want) {
   return true;
 }
 
-void parse_nt_file(ByteView d, CoreNotes& notes) {
+void parse_nt_file(ByteView d, CoreNotes& notes, uint32_t max_files) {
   uint64_t count = d.u64(0);
   uint64_t page_size = d.u64(8);
   if (!d.ok()) return;
@@ -53,16 +56,18 @@ void parse_nt_file(ByteView d, CoreNotes& notes) {
     if (page_size != 0 && pages > UINT64_MAX / page_size) continue;
     m.offset = pages * page_size;
     if (m.end <= m.start) continue;
+    if (notes.files.size() >= max_files) return;
     notes.files.push_back(std::move(m));
   }
 }
 
 void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> name,
-                std::span<const std::byte> desc, CoreNotes& notes) {
+                std::span<const std::byte> desc, const Limits& limits, CoreNotes& notes) {
   if (!note_name_is(name, "CORE")) return;
   ByteView d(desc, be);
   switch (type) {
     case kNtPrstatus:
+      if (notes.threads.size() >= limits.max_threads) break;
       if (auto st = decode_prstatus(arch, desc, be)) notes.threads.push_back(*st);
       break;
     case kNtPrpsinfo:
@@ -82,14 +87,16 @@ void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> na
     }
     case kNtAuxv:
       if (!notes.auxv.empty()) break;
-      for (uint64_t off = 0; off + 16 <= desc.size(); off += 16) {
+      for (uint64_t off = 0; off + 16 <= desc.size() && notes.auxv.size() < kMaxAuxvEntries;
+           off += 16) {
         uint64_t tag = d.u64(off);
         if (tag == kAtNull) break;
         notes.auxv.emplace_back(tag, d.u64(off + 8));
       }
       break;
     case kNtFile:
-      if (!notes.has_file_note && desc.size() >= 16) parse_nt_file(d, notes);
+      if (!notes.has_file_note && desc.size() >= 16)
+        parse_nt_file(d, notes, limits.max_file_mappings);
       break;
     default:
       break;
@@ -98,7 +105,8 @@ void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> na
 
 // Walks one PT_NOTE segment. A note whose sizes run past the segment ends the walk of that
 // segment (nothing after it can be located), but what was decoded so far stays.
-void parse_notes(Arch arch, bool be, std::span<const std::byte> seg, CoreNotes& notes) {
+void parse_notes(Arch arch, bool be, std::span<const std::byte> seg, const Limits& limits,
+                 CoreNotes& notes) {
   ByteView v(seg, be);
   uint64_t off = 0;
   while (off + 12 <= seg.size()) {
@@ -109,7 +117,8 @@ void parse_notes(Arch arch, bool be, std::span<const std::byte> seg, CoreNotes& 
     uint64_t desc_off = align_up(name_off + namesz, 4);
     uint64_t next = align_up(desc_off + descsz, 4);
     if (desc_off > seg.size() || descsz > seg.size() - desc_off) return;
-    parse_note(arch, be, type, seg.subspan(name_off, namesz), seg.subspan(desc_off, descsz), notes);
+    parse_note(arch, be, type, seg.subspan(name_off, namesz), seg.subspan(desc_off, descsz), limits,
+               notes);
     if (next <= off) return;
     off = next;
   }
@@ -127,7 +136,6 @@ std::optional<uint64_t> auxv_value(const std::vector<std::pair<uint64_t, uint64_
 
 Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
                                              const Limits& limits) {
-  (void)limits;
   if (file.size() < 16 || file[0] != std::byte{0x7f} || file[1] != std::byte{'E'} ||
       file[2] != std::byte{'L'} || file[3] != std::byte{'F'}) {
     return unexpected(std::string("not an ELF file"));
@@ -166,6 +174,8 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   if (phoff > file.size() || (file.size() - phoff) / phentsize < phnum) {
     return unexpected(std::string("truncated program headers"));
   }
+  // Each PT_LOAD becomes a CoreSegment; real cores have one per mapping (vm.max_map_count,
+  // 65530 by default), and the count is bounded by the file size checked above.
   bool saw_note = false;
   for (uint64_t i = 0; i < phnum; ++i) {
     uint64_t p = phoff + i * phentsize;
@@ -178,7 +188,7 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
     if (ptype == PT_NOTE) {
       saw_note = true;
       // A note segment cut short by truncation still yields the notes that fit.
-      parse_notes(core.arch, core.big_endian, h.sub(offset, filesz), core.notes);
+      parse_notes(core.arch, core.big_endian, h.sub(offset, filesz), limits, core.notes);
     } else if (ptype == PT_LOAD) {
       if (memsz == 0 || vaddr + memsz < vaddr) continue;
       CoreSegment s;

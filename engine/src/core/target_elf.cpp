@@ -15,19 +15,24 @@ constexpr uint64_t kMaxNoteBytes = 64 * 1024;
 // Build-ids are 16 (md5/uuid) or 20 (sha1) bytes; accept up to 64.
 constexpr uint64_t kMaxBuildIdBytes = 64;
 
-bool decode_phdrs(std::span<const std::byte> bytes, uint64_t count, uint64_t entsize,
-                  bool big_endian, TargetElf& elf) {
-  ByteView v(bytes, big_endian);
+// Reads `count` program headers at `addr`, `entsize` bytes apart, one at a time: only the
+// 56 bytes of each that are decoded are ever held, so a header that claims 65535 entries of
+// 65535 bytes costs nothing before its first unreadable entry. False when one cannot be read
+// or no PT_LOAD was found.
+bool read_phdrs(Memory& mem, uint64_t addr, uint64_t count, uint64_t entsize, bool big_endian,
+                TargetElf& elf) {
   for (uint64_t i = 0; i < count; ++i) {
-    uint64_t p = i * entsize;
-    uint32_t type = v.u32(p);
-    uint32_t flags = v.u32(p + 4);
-    uint64_t offset = v.u64(p + 8);
-    uint64_t vaddr = v.u64(p + 16);
-    uint64_t filesz = v.u64(p + 32);
-    uint64_t memsz = v.u64(p + 40);
-    uint64_t align = v.u64(p + 48);
-    if (!v.ok()) return false;
+    std::byte one[sizeof(Elf64_Phdr)];
+    const uint64_t at = addr + i * entsize;
+    if (at < addr || !mem.read_exact(at, one)) return false;
+    ByteView v(one, big_endian);
+    uint32_t type = v.u32(0);
+    uint32_t flags = v.u32(4);
+    uint64_t offset = v.u64(8);
+    uint64_t vaddr = v.u64(16);
+    uint64_t filesz = v.u64(32);
+    uint64_t memsz = v.u64(40);
+    uint64_t align = v.u64(48);
     switch (type) {
       case PT_LOAD:
         if (memsz != 0 && vaddr + memsz > vaddr) {
@@ -79,7 +84,8 @@ std::pair<uint64_t, uint64_t> TargetElf::load_range(uint64_t page_size) const {
   return {lo, hi};
 }
 
-std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian) {
+std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian,
+                                         uint32_t max_phdrs) {
   std::byte ehdr[64];
   if (!mem.read_exact(addr, ehdr)) return std::nullopt;
   if (ehdr[0] != std::byte{0x7f} || ehdr[1] != std::byte{'E'} || ehdr[2] != std::byte{'L'} ||
@@ -96,22 +102,20 @@ std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_en
   uint64_t phoff = h.u64(32);
   uint16_t entsize = h.u16(54);
   uint16_t phnum = h.u16(56);
-  if (entsize < sizeof(Elf64_Phdr) || phnum == 0 || phnum == 0xffff) return std::nullopt;
+  if (entsize < sizeof(Elf64_Phdr) || phnum == 0 || phnum == PN_XNUM || phnum > max_phdrs) {
+    return std::nullopt;
+  }
   if (addr + phoff < addr) return std::nullopt;
-  std::vector<std::byte> ph(std::size_t{phnum} * entsize);
-  if (!mem.read_exact(addr + phoff, ph)) return std::nullopt;
-  if (!decode_phdrs(ph, phnum, entsize, big_endian, elf)) return std::nullopt;
+  if (!read_phdrs(mem, addr + phoff, phnum, entsize, big_endian, elf)) return std::nullopt;
   return elf;
 }
 
 std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
-                                           bool big_endian) {
-  if (count == 0 || count >= 0xffff) return std::nullopt;
-  std::vector<std::byte> ph(count * sizeof(Elf64_Phdr));
-  if (!mem.read_exact(addr, ph)) return std::nullopt;
+                                           bool big_endian, uint32_t max_phdrs) {
+  if (count == 0 || count >= PN_XNUM || count > max_phdrs) return std::nullopt;
   TargetElf elf;
   elf.big_endian = big_endian;
-  if (!decode_phdrs(ph, count, sizeof(Elf64_Phdr), big_endian, elf)) return std::nullopt;
+  if (!read_phdrs(mem, addr, count, sizeof(Elf64_Phdr), big_endian, elf)) return std::nullopt;
   return elf;
 }
 

@@ -43,12 +43,14 @@ struct TargetElf {
 };
 
 // Reads the ELF header at `addr` and its program headers. Only ELFCLASS64; `big_endian` is
-// the byte order expected (the target's), and a header of the other order is rejected.
-std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian);
+// the byte order expected (the target's), and a header of the other order is rejected, as is
+// one claiming more than `max_phdrs` program headers (Limits::max_program_headers).
+std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian,
+                                         uint32_t max_phdrs);
 
 // Decodes `count` program headers at `addr` without an ELF header (AT_PHDR/AT_PHNUM).
 std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
-                                           bool big_endian);
+                                           bool big_endian, uint32_t max_phdrs);
 
 // The NT_GNU_BUILD_ID of an ELF whose notes are mapped at bias + vaddr; "" if unreadable.
 std::string read_build_id(Memory& mem, const TargetElf& elf, uint64_t bias);

@@ -7,6 +7,7 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -51,11 +52,17 @@ struct SectionFacts {
   std::vector<std::pair<std::span<const std::byte>, uint64_t>> build_id_notes;
 };
 
+// Deflate cannot expand a stream more than about 1032 times (258-byte matches coded in two
+// bits): a stated size beyond that is a lie, and believing it would allocate it.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
 // Decompresses a SHF_COMPRESSED (or GNU .zdebug) section into `out` through libelf.
-// Leaves `out` empty when libelf cannot, or when the stated size exceeds the cap.
+// Leaves `out` empty when libelf cannot, or when the stated size exceeds the cap or what the
+// compressed bytes could possibly hold.
 void decompress_section(Elf_Scn* scn, bool gnu_style, std::span<const std::byte> raw, uint64_t cap,
                         std::vector<std::byte>& out) {
   out.clear();
+  cap = std::min(cap, uint64_t{raw.size()} * kMaxDeflateRatio);
   if (gnu_style) {
     // "ZLIB" then the uncompressed size as a big-endian 64-bit number.
     if (raw.size() < 12 || std::memcmp(raw.data(), "ZLIB", 4) != 0) return;
@@ -143,7 +150,7 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
     const std::size_t entsize = gelf_fsize(e, ELF_T_PHDR, 1, EV_CURRENT);
     if (eh.e_phentsize != entsize)
       return unexpected("bad program header entry size " + std::to_string(eh.e_phentsize));
-    if (phnum > elf::kMaxProgramHeaders)
+    if (phnum > im.limits.max_program_headers)
       return unexpected("too many program headers " + std::to_string(phnum));
     if (!in_bounds(eh.e_phoff, uint64_t{phnum} * entsize, file.size()))
       return unexpected(std::string("truncated program headers"));

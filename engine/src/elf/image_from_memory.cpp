@@ -24,8 +24,6 @@ constexpr uint64_t kSmallImage = 1u << 20;
 // Caps for pieces that are small in every real image.
 constexpr uint64_t kMaxNoteBytes = 64u << 10;
 constexpr uint64_t kMaxDynamicBytes = 1u << 20;
-// Reads of long ranges go in chunks so that a fault keeps what came before it.
-constexpr uint64_t kChunk = 64u << 10;
 
 std::string hex_addr(uint64_t a) {
   char buf[32];
@@ -40,19 +38,8 @@ struct Phdr {
 
 // Reads up to `size` bytes at `addr`, stopping at the first fault, charged to `budget`.
 std::vector<std::byte> read_prefix(Memory& mem, uint64_t addr, uint64_t size, uint64_t& budget) {
-  size = std::min(size, budget);
-  if (addr + size < addr) size = UINT64_MAX - addr;  // never wrap around
-  std::vector<std::byte> out;
-  uint64_t done = 0;
-  while (done < size) {
-    uint64_t n = std::min(kChunk, size - done);
-    out.resize(static_cast<std::size_t>(done + n));
-    std::size_t got = mem.read(addr + done, std::span(out).subspan(static_cast<std::size_t>(done)));
-    done += std::min<uint64_t>(got, n);
-    if (got < n) break;
-  }
-  out.resize(static_cast<std::size_t>(done));
-  budget -= done;
+  std::vector<std::byte> out = ehbt::read_prefix(mem, addr, std::min(size, budget));
+  budget -= out.size();
   return out;
 }
 
@@ -112,6 +99,8 @@ ImageLoader::Result ImageLoader::from_memory(Memory& mem, uint64_t load_addr, st
   const std::size_t phentsize = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
   if (e_phnum == 0) return unexpected(std::string("no program headers"));
   if (e_phnum == PN_XNUM) return unexpected(std::string("unsupported program header count"));
+  if (e_phnum > limits.max_program_headers)
+    return unexpected("too many program headers " + std::to_string(e_phnum));
   if (e_phentsize != phentsize)
     return unexpected("bad program header entry size " + std::to_string(e_phentsize));
 

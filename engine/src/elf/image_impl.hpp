@@ -72,8 +72,7 @@ namespace elf {
 
 // PT_GNU_SFRAME (binutils 2.40+); older <elf.h> lacks it.
 inline constexpr uint32_t kPtGnuSframe = 0x6474e554;
-// Section and segment headers walked per image at most.
-inline constexpr uint32_t kMaxProgramHeaders = 65536;
+// Section headers walked per image at most.
 inline constexpr uint32_t kMaxSections = 1u << 20;
 // Page size assumed when a PT_LOAD states no usable alignment.
 inline constexpr uint64_t kPageSize = 4096;

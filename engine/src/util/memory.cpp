@@ -21,6 +21,23 @@ bool Memory::read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& 
   return true;
 }
 
+std::vector<std::byte> read_prefix(Memory& mem, uint64_t addr, uint64_t size) {
+  constexpr uint64_t kChunk = 64u << 10;
+  if (addr + size < addr) size = UINT64_MAX - addr;  // never wrap around
+  std::vector<std::byte> out;
+  uint64_t done = 0;
+  while (done < size) {
+    const uint64_t n = std::min(kChunk, size - done);
+    out.resize(static_cast<std::size_t>(done + n));
+    const std::size_t got =
+        mem.read(addr + done, std::span(out).subspan(static_cast<std::size_t>(done)));
+    done += std::min<uint64_t>(got, n);
+    if (got < n) break;
+  }
+  out.resize(static_cast<std::size_t>(done));
+  return out;
+}
+
 void BufferMemory::add(uint64_t addr, std::vector<std::byte> bytes) {
   if (bytes.empty()) return;
   segments_[addr] = std::move(bytes);
