@@ -204,14 +204,15 @@ TEST(SframeMalformed, FreStartsAndBounds) {
   EXPECT_EQ(decode_error(one_fre_v2({0x20, 0x03, 8})), ErrorCode::BadFre);
   // PCMASK: a start outside the repeated block.
   EXPECT_EQ(decode_error(one_fre_v2({16, 0x03, 8}, 0x10, 3, 16)), ErrorCode::BadFre);
-  // The FDE claims more FREs than the sub-section holds.
+  // The FDE claims more FREs than the sub-section holds (the header agrees with the FDE, and
+  // six bytes would be enough for three minimal FREs: only decoding finds out).
   SframeSink f2, r2;
   test::put_v2_fde(f2, test::v2_pcrel_start(0x2000), 0x20, 0, 3, 0);
   r2.bytes({0, 0x03, 8});
   r2.bytes({4, 0x03, 16});
   SframeHeader h2;
   h2.num_fdes = 1;
-  h2.num_fres = 2;
+  h2.num_fres = 3;
   EXPECT_EQ(decode_error(test::assemble(h2, f2, r2)), ErrorCode::BadFde);
   // Data words running past the sub-section.
   EXPECT_EQ(decode_error(one_fre_v2({0, 0x05, 8})), ErrorCode::BadFde);
@@ -314,8 +315,10 @@ TEST(SframeMalformed, Caps) {
   EXPECT_EQ(t->find_row(0x2250).error().code, ErrorCode::Limit);
 }
 
-// Cut a valid section at every length: the header check refuses every prefix. Then keep the
-// header's lengths consistent with the cut (as a forger would): decoding refuses it instead.
+// Cut a valid section at every length: the header check refuses every prefix. Then make the
+// header's FRE length agree with the cut (as a forger would): the header check still refuses
+// a sub-section too short for the three FREs it counts; where it is long enough, decoding
+// refuses the cut FREs.
 TEST(SframeMalformed, TruncatedEverywhere) {
   for (uint8_t version : {2, 3}) {
     SframeSink fdes, fres;
@@ -343,11 +346,51 @@ TEST(SframeMalformed, TruncatedEverywhere) {
       if (len < kHeader + fdes.size()) continue;
       const uint32_t fre_len = static_cast<uint32_t>(len - kHeader - fdes.size());
       for (int i = 0; i < 4; ++i) cut[16 + i] = static_cast<std::byte>((fre_len >> (8 * i)) & 0xff);
-      for (int i = 0; i < 4; ++i) cut[12 + i] = std::byte{0};  // num_fres 0: header consistent
       auto t = Table::parse(cut, kSection, {});
-      if (!t) continue;  // V3: too short even for the attributes
+      const uint64_t min_fre_bytes = 3 * 2 + (version == 3 ? 5 : 0);
+      EXPECT_EQ(t.has_value(), fre_len >= min_fre_bytes) << "v" << int(version) << " " << len;
+      if (!t) continue;
       EXPECT_FALSE(t->function(0).has_value()) << "v" << int(version) << " " << len;
       EXPECT_FALSE(t->find_row(0x2150).has_value()) << len;
+    }
+  }
+}
+
+// A header that counts fewer FREs than its functions claim is refused whole, in both
+// versions, even when every FRE it does count would decode: a strict reader's rule.
+TEST(SframeMalformed, HeaderCountsFewerFresThanFunctions) {
+  for (uint8_t version : {2, 3}) {
+    for (uint32_t header_fres : {0u, 1u, 2u, 3u}) {
+      SframeSink fdes, fres;
+      SframeHeader h;
+      h.version = version;
+      h.num_fdes = 2;
+      h.num_fres = header_fres;
+      // Function 0 has one FRE, function 1 two: three in all.
+      if (version == 2) {
+        test::put_v2_fde(fdes, test::v2_pcrel_start(0x2000, 0), 0x20, 0, 1, 0x00);
+        test::put_v2_fde(fdes, test::v2_pcrel_start(0x2100, 1), 0x20, 3, 2, 0x00);
+      } else {
+        test::put_v3_index(fdes, test::v3_pcrel_start(0x2000, 0), 0x20, 0);
+        test::put_v3_index(fdes, test::v3_pcrel_start(0x2100, 1), 0x20, 8);
+        test::put_v3_attr(fres, 1, 0x00, 0x00);
+      }
+      fres.bytes({0, 0x03, 8});
+      if (version == 3) test::put_v3_attr(fres, 2, 0x00, 0x00);
+      fres.bytes({0, 0x03, 8});
+      fres.bytes({1, 0x05, 16, -16});
+      const std::vector<std::byte> bytes = test::assemble(h, fdes, fres);
+      auto t = Table::parse(bytes, kSection, {});
+      const std::string what =
+          "v" + std::to_string(version) + " header counts " + std::to_string(header_fres);
+      if (header_fres < 3) {
+        ASSERT_FALSE(t.has_value()) << what;
+        EXPECT_EQ(t.error().code, ErrorCode::BadHeader) << what;
+        EXPECT_EQ(t.error().where, 12u) << what;  // the header's num_fres field
+      } else {
+        ASSERT_TRUE(t.has_value()) << what << ": " << to_string(t.error().code);
+        EXPECT_TRUE(t->find_row(0x2101).has_value()) << what;
+      }
     }
   }
 }

@@ -167,7 +167,9 @@ Expected<Function, Error> Table::Impl::decode(uint32_t i) const {
   }
 
   const unsigned start_bytes = fmt::start_size(fre_type);
-  fn.rows.reserve(num_fres);
+  // Reserve no more rows than the FRE bytes left could hold (each takes start_bytes + 1).
+  fn.rows.reserve(
+      std::min<uint64_t>(num_fres, pos <= fre_end ? (fre_end - pos) / (start_bytes + 1) : 0));
   for (uint32_t k = 0; k < num_fres; ++k) {
     const uint64_t fre_at = pos;
     if (pos + start_bytes + 1 > fre_end) return fail(ErrorCode::BadFde, fre_at);

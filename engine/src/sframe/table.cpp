@@ -102,6 +102,14 @@ Expected<Table, Error> Table::parse(std::span<const std::byte> section, uint64_t
       uint64_t{h.num_fres} * kMinFreSize +
       (h.version == fmt::kVersion3 ? uint64_t{h.num_fdes} * fmt::kV3FdeAttrSize : 0);
   if (min_fre_bytes > fre_len) return fail(ErrorCode::BadHeader, fmt::kOffNumFres);
+  // The FREs the functions claim must all be counted by the header, as a strict reader
+  // (libsframe's decoder) demands: a header that undercounts was not written by an assembler.
+  // One pass over the FDEs, bounded by the section size checked above.
+  uint64_t claimed = 0;
+  for (uint32_t i = 0; i < h.num_fdes; ++i) {
+    claimed += im.claimed_fres(i);
+    if (claimed > h.num_fres) return fail(ErrorCode::BadHeader, fmt::kOffNumFres);
+  }
   return t;
 }
 
@@ -140,6 +148,20 @@ FdeIndex Table::Impl::index(uint32_t i) const {
                                             : 0);
   out.start = base + static_cast<uint64_t>(start);
   return out;
+}
+
+uint32_t Table::Impl::claimed_fres(uint32_t i) const {
+  const FdeIndex f = index(i);
+  if (header.version == fmt::kVersion2) return f.num_fres;
+  // V3 keeps the count in the function's attributes, at the start of its FREs. Attributes
+  // outside the FRE sub-section are left to the function's own decode to report.
+  const uint64_t at = fre_begin + uint64_t{f.fre_off};
+  if (at + 2 > fre_end) return 0;
+  util::ByteReader r(bytes, big_endian);
+  r.seek(at);
+  uint16_t n = 0;
+  r.read_u16(n);
+  return n;
 }
 
 Expected<Function, Error> Table::function(uint32_t index) const {

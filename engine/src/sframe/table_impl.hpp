@@ -34,6 +34,9 @@ struct Table::Impl {
 
   // FDE `i` (< num_fdes; the header check made the whole array fit).
   FdeIndex index(uint32_t i) const;
+  // How many FREs FDE `i` says it has (V3: from its attributes; 0 when they are not in the
+  // FRE sub-section).
+  uint32_t claimed_fres(uint32_t i) const;
   // FDE `i` with all its FREs, checked completely.
   Expected<Function, Error> decode(uint32_t i) const;
 };
