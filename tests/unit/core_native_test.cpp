@@ -313,4 +313,33 @@ TEST_F(NativeCoreTest, SysrootIsSearchedFirst) {
   EXPECT_EQ(store.size(), n);
 }
 
+TEST_F(NativeCoreTest, SysrootLinksThatLeadOutAreNotFollowed) {
+  // A sysroot whose libc directory is a link climbing out of it to a directory that holds a
+  // copy of the real libc: the copy matches the core's build-id, so opening it would "work",
+  // but it lies outside the sysroot. The lookup stays inside (finds nothing there) and falls
+  // back to the path as named on this host, as documented.
+  std::string libc = libc_path();
+  ASSERT_FALSE(libc.empty());
+  TempDir outside, root;
+  std::filesystem::copy_file(libc, outside.file("libc.so.6"));
+  std::filesystem::path dir = std::filesystem::path(root.path() + libc).parent_path();
+  std::filesystem::create_directories(dir.parent_path());
+  std::filesystem::create_directory_symlink("../../../../../../../../../.." + outside.path(), dir);
+  // The kernel's own lookup would indeed reach the copy through the link.
+  ASSERT_TRUE(std::filesystem::exists(root.path() + libc));
+
+  ehbt::TargetOptions opts;
+  opts.sysroots = {root.path()};
+  auto t = open(opts);
+  ASSERT_TRUE(t);
+  bool found = false;
+  for (const auto& m : t->modules().modules()) {
+    if (m.path != libc) continue;
+    found = true;
+    EXPECT_EQ(m.file, libc);
+    EXPECT_TRUE(m.build_id_match);
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace

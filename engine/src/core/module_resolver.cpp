@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/byte_order.hpp"
+#include "core/sysroot_path.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -120,12 +121,9 @@ std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
   } else if (main_executable && !options_.exe.empty()) {
     candidates.push_back(options_.exe);
   } else if (!path.empty()) {
+    // Inside each sysroot, as a chroot would see it (see sysroot_path.hpp); then the host.
     for (const std::string& root : options_.sysroots) {
-      if (root.empty()) continue;
-      std::string joined = root;
-      if (joined.back() != '/' && path.front() != '/') joined.push_back('/');
-      if (joined.back() == '/' && path.front() == '/') joined.pop_back();
-      candidates.push_back(joined + path);
+      if (auto inside = resolve_in_root(root, path)) candidates.push_back(std::move(*inside));
     }
     candidates.push_back(path);
   }
@@ -139,19 +137,20 @@ std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
 }
 
 std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
+  const uint32_t max_phdrs = options_.limits.max_program_headers;
   std::optional<TargetElf> elf;
   std::optional<uint64_t> bias = hint.bias;
   bool have_header = false;  // an ELF header (not only program headers) was read
 
   // 1. Headers from target memory.
   if (hint.phdr && hint.phnum != 0) {
-    elf = read_target_phdrs(mem_, *hint.phdr, hint.phnum, big_endian_);
+    elf = read_target_phdrs(mem_, *hint.phdr, hint.phnum, big_endian_, max_phdrs);
     if (elf && elf->phdr_vaddr) {
       bias = *hint.phdr - *elf->phdr_vaddr;
     } else if (elf && page_size_ != 0) {
       // No PT_PHDR (static, non-PIE): the header is normally on the page holding the phdrs.
       uint64_t page = *hint.phdr & ~(page_size_ - 1);
-      if (auto e = read_target_elf(mem_, page, big_endian_)) {
+      if (auto e = read_target_elf(mem_, page, big_endian_, max_phdrs)) {
         if (e->header_vaddr() == elf->header_vaddr()) {
           elf = e;
           bias = page - e->header_vaddr();
@@ -161,7 +160,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     }
   }
   if (!elf && hint.base) {
-    elf = read_target_elf(mem_, *hint.base, big_endian_);
+    elf = read_target_elf(mem_, *hint.base, big_endian_, max_phdrs);
     if (elf) {
       have_header = true;
       if (!bias) bias = *hint.base - elf->header_vaddr();
@@ -170,7 +169,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   if (!elf && hint.bias) {
     // link_map gives the bias; a shared object's header usually sits at bias + 0. Accept the
     // guess only if it describes the dynamic section the target recorded.
-    if (auto e = read_target_elf(mem_, *hint.bias, big_endian_)) {
+    if (auto e = read_target_elf(mem_, *hint.bias, big_endian_, max_phdrs)) {
       bool fits =
           e->header_vaddr() == 0 &&
           (!hint.dynamic || (e->dynamic_vaddr && *hint.bias + *e->dynamic_vaddr == *hint.dynamic));
@@ -186,7 +185,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     // page that places itself consistently -- its PT_PHDR gives a bias under which one of its
     // own segments maps file page 0 exactly at the candidate.
     for (uint64_t c : *hint.header_candidates) {
-      auto e = read_target_elf(mem_, c, big_endian_);
+      auto e = read_target_elf(mem_, c, big_endian_, max_phdrs);
       if (!e || !e->phdr_vaddr) continue;
       uint64_t b = *hint.phdr - *e->phdr_vaddr;
       bool placed = false;
@@ -220,7 +219,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   if (!elf && file && hint.bias && !have_header) {
     // Now that the file says where its header lies, read the target's copy of it.
     if (auto hv = file_header_vaddr(*file)) {
-      if (auto e = read_target_elf(mem_, *bias + *hv, big_endian_)) {
+      if (auto e = read_target_elf(mem_, *bias + *hv, big_endian_, max_phdrs)) {
         if (e->header_vaddr() == *hv) {
           elf = e;
           have_header = true;
@@ -250,7 +249,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       if (s.offset >= page_size_ || page_size_ == 0) continue;  // does not map file page 0
       uint64_t alias = (*bias + s.vaddr) & ~(page_size_ - 1);
       if (alias == header) continue;
-      auto e = read_target_elf(mem_, alias, big_endian_);
+      auto e = read_target_elf(mem_, alias, big_endian_, max_phdrs);
       if (!e) continue;
       m.build_id = read_build_id_at_offsets(mem_, *e, alias, s.offset + s.filesz);
       if (!m.build_id.empty()) {
@@ -285,7 +284,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     // very nearly (if it did not): good enough for the range and the dynamic section.
     if (auto hv = file_header_vaddr(*file)) {
       PlacedImage placed(*file, *bias);
-      elf = read_target_elf(placed, *bias + *hv, file->big_endian());
+      elf = read_target_elf(placed, *bias + *hv, file->big_endian(), max_phdrs);
       r.elf_from_file = elf.has_value();
     }
   }
