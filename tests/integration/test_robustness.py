@@ -1,15 +1,19 @@
 """Corrupted-input corpus: seeded, deterministic damage to the fixture cores (note headers,
-PT_LOAD offsets and sizes, stack bytes, truncation, ...) and to a fixture executable's
-.eh_frame/.eh_frame_hdr (used through --exe). `ehbt core --all-threads --json` on each must
-exit 0/1 with an ehbt-backtrace/1 document, or 2 with exactly one line on stderr; never die
-from a signal, never hang (10 s timeout each). The slowest input's time is printed."""
+PT_LOAD offsets and sizes, stack bytes, truncation, module headers claiming 4 GiB of program
+headers, ...) and to a fixture executable's .eh_frame/.eh_frame_hdr (used through --exe).
+`ehbt core --all-threads --json` on each runs under a 256 MiB address-space ceiling
+(`prlimit --as`) and must exit 0/1 with an ehbt-backtrace/1 document, or 2 with exactly one
+line on stderr (never `out of memory`); never die from a signal, never hang (10 s timeout
+each). The peak RSS and the slowest input are printed."""
 
 import concurrent.futures
 import json
+import os
 import pathlib
 import random
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -24,6 +28,35 @@ EXE_COPIES = 16       # per (exe, which) -> ~50 corrupted executables
 X86 = cores_expect.OUT / "x86_64"
 CORE_NAMES = ["chain", "sighandler", "static", "drap", "plt", "smashed"]
 EXE_NAMES = ["chain", "drap", "sighandler"]
+# The address-space ceiling every corrupted input runs under (README, "Testing").
+MEMORY_CEILING = 256 << 20
+TIMEOUT = 10.0
+
+
+def run_limited(cmd, timeout=TIMEOUT, ceiling=MEMORY_CEILING):
+    """Runs cmd under `prlimit --as=ceiling` (prlimit execs the command, so the child's
+    resource usage is the command's own). Returns (exit code or -signal, stdout, stderr, peak
+    RSS in bytes, seconds), or None on timeout (the child is killed)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(["prlimit", "--as=%d" % ceiling, "--"] + [str(c) for c in cmd],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            if time.monotonic() - start > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                proc.returncode = -9  # reaped here: keep Popen from waiting again
+                return None
+            time.sleep(0.005)
+        elapsed = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode(errors="replace"),
+                err.read().decode(errors="replace"), usage.ru_maxrss * 1024, elapsed)
 
 
 def _check(ehbt_bin, core, sysroots, exe):
@@ -32,30 +65,30 @@ def _check(ehbt_bin, core, sysroots, exe):
         cmd += ["--sysroot", str(s)]
     if exe:
         cmd += ["--exe", str(exe)]
-    start = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=10, errors="replace")
-    except subprocess.TimeoutExpired:
-        return cmd, "hang (no exit within 10 s)", 10.0
-    elapsed = time.monotonic() - start
-    rc = proc.returncode
+    got = run_limited(cmd)
+    if got is None:
+        return cmd, "hang (no exit within %d s)" % TIMEOUT, TIMEOUT, 0
+    rc, stdout, stderr, rss, elapsed = got
     if rc < 0:
-        return cmd, "killed by signal %d: %s" % (-rc, proc.stderr[-2000:]), elapsed
+        return cmd, "killed by signal %d: %s" % (-rc, stderr[-2000:]), elapsed, rss
+    if "out of memory" in stderr or "bad_alloc" in stderr:
+        return cmd, "out of memory under the %d MiB ceiling: %s" % (
+            MEMORY_CEILING >> 20, stderr[-500:]), elapsed, rss
     if rc in (0, 1):
         try:
-            doc = json.loads(proc.stdout)
+            doc = json.loads(stdout)
         except ValueError as e:
-            return cmd, "exit %d with invalid JSON (%s): %r" % (rc, e, proc.stdout[:300]), elapsed
+            return cmd, "exit %d with invalid JSON (%s): %r" % (rc, e, stdout[:300]), elapsed, rss
         if doc.get("format") != "ehbt-backtrace/1":
-            return cmd, "exit %d, format %r" % (rc, doc.get("format")), elapsed
-        return cmd, None, elapsed
+            return cmd, "exit %d, format %r" % (rc, doc.get("format")), elapsed, rss
+        return cmd, None, elapsed, rss
     if rc == 2:
-        lines = proc.stderr.splitlines()
+        lines = stderr.splitlines()
         if len(lines) != 1:
-            return cmd, "exit 2 with %d stderr lines: %r" % (len(lines), proc.stderr[:500]), \
-                elapsed
-        return cmd, None, elapsed
-    return cmd, "exit %d: %s" % (rc, proc.stderr[-2000:]), elapsed
+            return cmd, "exit 2 with %d stderr lines: %r" % (len(lines), stderr[:500]), \
+                elapsed, rss
+        return cmd, None, elapsed, rss
+    return cmd, "exit %d: %s" % (rc, stderr[-2000:]), elapsed, rss
 
 
 def _corpus(tmp):
@@ -92,8 +125,37 @@ def test_corrupted_inputs_never_crash_or_hang(ehbt_bin, tmp_path):
     assert len(inputs) >= 100, len(inputs)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda a: _check(ehbt_bin, *a), inputs))
-    failures = ["%s\n  %s" % (" ".join(cmd), why) for cmd, why, _ in results if why]
+    failures = ["%s\n  %s" % (" ".join(cmd), why) for cmd, why, _, _ in results if why]
     slowest = max(results, key=lambda r: r[2])
-    print("\ncorrupted inputs: %d, failures: %d, slowest %.2f s: %s" % (
-        len(results), len(failures), slowest[2], " ".join(slowest[0])))
+    biggest = max(results, key=lambda r: r[3])
+    print("\ncorrupted inputs: %d under a %d MiB ceiling, failures: %d\n"
+          "  slowest %.3f s: %s\n  peak RSS %.1f MiB: %s" % (
+              len(results), MEMORY_CEILING >> 20, len(failures), slowest[2],
+              " ".join(slowest[0]), biggest[3] / 2**20, " ".join(biggest[0])))
     assert not failures, "\n".join(failures[:20])
+
+
+def test_module_headers_claiming_4_gib_of_program_headers(ehbt_bin, tmp_path):
+    """The fuzzer's find, made from a real core: every module header the core dumped claims
+    65534 program headers of 65535 bytes. The files on disk are intact, so the trace must be
+    exactly what GDB saw, at the cost of any small core (the RSS bound is generous: a healthy
+    run of this core takes about 10 MiB)."""
+    exp = cores_expect.load_expected("x86_64", "chain")
+    data = pathlib.Path(exp["core"]).read_bytes()
+    headers = corrupt_elf.dumped_module_headers(corrupt_elf.Elf(data))
+    assert len(headers) >= 3, "the core dumped too few module headers to test: %d" % len(headers)
+    bad = tmp_path / "chain-phdr-bomb.core"
+    bad.write_bytes(corrupt_elf.inflate_module_phdrs(data))
+    sysroots, exe = cores_expect.default_args(exp)
+    cmd = [ehbt_bin, "core", bad, "--all-threads", "--json"]
+    for s in sysroots:
+        cmd += ["--sysroot", s]
+    if exe:
+        cmd += ["--exe", exe]
+    got = run_limited(cmd)
+    assert got is not None, "no exit within %d s" % TIMEOUT
+    rc, stdout, stderr, rss, _ = got
+    assert rc in (0, 1), "exit %d: %s" % (rc, stderr)
+    assert rss < 64 << 20, "peak RSS %.1f MiB" % (rss / 2**20)
+    errors = cores_expect.compare(exp, json.loads(stdout), rc)
+    assert not errors, "\n".join(errors)

@@ -145,9 +145,28 @@ def shrink_core(data, keep_head=4096, keep_stack=16384):
     return bytes(shrunk.data)
 
 
+def dumped_module_headers(elf):
+    """File offsets of the ELF headers of mapped modules that a core dumped (the kernel dumps
+    the first page of every mapped ELF file): PT_LOADs whose bytes start with the ELF magic."""
+    return [ph["offset"] for ph in elf.phdrs()
+            if ph["type"] == PT_LOAD and ph["filesz"] >= 64 and
+            elf.data[ph["offset"]:ph["offset"] + 4] == b"\x7fELF"]
+
+
+def inflate_module_phdrs(data, phnum=0xfffe, phentsize=0xffff):
+    """Every dumped module ELF header claims `phnum` program headers of `phentsize` bytes:
+    what the fuzzer found (64K x 64K = 4 GiB of program headers claimed by target memory).
+    The module files on disk are untouched, so a careful reader still gets every frame."""
+    elf = Elf(data)
+    for off in dumped_module_headers(elf):
+        e = elf.data[off + 5]  # the module's own byte order
+        struct.pack_into("<HH" if e == 1 else ">HH", elf.data, off + 54, phentsize, phnum)
+    return bytes(elf.data)
+
+
 def corrupt_core(data, rng, kind):
     """One kind of damage to a core. Kinds: note_header, note_desc, load_offset, load_size,
-    stack_zero, stack_random, truncate, phnum, random_bytes."""
+    stack_zero, stack_random, truncate, phnum, module_phdrs, random_bytes."""
     elf = Elf(data)
     d = elf.data
     phdrs = elf.phdrs()
@@ -191,6 +210,9 @@ def corrupt_core(data, rng, kind):
     elif kind == "truncate":
         return bytes(d[:rng.choice([0, 1, 16, 63, 64, 100, len(d) // 3, len(d) // 2,
                                     len(d) - 1])])
+    elif kind == "module_phdrs":
+        return inflate_module_phdrs(data, rng.choice([0xfffe, 0x8000, 1171, 0xffff]),
+                                    rng.choice([0xffff, 56, 0x1000]))
     elif kind == "phnum":
         struct.pack_into(elf.end + "H", d, 56 if elf.is64 else 44,
                          rng.choice([0, 1, 0xffff, elf.phnum + 1]))
@@ -201,7 +223,7 @@ def corrupt_core(data, rng, kind):
 
 
 CORE_KINDS = ["note_header", "note_desc", "load_offset", "load_size", "stack_zero",
-              "stack_random", "truncate", "phnum", "random_bytes"]
+              "stack_random", "truncate", "phnum", "module_phdrs", "random_bytes"]
 
 
 def corrupt_eh_frame(data, rng, which):
