@@ -154,6 +154,14 @@ TEST(ElfHostile, CraftedHeaders) {
   check_error(with_ehdr([](Elf64_Ehdr& e) { e.e_phoff = UINT64_MAX - 8; }),
               "truncated program headers");
   check_error(with_ehdr([](Elf64_Ehdr& e) { e.e_phnum = 0xfffe; }), "truncated program headers");
+  // A count the file could hold (padded to fit) but no real object has:
+  // Limits::max_program_headers.
+  auto padded = with_ehdr([](Elf64_Ehdr& e) {
+    e.e_phoff = 64;
+    e.e_phnum = 1171;
+  });
+  padded.resize(64 + 1171 * sizeof(Elf64_Phdr));
+  check_error(padded, "too many program headers 1171");
   check_error(with_ehdr([](Elf64_Ehdr& e) { e.e_phentsize = 12; }),
               "bad program header entry size 12");
   check_error(with_ehdr([](Elf64_Ehdr& e) { e.e_ident[EI_CLASS] = 7; }), "unsupported ELF class 7");

@@ -70,6 +70,25 @@ class ByteView {
   bool ok_ = true;
 };
 
+// The fields of one ELF64 program header (Elf64_Phdr) that cores and loaded images use.
+struct Phdr64 {
+  uint32_t type = 0, flags = 0;
+  uint64_t offset = 0, vaddr = 0, filesz = 0, memsz = 0, align = 0;
+};
+
+// Decodes the ELF64 program header at `off` of `v` (zeros past the end; check v.ok()).
+inline Phdr64 read_phdr64(ByteView& v, uint64_t off) {
+  Phdr64 p;
+  p.type = v.u32(off);
+  p.flags = v.u32(off + 4);
+  p.offset = v.u64(off + 8);
+  p.vaddr = v.u64(off + 16);
+  p.filesz = v.u64(off + 32);
+  p.memsz = v.u64(off + 40);
+  p.align = v.u64(off + 48);
+  return p;
+}
+
 inline uint64_t align_up(uint64_t v, uint64_t a) {
   if (a <= 1) return v;
   uint64_t r = v % a;

@@ -178,24 +178,18 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   // 65530 by default), and the count is bounded by the file size checked above.
   bool saw_note = false;
   for (uint64_t i = 0; i < phnum; ++i) {
-    uint64_t p = phoff + i * phentsize;
-    uint32_t ptype = h.u32(p);
-    uint32_t flags = h.u32(p + 4);
-    uint64_t offset = h.u64(p + 8);
-    uint64_t vaddr = h.u64(p + 16);
-    uint64_t filesz = h.u64(p + 32);
-    uint64_t memsz = h.u64(p + 40);
-    if (ptype == PT_NOTE) {
+    const Phdr64 ph = read_phdr64(h, phoff + i * phentsize);
+    if (ph.type == PT_NOTE) {
       saw_note = true;
       // A note segment cut short by truncation still yields the notes that fit.
-      parse_notes(core.arch, core.big_endian, h.sub(offset, filesz), limits, core.notes);
-    } else if (ptype == PT_LOAD) {
-      if (memsz == 0 || vaddr + memsz < vaddr) continue;
+      parse_notes(core.arch, core.big_endian, h.sub(ph.offset, ph.filesz), limits, core.notes);
+    } else if (ph.type == PT_LOAD) {
+      if (ph.memsz == 0 || ph.vaddr + ph.memsz < ph.vaddr) continue;
       CoreSegment s;
-      s.vaddr = vaddr;
-      s.memsz = memsz;
-      s.flags = flags;
-      s.dumped = h.sub(offset, std::min(filesz, memsz));
+      s.vaddr = ph.vaddr;
+      s.memsz = ph.memsz;
+      s.flags = ph.flags;
+      s.dumped = h.sub(ph.offset, std::min(ph.filesz, ph.memsz));
       core.segments.push_back(s);
     }
   }

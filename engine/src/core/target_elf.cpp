@@ -26,33 +26,27 @@ bool read_phdrs(Memory& mem, uint64_t addr, uint64_t count, uint64_t entsize, bo
     const uint64_t at = addr + i * entsize;
     if (at < addr || !mem.read_exact(at, one)) return false;
     ByteView v(one, big_endian);
-    uint32_t type = v.u32(0);
-    uint32_t flags = v.u32(4);
-    uint64_t offset = v.u64(8);
-    uint64_t vaddr = v.u64(16);
-    uint64_t filesz = v.u64(32);
-    uint64_t memsz = v.u64(40);
-    uint64_t align = v.u64(48);
-    switch (type) {
+    const Phdr64 ph = read_phdr64(v, 0);
+    switch (ph.type) {
       case PT_LOAD:
-        if (memsz != 0 && vaddr + memsz > vaddr) {
-          elf.loads.push_back(Segment{vaddr, memsz, offset, filesz, flags});
+        if (ph.memsz != 0 && ph.vaddr + ph.memsz > ph.vaddr) {
+          elf.loads.push_back(Segment{ph.vaddr, ph.memsz, ph.offset, ph.filesz, ph.flags});
         }
         break;
       case PT_DYNAMIC:
-        elf.dynamic_vaddr = vaddr;
-        elf.dynamic_size = memsz;
+        elf.dynamic_vaddr = ph.vaddr;
+        elf.dynamic_size = ph.memsz;
         break;
       case PT_INTERP:
-        elf.interp_vaddr = vaddr;
-        elf.interp_offset = offset;
-        elf.interp_size = filesz;
+        elf.interp_vaddr = ph.vaddr;
+        elf.interp_offset = ph.offset;
+        elf.interp_size = ph.filesz;
         break;
       case PT_NOTE:
-        elf.notes.push_back(NoteRange{vaddr, offset, filesz, align == 8 ? 8u : 4u});
+        elf.notes.push_back(NoteRange{ph.vaddr, ph.offset, ph.filesz, ph.align == 8 ? 8u : 4u});
         break;
       case PT_PHDR:
-        elf.phdr_vaddr = vaddr;
+        elf.phdr_vaddr = ph.vaddr;
         break;
       default:
         break;

@@ -150,10 +150,10 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
     const std::size_t entsize = gelf_fsize(e, ELF_T_PHDR, 1, EV_CURRENT);
     if (eh.e_phentsize != entsize)
       return unexpected("bad program header entry size " + std::to_string(eh.e_phentsize));
-    if (phnum > im.limits.max_program_headers)
-      return unexpected("too many program headers " + std::to_string(phnum));
     if (!in_bounds(eh.e_phoff, uint64_t{phnum} * entsize, file.size()))
       return unexpected(std::string("truncated program headers"));
+    if (phnum > im.limits.max_program_headers)
+      return unexpected("too many program headers " + std::to_string(phnum));
     std::size_t libelf_count = 0;
     if (elf_getphdrnum(e, &libelf_count) != 0 || libelf_count != phnum)
       return unexpected(std::string("bad program header count"));
