@@ -5,4 +5,6 @@ engine: core -> ehbt-backtrace/1 dict), workers (killable worker processes), sig
 store (SQLite), run (one run), report_text, report_html, jsonl.
 """
 
-__version__ = "0.1.0"
+from .version import version as _version
+
+__version__ = _version()
