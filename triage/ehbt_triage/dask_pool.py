@@ -1,0 +1,103 @@
+"""The dask.distributed executor: the same run() contract as workers.WorkerPool, with the
+work done on an existing cluster (``--scheduler tcp://HOST:PORT``).
+
+Two tasks per core, both on the workers (which must see the core paths under the same
+names): a hash task (the content key, read where the file is), then -- only when this run's
+store does not know that content yet, the same decision as in the local mode -- the analysis
+task, which runs the core in the worker's long-lived helper process (helper.py). Only this
+process writes the store, one transaction per core, as results come in.
+
+Failures: a core the engine cannot use, crashes on, or hangs on comes back as an ordinary
+result with its error (the helper contains it). A dask worker that dies mid-task makes the
+scheduler run the task elsewhere; a task that kills workers again and again ends as
+KilledWorker, and any task exception is retried `retries` times: both are then recorded as
+that core failed, with the reason, and the run goes on.
+"""
+
+import os
+import uuid
+
+from . import helper
+from .content_hash import sparse_sha256
+
+
+def hash_core(path):
+    """Runs on a worker: (sha256, size, mtime), or ("fail", reason) for an unreadable file."""
+    try:
+        st = os.stat(path)
+        return sparse_sha256(path), st.st_size, st.st_mtime
+    except OSError as e:
+        return ("fail", "unreadable on the worker: %s" % (e.strerror or e))
+
+
+def _reason(exc):
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return "dask worker died while analysing it (task given up after repeated deaths)"
+    return "dask task failed: %s: %s" % (name, exc)
+
+
+class DaskPool:
+    def __init__(self, scheduler, options, signer, timeout, retries=1, tick=0.25):
+        from distributed import Client
+
+        self.client = Client(scheduler, timeout=30, set_as_default=False)
+        self.options = dict(options)
+        self.options.setdefault("memory_limit", int(os.environ.get(
+            "EHBT_TRIAGE_MEMORY_LIMIT", 4 << 30)))
+        self.options["timeout"] = timeout
+        self.env = {k: os.environ[k] for k in helper.FORWARDED_ENV if k in os.environ}
+        self.signer = signer
+        self.timeout = timeout
+        self.retries = max(0, retries)
+        self.tick = tick
+        self.run_id = uuid.uuid4().hex[:12]
+
+    def describe(self):
+        info = self.client.scheduler_info()
+        workers = info.get("workers", {})
+        threads = sum(w.get("nthreads", 0) for w in workers.values())
+        return "dask cluster %s (%d workers, %d threads)" % (
+            info.get("address", "?"), len(workers), threads)
+
+    def _submit(self, fn, *args, kind, task, priority=0):
+        return self.client.submit(fn, *args, key="ehbt-%s-%s-%d" % (kind, self.run_id, task),
+                                  pure=False, retries=self.retries, priority=priority)
+
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None):
+        from distributed import wait
+
+        what = {}  # future -> (kind, task)
+        for task, path in enumerate(paths):
+            what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
+        try:
+            while what:
+                done, _ = wait(list(what), timeout=self.tick, return_when="FIRST_COMPLETED")
+                for fut in done:
+                    kind, task = what.pop(fut)
+                    self._finished(fut, kind, task, paths, what, on_hash, on_result)
+                on_tick()
+        finally:
+            for fut in what:
+                fut.cancel()
+            self.client.close()
+
+    def _finished(self, fut, kind, task, paths, what, on_hash, on_result):
+        if fut.status == "error":
+            on_result(task, {"error": _reason(fut.exception())})
+            return
+        if fut.status == "cancelled":
+            on_result(task, {"error": "dask task cancelled"})
+            return
+        value = fut.result()
+        if kind == "hash":
+            if value[0] == "fail":
+                on_result(task, {"error": value[1], "unhashed": True})
+            elif on_hash(task, *value):
+                # Analyses first: a core already hashed is nearer to its result.
+                new = self._submit(helper.analyse_on_worker, paths[task], self.options,
+                                   self.signer, self.env, self.timeout, kind="core", task=task,
+                                   priority=1)
+                what[new] = ("core", task)
+        else:
+            on_result(task, value)
