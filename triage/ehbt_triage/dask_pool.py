@@ -38,7 +38,7 @@ def _reason(exc):
 
 
 class DaskPool:
-    def __init__(self, scheduler, options, signer, timeout, retries=1, tick=0.25):
+    def __init__(self, scheduler, options, signer, timeout, retries=1):
         from distributed import Client
 
         self.client = Client(scheduler, timeout=30, set_as_default=False)
@@ -50,7 +50,6 @@ class DaskPool:
         self.signer = signer
         self.timeout = timeout
         self.retries = max(0, retries)
-        self.tick = tick
         self.run_id = uuid.uuid4().hex[:12]
 
     def describe(self):
@@ -65,24 +64,29 @@ class DaskPool:
                                   pure=False, retries=self.retries, priority=priority)
 
     def run(self, paths, on_hash, on_result, on_tick=lambda: None):
-        from distributed import wait
+        from distributed import as_completed
 
+        # Blocking on completions, no polling: a poll interval would be added to every core.
+        # Deadlines are the helpers' (--timeout), so nothing needs a clock tick here.
         what = {}  # future -> (kind, task)
         for task, path in enumerate(paths):
             what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
+        pending = as_completed(list(what), loop=self.client.loop)
         try:
-            while what:
-                done, _ = wait(list(what), timeout=self.tick, return_when="FIRST_COMPLETED")
-                for fut in done:
-                    kind, task = what.pop(fut)
-                    self._finished(fut, kind, task, paths, what, on_hash, on_result)
+            for fut in pending:
+                kind, task = what.pop(fut)
+                new = self._finished(fut, kind, task, paths, on_hash, on_result)
+                if new is not None:
+                    what[new] = ("core", task)
+                    pending.add(new)
                 on_tick()
         finally:
             for fut in what:
                 fut.cancel()
             self.client.close()
 
-    def _finished(self, fut, kind, task, paths, what, on_hash, on_result):
+    def _finished(self, fut, kind, task, paths, on_hash, on_result):
+        """Hands a finished task's outcome to the run; returns the analysis task it started."""
         if fut.status == "error":
             on_result(task, {"error": _reason(fut.exception())})
             return
@@ -95,9 +99,9 @@ class DaskPool:
                 on_result(task, {"error": value[1], "unhashed": True})
             elif on_hash(task, *value):
                 # Analyses first: a core already hashed is nearer to its result.
-                new = self._submit(helper.analyse_on_worker, paths[task], self.options,
-                                   self.signer, self.env, self.timeout, kind="core", task=task,
-                                   priority=1)
-                what[new] = ("core", task)
+                return self._submit(helper.analyse_on_worker, paths[task], self.options,
+                                    self.signer, self.env, self.timeout, kind="core", task=task,
+                                    priority=1)
         else:
             on_result(task, value)
+        return None

@@ -65,7 +65,7 @@ def write_text(result, window_text, out):
 
 
 def window_text(seconds):
-    for unit, size in (("w", 7 * DAY), ("d", DAY), ("h", 3600.0), ("m", 60.0)):
+    for unit, size in (("d", DAY), ("h", 3600.0), ("m", 60.0)):
         if seconds >= size and seconds % size == 0:
             return "%d%s" % (seconds // size, unit)
     return "%gs" % seconds
