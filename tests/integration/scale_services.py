@@ -127,6 +127,8 @@ class DaskCluster:
         return proc
 
     def start(self):
+        # A task gives up after killing 2 workers (dask's default: 4), to keep the test short.
+        self.env = dict(self.env, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="1")
         self._spawn("scheduler", ["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                   str(self.port), "--no-dashboard",
                                   "--dashboard-address", "127.0.0.1:0"])

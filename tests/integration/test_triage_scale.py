@@ -162,6 +162,23 @@ def test_dask_worker_killed_mid_run_loses_no_core(tool_env, cluster, core_dir, l
     cluster.wait_for_workers(2, timeout=120)
 
 
+def test_dask_core_that_keeps_killing_workers_is_recorded_failed(tool_env, cluster, cores,
+                                                                  tmp_path):
+    """Past the scheduler's allowed failures the task is KilledWorker: that core is failed with
+    the reason, the others are stored, and the run ends."""
+    poison = tmp_path / "poison.core"
+    shutil.copy(cores["assert"][0][0], poison)
+    proc = triage(tool_env, "--scheduler", cluster.address, "--db", tmp_path / "db", "--jsonl",
+                  tmp_path / "o.jsonl", poison, cores["a"][1][0],
+                  extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"}, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr + cluster.log_text()
+    recs = _jsonl_by_core(tmp_path / "o.jsonl")
+    assert recs["poison.core"]["status"] == "failed"
+    assert "dask worker died" in recs["poison.core"]["error"], recs["poison.core"]
+    assert recs["a-1.core"]["status"] == "ok"
+    cluster.wait_for_workers(2, timeout=120)
+
+
 # ---------------------------------------------------------------------------------------------
 # PostgreSQL
 

@@ -83,7 +83,9 @@ def _limit_memory(limit):
 
 def _test_fault(path):
     """EHBT_TRIAGE_TEST_FAULT=segv:TEXT|hang:TEXT|oom:TEXT makes this worker crash, hang or
-    exhaust memory on cores whose path contains TEXT (for the tests of the failure paths)."""
+    exhaust memory on cores whose path contains TEXT (for the tests of the failure paths);
+    killparent:TEXT SIGKILLs the worker's parent -- in a dask helper, the dask worker, as a
+    machine failure would (never use it in the local mode: the parent is ehbt-triage)."""
     spec = os.environ.get("EHBT_TRIAGE_TEST_FAULT", "")
     kind, _, text = spec.partition(":")
     if not text or text not in path:
@@ -91,6 +93,10 @@ def _test_fault(path):
     if kind == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif kind == "hang":
+        while True:
+            time.sleep(3600)
+    elif kind == "killparent":
+        os.kill(os.getppid(), signal.SIGKILL)
         while True:
             time.sleep(3600)
     elif kind == "oom":
