@@ -79,9 +79,10 @@ def parser():
         description="Batch core-dump triage: unwinds every core with the ehbt engine, gives each "
                     "a signature (the crashing thread's top frames after the frames that only "
                     "report the crash), groups equal signatures into buckets, and keeps "
-                    "everything in a SQLite database across runs.",
+                    "everything in a SQLite database (or a shared PostgreSQL one) across runs. "
+                    "`ehbt-triage report --help`: what changed recently in a store.",
         epilog="Exit status: 0 every core processed, 1 some cores could not be read, "
-               "2 usage error.")
+               "2 usage error. A PATH literally named `report` must be written ./report.")
     p.add_argument("--version", action="version", version="ehbt-triage " + version())
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="core files, or directories searched recursively for ELF cores")
@@ -104,8 +105,9 @@ def parser():
                         "(-j is then ignored; the workers must see the core paths and sysroots "
                         "under the same names)")
     p.add_argument("--retries", metavar="N", type=int, default=1,
-                   help="with --scheduler: how often a core whose task failed (e.g. its "
-                        "worker died) is tried again (default %(default)s)")
+                   help="with --scheduler: how often a task that raised is tried again "
+                        "(default %(default)s); a task whose worker died is run elsewhere by "
+                        "the scheduler, up to its allowed-failures, then recorded failed")
     return p
 
 
