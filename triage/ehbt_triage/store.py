@@ -19,6 +19,7 @@ The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, c
 recent_cores, record_ok, record_failed, close.
 """
 
+import json
 import os
 import sqlite3
 import time
@@ -169,9 +170,10 @@ class Store:
             ids = sorted(set(core_ids))
             if not ids:
                 return []
-            sql += " AND b.id IN (SELECT bucket_id FROM cores WHERE id IN (%s))" % ",".join(
-                "?" * len(ids))
-            args = ids
+            # One JSON array, not a placeholder per id: SQLite allows 32 766 per statement.
+            sql += (" AND b.id IN (SELECT bucket_id FROM cores WHERE id IN "
+                    "(SELECT value FROM json_each(?)))")
+            args = [json.dumps(ids)]
         sql += " ORDER BY b.count DESC, b.signature"
         cur = self._exec(sql, args)
         names = [c[0] for c in cur.description]
