@@ -6,9 +6,12 @@
 Makes N cores of /usr/bin/python3 (T threads blocked in a wait, main thread in os.abort()),
 starts `dask scheduler` and one `dask worker` (one thread) on 127.0.0.1, and times, each with
 a fresh SQLite store, interleaved R times: local -j1, local -j2, --scheduler with 1 worker;
-then adds a second worker and times --scheduler with 2 workers. Prints median wall seconds,
-cores/s, and the distributed path's per-core overhead: (dask with 1 worker - local -j1) / N,
-both one analysis process at a time.
+then adds a second worker and times --scheduler with 2 workers. Every mode also runs on the
+first half of the cores, which splits its wall time into a fixed part (start-up: the dask
+client's imports and connection cost seconds) and a per-core part (the slope between the
+two batch sizes). Prints median wall seconds, cores/s, fixed and per-core cost per mode, and
+the distributed path's per-core overhead: dask with 1 worker minus local -j1 (both one
+analysis process at a time).
 """
 
 import argparse
@@ -84,6 +87,10 @@ def main():
         cores = os.path.join(work, "cores")
         print("making %d cores with %d+1 threads ..." % (a.cores, a.threads), flush=True)
         make_cores(a.cores, a.threads, cores)
+        half = os.path.join(work, "half")
+        os.makedirs(half)
+        for name in sorted(os.listdir(cores))[: a.cores // 2]:
+            os.link(os.path.join(cores, name), os.path.join(half, name))
         port = free_port()
         addr = "tcp://127.0.0.1:%d" % port
         log = open(os.path.join(work, "dask.log"), "w")
@@ -105,24 +112,36 @@ def main():
 
         wait_workers(1)
         triage = ["/usr/bin/python3", os.path.join(HERE, "triage", "ehbt-triage")]
-        runs = {"local -j1": triage + ["-j", "1", cores], "local -j2": triage + ["-j", "2", cores],
-                "dask, 1 worker": triage + ["--scheduler", addr, cores]}
-        times = {k: [] for k in runs}
-        timed(runs["dask, 1 worker"], env, work)  # warm-up: the worker's helper starts
-        for _ in range(a.repeats):
-            for k, cmd in runs.items():
-                times[k].append(timed(cmd, env, work))
+        modes = {"local -j1": ["-j", "1"], "local -j2": ["-j", "2"],
+                 "dask, 1 worker": ["--scheduler", addr]}
+        times = {}
+
+        def measure(names):
+            for _ in range(a.repeats):
+                for k in names:
+                    for batch, n in ((cores, a.cores), (half, a.cores // 2)):
+                        times.setdefault((k, n), []).append(
+                            timed(triage + modes[k] + [batch], env, work))
+
+        timed(triage + modes["dask, 1 worker"] + [half], env, work)  # warm-up: helper starts
+        measure(list(modes))
         spawn(worker)
         wait_workers(2)
-        timed(triage + ["--scheduler", addr, cores], env, work)  # the new helper starts
-        times["dask, 2 workers"] = [timed(triage + ["--scheduler", addr, cores], env, work)
-                                    for _ in range(a.repeats)]
-        print("%d cores, %d repeats, median wall:" % (a.cores, a.repeats))
-        med = {k: statistics.median(v) for k, v in times.items()}
-        for k, v in med.items():
-            print("  %-16s %6.2f s  %6.1f cores/s" % (k, v, a.cores / v))
-        print("distributed per-core overhead (dask 1 worker - local -j1) / N: %.1f ms"
-              % ((med["dask, 1 worker"] - med["local -j1"]) / a.cores * 1000))
+        modes["dask, 2 workers"] = ["--scheduler", addr]
+        timed(triage + modes["dask, 2 workers"] + [cores], env, work)  # second helper starts
+        measure(["dask, 2 workers"])
+        n1, n2 = a.cores // 2, a.cores
+        print("%d cores (and the first %d), %d repeats, median wall:" % (n2, n1, a.repeats))
+        slope = {}
+        for k in modes:
+            t2 = statistics.median(times[(k, n2)])
+            t1 = statistics.median(times[(k, n1)])
+            slope[k] = (t2 - t1) / (n2 - n1)
+            print("  %-16s %6.2f s  %6.1f cores/s   fixed %5.2f s  per core %6.1f ms "
+                  "(%5.1f cores/s past start-up)" % (k, t2, n2 / t2, t2 - slope[k] * n2,
+                                                    slope[k] * 1000, 1 / slope[k]))
+        print("distributed per-core overhead (dask 1 worker - local -j1, per-core parts): "
+              "%.1f ms" % ((slope["dask, 1 worker"] - slope["local -j1"]) * 1000))
     finally:
         for p in procs:
             p.terminate()

@@ -112,6 +112,14 @@ def test_dask_run_buckets_like_the_local_mode(tool_env, cluster, core_dir, local
     assert dict(con.execute("SELECT signature, count FROM buckets").fetchall()) == \
         _signature_counts(local_run)
     con.close()
+    # Each dask worker analysed its share in ONE long-lived helper (which keeps its parsed
+    # images across cores): one helper per worker thread, all cores accounted for.
+    with cluster.client() as c:
+        helpers = c.run(lambda: [(h.proc is not None and h.proc.poll() is None, h.cores)
+                                 for h in __import__("ehbt_triage.helper",
+                                                     fromlist=["_idle"])._idle])
+    assert all(len(h) <= 1 and all(alive for alive, _ in h) for h in helpers.values()), helpers
+    assert sum(n for h in helpers.values() for _, n in h) == len(local_run), helpers
     # A second run over the same cores: every one seen before, nothing analysed again.
     proc = triage(tool_env, "--scheduler", cluster.address, "--db", tmp_path / "db", core_dir)
     assert proc.returncode == 0, proc.stderr
