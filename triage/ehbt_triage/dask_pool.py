@@ -1,11 +1,13 @@
 """The dask.distributed executor: the same run() contract as workers.WorkerPool, with the
 work done on an existing cluster (``--scheduler tcp://HOST:PORT``).
 
-Two tasks per core, both on the workers (which must see the core paths under the same
-names): a hash task (the content key, read where the file is), then -- only when this run's
-store does not know that content yet, the same decision as in the local mode -- the analysis
-task, which runs the core in the worker's long-lived helper process (helper.py). Only this
-process writes the store, one transaction per core, as results come in.
+One task per core, on the workers (which must see the core paths under the same names): the
+worker's long-lived helper process (helper.py) hashes the core (its content key) and
+analyses it; this process then decides, as the local mode does, whether it is new (stored,
+one transaction per core) or seen before (the analysis is dropped). A dask round trip costs
+more than analysing a core, so a core is not hashed first and analysed in a second task --
+except when the store already has a core of that path, size and time (likely a re-run over
+the same spool): then a hash task comes first and the analysis only if the content is new.
 
 Failures: a core the engine cannot use, crashes on, or hangs on comes back as an ordinary
 result with its error (the helper contains it). A dask worker that dies mid-task makes the
@@ -63,14 +65,18 @@ class DaskPool:
         return self.client.submit(fn, *args, key="ehbt-%s-%s-%d" % (kind, self.run_id, task),
                                   pure=False, retries=self.retries, priority=priority)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None):
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None):
+        """likely_known(task) -> True when the core is probably stored already (hash first)."""
         from distributed import as_completed
 
         # Blocking on completions, no polling: a poll interval would be added to every core.
         # Deadlines are the helpers' (--timeout), so nothing needs a clock tick here.
         what = {}  # future -> (kind, task)
         for task, path in enumerate(paths):
-            what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
+            if likely_known is not None and likely_known(task):
+                what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
+            else:
+                what[self._analysis(path, task, with_hash=True)] = ("both", task)
         pending = as_completed(list(what), loop=self.client.loop)
         try:
             for fut in pending:
@@ -85,23 +91,30 @@ class DaskPool:
                 fut.cancel()
             self.client.close()
 
+    def _analysis(self, path, task, with_hash):
+        # Analyses of hashed cores first: they are nearer to their result.
+        return self._submit(helper.analyse_on_worker, path, self.options, self.signer,
+                            self.env, self.timeout, with_hash, kind="core", task=task,
+                            priority=0 if with_hash else 1)
+
     def _finished(self, fut, kind, task, paths, on_hash, on_result):
         """Hands a finished task's outcome to the run; returns the analysis task it started."""
         if fut.status == "error":
             on_result(task, {"error": _reason(fut.exception())})
-            return
+            return None
         if fut.status == "cancelled":
             on_result(task, {"error": "dask task cancelled"})
-            return
+            return None
         value = fut.result()
         if kind == "hash":
             if value[0] == "fail":
                 on_result(task, {"error": value[1], "unhashed": True})
             elif on_hash(task, *value):
-                # Analyses first: a core already hashed is nearer to its result.
-                return self._submit(helper.analyse_on_worker, paths[task], self.options,
-                                    self.signer, self.env, self.timeout, kind="core", task=task,
-                                    priority=1)
+                return self._analysis(paths[task], task, with_hash=False)
+        elif kind == "both" and "hash" in value:
+            # Seen before (or a copy of a core in flight): on_hash has counted it already.
+            if on_hash(task, *value.pop("hash")):
+                on_result(task, value)
         else:
             on_result(task, value)
         return None

@@ -80,21 +80,25 @@ class Helper:
             self.conn.close()
         self.proc = self.conn = None
 
-    def analyse(self, path, timeout):
-        """The result dict of one core, as a local worker's ("done", task, result)."""
+    def analyse(self, path, timeout, with_hash=False):
+        """The result dict of one core, as a local worker's ("done", task, result). With
+        with_hash the helper hashes the core first (the local workers' "core" exchange) and
+        the result carries "hash": (sha256, size, mtime) -- also when the analysis then
+        failed, so that the failure can be stored under the core's content key."""
         if self.proc is None or self.proc.poll() is not None:
             self.kill()  # died while idle: not this core's fault
             self._start()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout  # hashing and analysis, as in the local mode
+        digest = None
         try:
-            self.conn.send(("analyse", 0, path))
+            self.conn.send(("core" if with_hash else "analyse", 0, path))
         except OSError:
             pass  # dead: seen below
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.kill()
-                return {"error": "timed out after %gs" % timeout}
+                return self._with(digest, {"error": "timed out after %gs" % timeout})
             # The socket reaches EOF when the helper dies, so waiting on it sees both.
             if not wait([self.conn], timeout=left):
                 continue
@@ -106,16 +110,28 @@ class Helper:
                 except subprocess.TimeoutExpired:
                     code = None
                 self.kill()
-                return {"error": death_reason(code)}
-            self.cores += 1
-            return msg[2]
+                return self._with(digest, {"error": death_reason(code)})
+            if msg[0] == "hash":
+                digest = tuple(msg[2:5])
+                self.conn.send(("go",))
+            elif msg[0] == "fail":
+                return {"error": msg[2], "unhashed": True}
+            else:
+                self.cores += 1
+                return self._with(digest, msg[2])
+
+    @staticmethod
+    def _with(digest, result):
+        if digest is not None:
+            result["hash"] = digest
+        return result
 
 
 _lock = threading.Lock()
 _idle = []  # helpers of this dask worker process not running a task (one per task thread)
 
 
-def analyse_on_worker(path, options, signer, env, timeout):
+def analyse_on_worker(path, options, signer, env, timeout, with_hash=False):
     """Runs in a dask worker thread: one core through one of this process's helpers."""
     key = pickle.dumps((options, signer, env))
     with _lock:
@@ -125,7 +141,7 @@ def analyse_on_worker(path, options, signer, env, timeout):
     if helper is None:
         helper = Helper(options, signer, env)
     try:
-        result = helper.analyse(path, timeout)
+        result = helper.analyse(path, timeout, with_hash)
     except BaseException:
         helper.kill()
         raise

@@ -54,6 +54,16 @@ class Run:
 
     # -- worker callbacks ----------------------------------------------------------------------
 
+    def likely_known(self, task):
+        """Whether the store has an ok core of this path, size and time (a re-run over the
+        same spool): the dask executor then hashes before it analyses."""
+        path = self.paths[task]
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return self.store.known_file(path, st.st_size, st.st_mtime)
+
     def on_hash(self, task, sha256, size, mtime):
         path = self.paths[task]
         self.info[task] = {"path": path, "sha256": sha256, "size": size, "core_time": mtime}
@@ -205,7 +215,11 @@ def run(args):
             writer.write(jsonl.record(path, None, "failed", error=why))
 
     try:
-        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
+        if args.scheduler:
+            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+                     likely_known=state.likely_known)
+        else:
+            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
         state.resolve_duplicates()
     finally:
         state.progress.finish()

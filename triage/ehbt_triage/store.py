@@ -80,6 +80,7 @@ CREATE TABLE IF NOT EXISTS frames (
   source TEXT
 );
 CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
+CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
 CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
 CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
 CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
@@ -140,6 +141,13 @@ class Store:
         cur = self._exec("SELECT * FROM cores WHERE sha256 = ?", (sha256,))
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def known_file(self, path, size, core_time):
+        """Whether an ok core of this path, size and core_time is stored (a hint only: the
+        content key decides)."""
+        return self._exec(
+            "SELECT 1 FROM cores WHERE path = ? AND size = ? AND core_time = ? "
+            "AND status = 'ok' LIMIT 1", (path, size, core_time)).fetchone() is not None
 
     def bucket(self, bucket_id):
         cur = self._exec("SELECT * FROM buckets WHERE id = ?", (bucket_id,))

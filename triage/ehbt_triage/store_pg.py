@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS frames (
   source TEXT
 );
 CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
+CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
 CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
 CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
 CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
