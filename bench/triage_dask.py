@@ -16,6 +16,7 @@ analysis process at a time).
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -57,18 +58,39 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(cmd, env, work):
+def cluster_cpu(procs):
+    """user+sys seconds of the dask processes and their children (nannies' workers, helpers)
+    so far."""
+    import psutil
+
+    total = 0.0
+    for p in procs:
+        try:
+            ps = psutil.Process(p.pid)
+            for q in [ps] + ps.children(recursive=True):
+                t = q.cpu_times()
+                total += t.user + t.system + t.children_user + t.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+def timed(cmd, env, work, procs=()):
+    """(wall seconds, CPU seconds of ehbt-triage, its children and the cluster)."""
     db = os.path.join(work, "bench.sqlite")
     for f in (db, db + "-wal", db + "-shm"):
         if os.path.exists(f):
             os.remove(f)
+    c0, r0 = cluster_cpu(procs), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(cmd + ["--db", db], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - t0
+    c1, r1 = cluster_cpu(procs), resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), proc.stdout, proc.stderr))
-    return wall
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime) + (c1 - c0)
+    return wall, cpu
 
 
 def main():
@@ -121,8 +143,9 @@ def main():
                 for k in names:
                     for batch, n in ((cores, a.cores), (half, a.cores // 2)):
                         times.setdefault((k, n), []).append(
-                            timed(triage + modes[k] + [batch], env, work))
+                            timed(triage + modes[k] + [batch], env, work, procs))
 
+        load = open("/proc/loadavg").read().split()[0]
         timed(triage + modes["dask, 1 worker"] + [half], env, work)  # warm-up: helper starts
         measure(list(modes))
         spawn(worker)
@@ -131,17 +154,24 @@ def main():
         timed(triage + modes["dask, 2 workers"] + [cores], env, work)  # second helper starts
         measure(["dask, 2 workers"])
         n1, n2 = a.cores // 2, a.cores
-        print("%d cores (and the first %d), %d repeats, median wall:" % (n2, n1, a.repeats))
-        slope = {}
+        print("%d cores (and the first %d), %d repeats, medians; load average before: %s"
+              % (n2, n1, a.repeats, load))
+        slope, cpu_slope = {}, {}
         for k in modes:
-            t2 = statistics.median(times[(k, n2)])
-            t1 = statistics.median(times[(k, n1)])
+            t2 = statistics.median(w for w, _ in times[(k, n2)])
+            t1 = statistics.median(w for w, _ in times[(k, n1)])
+            u2 = statistics.median(c for _, c in times[(k, n2)])
+            u1 = statistics.median(c for _, c in times[(k, n1)])
             slope[k] = (t2 - t1) / (n2 - n1)
-            print("  %-16s %6.2f s  %6.1f cores/s   fixed %5.2f s  per core %6.1f ms "
-                  "(%5.1f cores/s past start-up)" % (k, t2, n2 / t2, t2 - slope[k] * n2,
-                                                    slope[k] * 1000, 1 / slope[k]))
+            cpu_slope[k] = (u2 - u1) / (n2 - n1)
+            print("  %-16s wall %6.2f s %6.1f cores/s | wall fixed %5.2f s, per core %6.1f ms "
+                  "| CPU %6.2f s, per core %6.1f ms" % (
+                      k, t2, n2 / t2, t2 - slope[k] * n2, slope[k] * 1000, u2,
+                      cpu_slope[k] * 1000))
         print("distributed per-core overhead (dask 1 worker - local -j1, per-core parts): "
-              "%.1f ms" % ((slope["dask, 1 worker"] - slope["local -j1"]) * 1000))
+              "wall %.1f ms, CPU %.1f ms" % (
+                  (slope["dask, 1 worker"] - slope["local -j1"]) * 1000,
+                  (cpu_slope["dask, 1 worker"] - cpu_slope["local -j1"]) * 1000))
     finally:
         for p in procs:
             p.terminate()
