@@ -8,9 +8,7 @@ import shutil
 import signal
 import socket
 import sqlite3
-import stat
 import subprocess
-import threading
 import time
 
 import pytest
