@@ -1,8 +1,13 @@
 """ehbt-triage: batch core-dump triage on top of the ehbt engine.
 
-Modules: cli (arguments), discover (which files are cores), engine (the one adapter to the
-engine: core -> ehbt-backtrace/1 dict), workers (killable worker processes), signature,
-store (SQLite), run (one run), report_text, report_html, jsonl.
+Modules: cli (arguments), discover (which files are cores; never opens special files),
+outputs (output paths checked before work), engine (the one adapter to the engine: core ->
+ehbt-backtrace/1 dict), workers (killable local worker processes), dask_pool + helper (the
+dask.distributed executor), signature, store (the store API and SQLite), store_pg
+(PostgreSQL), run (one run), recent (`report --since`), report_text, report_html, jsonl,
+version.
 """
 
-__version__ = "0.1.0"
+from .version import version as _version
+
+__version__ = _version()

@@ -2,7 +2,12 @@
 
 Exit status: 0 every core processed (partial traces included), 1 some cores could not be
 read (each listed with its reason), 2 usage error (bad option, bad --skip regex, a PATH that
-does not exist, a database that cannot be opened).
+does not exist, a database or output file that cannot be opened).
+
+Two commands share the program: ``ehbt-triage [options] PATH...`` (triage, unchanged) and
+``ehbt-triage report [--since 7d] ...`` (a query over an existing store). A first argument
+that is exactly ``report`` selects the query; a core or directory literally named ``report``
+is triaged by writing it ``./report`` (or after ``--``).
 """
 
 import argparse
@@ -11,6 +16,7 @@ import re
 import sys
 
 from .signature import DEFAULT_TOP
+from .version import version
 from .workers import DEFAULT_TIMEOUT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -51,21 +57,38 @@ def _regex(text):
     return text
 
 
+def _since(text):
+    """'7d', '36h', '90m', '2w' or a plain number of days -> seconds."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([mhdw]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError("not a duration like 7d, 36h, 90m or 2w: %r" % text)
+    unit = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "": 86400}[m.group(2)]
+    value = float(m.group(1)) * unit
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive: %r" % text)
+    return value
+
+
+_DB_HELP = ("the store: a SQLite file (default: ehbt-triage.sqlite in the working directory) "
+            "or a PostgreSQL URL postgresql://USER@HOST:PORT/DBNAME shared by several runs")
+
+
 def parser():
     p = _Parser(
         prog="ehbt-triage",
         description="Batch core-dump triage: unwinds every core with the ehbt engine, gives each "
                     "a signature (the crashing thread's top frames after the frames that only "
                     "report the crash), groups equal signatures into buckets, and keeps "
-                    "everything in a SQLite database across runs.",
+                    "everything in a SQLite database (or a shared PostgreSQL one) across runs. "
+                    "`ehbt-triage report --help`: what changed recently in a store.",
         epilog="Exit status: 0 every core processed, 1 some cores could not be read, "
-               "2 usage error.")
+               "2 usage error. A PATH literally named `report` must be written ./report.")
+    p.add_argument("--version", action="version", version="ehbt-triage " + version())
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="core files, or directories searched recursively for ELF cores")
     p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
                    help="look up the files a core names under DIR first (may repeat)")
-    p.add_argument("--db", metavar="FILE", default=None,
-                   help="SQLite database (default: ehbt-triage.sqlite in the working directory)")
+    p.add_argument("--db", metavar="FILE|URL", default=None, help=_DB_HELP)
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON object per core to FILE")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
     p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
@@ -77,6 +100,30 @@ def parser():
     p.add_argument("--timeout", metavar="SECONDS", type=_positive_float, default=DEFAULT_TIMEOUT,
                    help="per-core time limit; a core over it is recorded as failed "
                         "(default %(default)gs)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="analyse on this dask.distributed cluster instead of local workers "
+                        "(-j is then ignored; the workers must see the core paths and sysroots "
+                        "under the same names)")
+    p.add_argument("--retries", metavar="N", type=int, default=1,
+                   help="with --scheduler: how often a task that raised is tried again "
+                        "(default %(default)s); a task whose worker died is run elsewhere by "
+                        "the scheduler, up to its allowed-failures, then recorded failed")
+    return p
+
+
+def report_parser():
+    p = _Parser(
+        prog="ehbt-triage report",
+        description="What changed recently in an existing store: buckets that are new in the "
+                    "window and buckets that grew, with their cores per day.",
+        epilog="Exit status: 0 done, 2 usage error (or a store that cannot be opened).")
+    p.add_argument("--db", metavar="FILE|URL", default=None, help=_DB_HELP)
+    p.add_argument("--since", metavar="AGE", type=_since, default=_since("7d"),
+                   help="the window: 7d, 36h, 90m, 2w (default 7d)")
+    p.add_argument("--by", choices=("analysed", "core-time"), default="analysed",
+                   help="date cores by when they were analysed (default) or by the core "
+                        "file's time")
+    p.add_argument("--html", metavar="FILE", help="also write the report as HTML to FILE")
     return p
 
 
@@ -84,11 +131,20 @@ def parse(argv):
     return parser().parse_args(argv)
 
 
+def is_report(argv):
+    return bool(argv) and argv[0] == "report"
+
+
 def main(argv=None):
     """Entry point of the ehbt-triage script."""
+    argv = sys.argv[1:] if argv is None else argv
+    if is_report(argv):
+        from .recent import report_command
+
+        return report_command(report_parser().parse_args(argv[1:]))
     from .run import run
 
-    args = parse(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
     try:
         return run(args)
     except KeyboardInterrupt:

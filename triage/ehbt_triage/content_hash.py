@@ -88,7 +88,9 @@ def _hash_into(path, h, buf):
     view = memoryview(buf)
     zeros = _ZEROS
     pack = _OFFSET.pack
-    with open(path, "rb", buffering=0) as f:
+    # O_NONBLOCK: a path swapped for a FIFO since discovery must not block this worker.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb", buffering=0) as f:
         fd = f.fileno()
         size = os.fstat(fd).st_size
         h.update(b"%s %d\n" % (PREFIX, size))

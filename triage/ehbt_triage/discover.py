@@ -5,22 +5,69 @@ byte order the header declares. Inside a directory, anything else (executables, 
 is skipped with a note. A file named explicitly on the command line that is not a core is
 not skipped silently: it becomes a failed entry ("not an ELF core: ..."), because the user
 asked for it.
+
+A spool is not a tidy place, and the reader must never stall on it: everything is looked at
+with lstat/stat first and only regular files are ever opened (a FIFO would block open() until
+a writer came, a device could be a tape or a terminal). FIFOs, sockets, devices, dangling
+symlinks, unreadable files and compressed cores (which the engine cannot read yet) are
+failed inputs wherever they are found -- listed with their reason, exit status 1 -- because
+each is something a user expected to be triaged, or a sign that the spool is broken.
 """
 
 import os
+import stat
 import struct
 
 ET_CORE = 4
 _ELF_MAGIC = b"\x7fELF"
 
+# What systemd-coredump, apport and friends compress cores with.
+_COMPRESSED = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
+               (b"\x04\x22\x4d\x18", "lz4"), (b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"))
+
+
+def special_kind(mode):
+    """What a non-regular file is, in words (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_head(path, size):
+    """The first `size` bytes of a regular file. O_NONBLOCK is a safety net for the window
+    between stat and open (the path replaced by a FIFO): such an open returns at once."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file any more")
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
 
 def elf_kind(path):
     """(True, '') for an ELF core, else (False, why not)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(18)
+        st = os.stat(path)
+    except OSError as e:
+        if os.path.islink(path):
+            return False, "dangling symlink to %s" % os.readlink(path)
+        return False, "unreadable: %s" % (e.strerror or e)
+    special = special_kind(st.st_mode)
+    if special:
+        return False, "%s, not opened" % special
+    try:
+        head = read_head(path, 18)
     except OSError as e:
         return False, "unreadable: %s" % (e.strerror or e)
+    for magic, name in _COMPRESSED:
+        if head.startswith(magic):
+            return False, "compressed core (%s): not supported yet, decompress it first" % name
     if len(head) < 18:
         return False, "not an ELF core: %d bytes only" % len(head)
     if head[:4] != _ELF_MAGIC:
@@ -34,9 +81,15 @@ def elf_kind(path):
     return True, ""
 
 
+def _is_plain_non_core(why):
+    """A readable regular file that simply is not a core (skipped inside directories)."""
+    return why.startswith("not an ELF core")
+
+
 class Discovery:
-    """cores: [path] in a stable order; rejected: [(path, reason)] named explicitly but not
-    cores; skipped: [(path, reason)] inside directories; missing: [path] that do not exist."""
+    """cores: [path] in a stable order; rejected: [(path, reason)] failed inputs (named
+    explicitly but not cores, or unusable wherever found); skipped: [(path, reason)] readable
+    non-core files inside directories; missing: [path] named but not existing at all."""
 
     def __init__(self):
         self.cores = []
@@ -57,21 +110,22 @@ def discover(paths):
         ok, why = elf_kind(path)
         if ok:
             found.cores.append(path)
-        elif explicit:
+        elif explicit or not _is_plain_non_core(why):
             found.rejected.append((path, why))
         else:
             found.skipped.append((path, why))
 
+    def walk_error(e):
+        found.rejected.append((e.filename, "unreadable directory: %s" % e.strerror))
+
     for p in paths:
         if os.path.isdir(p):
-            for root, dirs, files in os.walk(p, onerror=lambda e: found.skipped.append(
-                    (e.filename, "unreadable directory: %s" % e.strerror))):
+            for root, dirs, files in os.walk(p, onerror=walk_error):
                 dirs.sort()
+                # os.walk lists symlinks to directories among dirs without following them.
                 for name in sorted(files):
-                    full = os.path.join(root, name)
-                    if os.path.isfile(full):  # symlinked files too; realpath dedupes
-                        add(full, explicit=False)
-        elif os.path.exists(p):
+                    add(os.path.join(root, name), explicit=False)
+        elif os.path.lexists(p):
             add(p, explicit=True)
         else:
             found.missing.append(p)

@@ -160,7 +160,29 @@ def _stack(store, core_id, signer):
     return "".join(rows)
 
 
-def render(store, run_counts, failed, engine_line, signer=None, now=None):
+def recent_html(result, window):
+    """The "what changed" section: new buckets and buckets that grew, cores per day."""
+    days = result["days"]
+    out = ['<h2 id="recent">Changes in the last %s</h2>' % _e(window)]
+    for title, group in (("New buckets", result["new"]), ("Buckets that grew", result["grew"])):
+        out.append("<h3>%s (%d)</h3>" % (title, len(group)))
+        if not group:
+            out.append("<p>(none)</p>")
+            continue
+        out.append('<table class="recent"><thead><tr><th>recent</th><th>total</th>%s'
+                   "<th>signature</th></tr></thead><tbody>" % "".join(
+                       "<th>%s</th>" % _e(d.strftime("%m-%d")) for d in days))
+        for b in group:
+            out.append('<tr data-bucket="%d"><td class="n">%d</td><td class="n">%d</td>%s'
+                       '<td class="sig">%s</td></tr>' % (
+                           b["id"], b["recent"], b["count"],
+                           "".join('<td class="n">%d</td>' % c for c in b["per_day"]),
+                           _e(b["signature"])))
+        out.append("</tbody></table>")
+    return "".join(out)
+
+
+def render(store, run_counts, failed, engine_line, signer=None, now=None, recent=None):
     buckets = store.buckets_with_cores()
     times = store.core_times()
     db_failed = store.db.execute(
@@ -175,6 +197,11 @@ def render(store, run_counts, failed, engine_line, signer=None, now=None):
                'page <span id="js-ok">static</span></div>' % (
                    total_ok, len(buckets), len(db_failed), _e(store.path),
                    _e(_fmt_time(now or time.time())), _e(engine_line)))
+    if recent is None:
+        from .recent import changes
+
+        recent = (changes(store, 7 * DAY, now=now), "7d")
+    out.append(recent_html(*recent))
     out.append("<h2>Cores over time (by core file time)</h2>")
     out.append(histogram_svg(times))
     out.append("<h2>Buckets</h2>")
@@ -206,8 +233,8 @@ def render(store, run_counts, failed, engine_line, signer=None, now=None):
     return "".join(out)
 
 
-def write(path, store, run_counts, failed, engine_line, signer=None):
-    text = render(store, run_counts, failed, engine_line, signer)
+def write(path, store, run_counts, failed, engine_line, signer=None, recent=None):
+    text = render(store, run_counts, failed, engine_line, signer, recent=recent)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

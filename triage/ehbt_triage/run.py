@@ -1,4 +1,5 @@
-"""One triage run: discover the cores, analyse them in workers, store, report.
+"""One triage run: check the outputs, discover the cores, analyse them in workers (local
+processes, or a dask cluster with --scheduler), store, report.
 
 Only this (parent) process writes the database, one transaction per core as results arrive,
 so the database is consistent whenever the run stops.
@@ -10,8 +11,9 @@ import sys
 from . import engine, jsonl, report_text
 from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .discover import discover
+from .outputs import check_output
 from .signature import Signer, crashing_thread, frame_key, module_names
-from .store import Store, StoreError, default_path
+from .store import StoreError, default_path, describe, is_url, open_store
 from .workers import WorkerPool
 
 _MAX_NOTES = 3
@@ -51,6 +53,16 @@ class Run:
         self.progress = report_text.Progress(len(paths))
 
     # -- worker callbacks ----------------------------------------------------------------------
+
+    def likely_known(self, task):
+        """Whether the store has an ok core of this path, size and time (a re-run over the
+        same spool): the dask executor then hashes before it analyses."""
+        path = self.paths[task]
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return self.store.known_file(path, st.st_size, st.st_mtime)
 
     def on_hash(self, task, sha256, size, mtime):
         path = self.paths[task]
@@ -134,38 +146,66 @@ class Run:
                              % (row["error"] if row else "not analysed"))
 
 
+def _usage(text):
+    sys.stderr.write("ehbt-triage: error: %s\n" % text)
+    return EXIT_USAGE
+
+
 def run(args):
-    found = discover(args.paths)
-    if found.missing:
-        for p in found.missing:
+    # Nothing is opened before the outputs are known to be usable: a wrong --html must not
+    # cost a whole batch, and a FIFO among the inputs must not stop the run (discover.py).
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        for p in missing:
             sys.stderr.write("ehbt-triage: error: %s: no such file or directory\n" % p)
         return EXIT_USAGE
     try:
         signer = Signer(args.top, args.skip)
     except Exception as e:
-        sys.stderr.write("ehbt-triage: error: %s\n" % e)
-        return EXIT_USAGE
+        return _usage(e)
+    for option, path in (("--html", args.html), ("--jsonl", args.jsonl)):
+        problem = check_output(path) if path else None
+        if problem:
+            return _usage("%s %s: %s" % (option, path, problem))
     db_path = args.db or default_path()
+    problem = None if is_url(db_path) else check_output(db_path)
+    if problem:
+        return _usage("--db %s: %s" % (db_path, problem))
     try:
-        store = Store(db_path)
+        store = open_store(db_path)
     except StoreError as e:
-        sys.stderr.write("ehbt-triage: error: cannot open the database %s\n" % e)
-        return EXIT_USAGE
+        return _usage("cannot open the database %s" % e)
+    except ImportError as e:
+        return _usage("--db %s needs psycopg (Debian: python3-psycopg): %s"
+                      % (describe(db_path), e))
     try:
         writer = jsonl.JsonlWriter(args.jsonl) if args.jsonl else None
     except OSError as e:
-        sys.stderr.write("ehbt-triage: error: --jsonl %s: %s\n" % (args.jsonl, e.strerror))
-        return EXIT_USAGE
-    _note_skipped(found.skipped)
+        return _usage("--jsonl %s: %s" % (args.jsonl, e.strerror))
     try:
         engine_line = engine.describe()  # imports the package here, before the workers fork
     except engine.AnalysisError as e:
-        sys.stderr.write("ehbt-triage: error: %s\n" % e)
-        return EXIT_USAGE
+        return _usage(e)
     if engine.mode() == "cli" and not engine.find_cli():
-        sys.stderr.write("ehbt-triage: error: no engine: the ehbt Python package is not "
-                         "importable and no ehbt binary was found (set EHBT_BIN)\n")
-        return EXIT_USAGE
+        return _usage("no engine: the ehbt Python package is not importable and no ehbt "
+                      "binary was found (set EHBT_BIN)")
+    if args.scheduler:
+        try:
+            from .dask_pool import DaskPool
+
+            pool = DaskPool(args.scheduler, {"sysroots": args.sysroot}, signer,
+                            timeout=args.timeout, retries=args.retries)
+            engine_line += "; analysed on " + pool.describe()
+        except ImportError as e:
+            return _usage("--scheduler needs dask.distributed (Debian: python3-distributed): "
+                          "%s" % e)
+        except (OSError, TimeoutError) as e:
+            return _usage("--scheduler %s: cannot connect: %s" % (args.scheduler, e))
+    else:
+        pool = WorkerPool(args.jobs, {"sysroots": args.sysroot}, signer, timeout=args.timeout)
+
+    found = discover(args.paths)
+    _note_skipped(found.skipped)
 
     state = Run(args, store, signer, found.cores, writer)
     for path, why in found.rejected:
@@ -174,9 +214,12 @@ def run(args):
         if writer:
             writer.write(jsonl.record(path, None, "failed", error=why))
 
-    pool = WorkerPool(args.jobs, {"sysroots": args.sysroot}, signer, timeout=args.timeout)
     try:
-        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
+        if args.scheduler:
+            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+                     likely_known=state.likely_known)
+        else:
+            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
         state.resolve_duplicates()
     finally:
         state.progress.finish()
@@ -190,7 +233,7 @@ def run(args):
     total = len(found.cores) + len(found.rejected)
     stats = dict(state.stats, total=total, rate=state.progress.rate(),
                  worker_rss_mib=state.worker_rss_kib / 1024.0)
-    report_text.summary(stats, out, db_path, engine_line)
+    report_text.summary(stats, out, describe(db_path), engine_line)
     if args.html:
         from . import report_html  # only here: its imports cost every run start-up time
 

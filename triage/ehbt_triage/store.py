@@ -1,4 +1,4 @@
-"""The SQLite store: cores, their threads and frames, and the buckets they fall into.
+"""The store API, and its SQLite implementation (the embedded default): cores, their threads and frames, and the buckets they fall into.
 
 Every core is written in ONE transaction (cores row + threads + frames + its bucket's
 counters), in WAL mode, so a run stopped at any point (SIGINT, SIGKILL, power) leaves only
@@ -12,8 +12,14 @@ Rules:
   have changed); its row is replaced in the same transaction that writes the new result.
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time (the core file's mtime) among them.
+
+The same schema and rules hold for PostgreSQL (store_pg.py, for several runs on several
+machines sharing one store); open_store() picks the implementation from the --db value.
+The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, core_times,
+recent_cores, record_ok, record_failed, close.
 """
 
+import json
 import os
 import sqlite3
 import time
@@ -74,6 +80,7 @@ CREATE TABLE IF NOT EXISTS frames (
   source TEXT
 );
 CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
+CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
 CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
 CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
 CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
@@ -82,6 +89,28 @@ CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
 
 class StoreError(Exception):
     pass
+
+
+def is_url(spec):
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(spec):
+    """The store named by a --db value: a PostgreSQL URL, else a SQLite file path."""
+    if is_url(spec):
+        from .store_pg import PgStore  # psycopg is only needed by those who use it
+
+        return PgStore(spec)
+    return Store(spec)
+
+
+def describe(spec):
+    """The --db value as the report prints it (a URL without its password)."""
+    if is_url(spec):
+        import re
+
+        return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", spec)
+    return spec
 
 
 class Store:
@@ -101,27 +130,38 @@ class Store:
     def close(self):
         self.db.close()
 
+    def _exec(self, sql, args=()):
+        """One statement; `?` placeholders (PgStore translates them)."""
+        return self.db.execute(sql, args)
+
     # -- reads ---------------------------------------------------------------------------------
 
     def core_by_hash(self, sha256):
         """The cores row (as a dict) with this content hash, or None."""
-        cur = self.db.execute("SELECT * FROM cores WHERE sha256 = ?", (sha256,))
+        cur = self._exec("SELECT * FROM cores WHERE sha256 = ?", (sha256,))
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
 
+    def known_file(self, path, size, core_time):
+        """Whether an ok core of this path, size and core_time is stored (a hint only: the
+        content key decides)."""
+        return self._exec(
+            "SELECT 1 FROM cores WHERE path = ? AND size = ? AND core_time = ? "
+            "AND status = 'ok' LIMIT 1", (path, size, core_time)).fetchone() is not None
+
     def bucket(self, bucket_id):
-        cur = self.db.execute("SELECT * FROM buckets WHERE id = ?", (bucket_id,))
+        cur = self._exec("SELECT * FROM buckets WHERE id = ?", (bucket_id,))
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
 
     def crashing_frames(self, core_id):
         """(tid, stop_reason, [frame dicts]) of the core's crashing thread (else its first)."""
-        t = self.db.execute(
+        t = self._exec(
             "SELECT id, tid, stop_reason FROM threads WHERE core_id = ? "
             "ORDER BY crashing DESC, id LIMIT 1", (core_id,)).fetchone()
         if t is None:
             return None, None, []
-        cur = self.db.execute(
+        cur = self._exec(
             "SELECT idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source "
             "FROM frames WHERE thread_id = ? ORDER BY idx", (t[0],))
         names = [c[0] for c in cur.description]
@@ -138,11 +178,12 @@ class Store:
             ids = sorted(set(core_ids))
             if not ids:
                 return []
-            sql += " AND b.id IN (SELECT bucket_id FROM cores WHERE id IN (%s))" % ",".join(
-                "?" * len(ids))
-            args = ids
+            # One JSON array, not a placeholder per id: SQLite allows 32 766 per statement.
+            sql += (" AND b.id IN (SELECT bucket_id FROM cores WHERE id IN "
+                    "(SELECT value FROM json_each(?)))")
+            args = [json.dumps(ids)]
         sql += " ORDER BY b.count DESC, b.signature"
-        cur = self.db.execute(sql, args)
+        cur = self._exec(sql, args)
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
@@ -153,7 +194,24 @@ class Store:
         if bucket_id is not None:
             sql += " AND bucket_id = ?"
             args = (bucket_id,)
-        return [r[0] for r in self.db.execute(sql, args)]
+        return [r[0] for r in self._exec(sql, args)]
+
+    def recent_cores(self, since, column="analysed_at"):
+        """(bucket_id, time) of every ok core whose `column` (analysed_at or core_time) is at
+        or after `since` (seconds since the epoch)."""
+        assert column in ("analysed_at", "core_time")
+        return [tuple(r) for r in self._exec(
+            "SELECT bucket_id, %s FROM cores WHERE status = 'ok' AND %s >= ?" % (column, column),
+            (since,)).fetchall()]
+
+    def bucket_rows(self):
+        """Every bucket with cores (dicts, with an example core path), no order."""
+        cur = self._exec(
+            "SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, "
+            "c.path AS example_path FROM buckets b "
+            "LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
 
     # -- writes --------------------------------------------------------------------------------
 

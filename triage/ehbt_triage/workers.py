@@ -16,9 +16,13 @@ writes), ignore SIGINT (the parent decides when to stop), and die with the paren
 (PR_SET_PDEATHSIG), so a SIGKILLed run leaves no orphans behind.
 
 Protocol over each Pipe (parent -> worker / worker -> parent):
-    ("core", task, path)  ->  ("hash", task, sha256, size, mtime)   or ("fail", task, reason)
-    ("go",) | ("skip",)   ->  ("done", task, result)                 (after "go" only)
-    None                  ->  the worker exits
+    ("core", task, path)     ->  ("hash", task, sha256, size, mtime)  or ("fail", task, reason)
+    ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
+    ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
+    None                     ->  the worker exits
+
+The same worker_main also runs as the long-lived helper of a dask worker (helper.py): one
+analysis function, two executors.
 """
 
 import ctypes
@@ -79,7 +83,9 @@ def _limit_memory(limit):
 
 def _test_fault(path):
     """EHBT_TRIAGE_TEST_FAULT=segv:TEXT|hang:TEXT|oom:TEXT makes this worker crash, hang or
-    exhaust memory on cores whose path contains TEXT (for the tests of the failure paths)."""
+    exhaust memory on cores whose path contains TEXT (for the tests of the failure paths);
+    killparent:TEXT SIGKILLs the worker's parent -- in a dask helper, the dask worker, as a
+    machine failure would (never use it in the local mode: the parent is ehbt-triage)."""
     spec = os.environ.get("EHBT_TRIAGE_TEST_FAULT", "")
     kind, _, text = spec.partition(":")
     if not text or text not in path:
@@ -87,6 +93,10 @@ def _test_fault(path):
     if kind == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif kind == "hang":
+        while True:
+            time.sleep(3600)
+    elif kind == "killparent":
+        os.kill(os.getppid(), signal.SIGKILL)
         while True:
             time.sleep(3600)
     elif kind == "oom":
@@ -120,11 +130,12 @@ def _analyse(path, options, signer):
             "stop_reason": thread.get("stop_reason") if thread else None}
 
 
-def worker_main(conn, options, signer):
+def worker_main(conn, options, signer, die_with_parent=True):
     """The loop of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _die_with_parent()
+    if die_with_parent:
+        _die_with_parent()
     _keep_heap()
     _limit_memory(options["memory_limit"])
     delay = float(os.environ.get("EHBT_TRIAGE_TEST_DELAY", "0") or 0)
@@ -135,7 +146,12 @@ def worker_main(conn, options, signer):
             return
         if msg is None:
             return
-        _, task, path = msg
+        kind, task, path = msg
+        if kind == "analyse":
+            result = _analyse(path, options, signer)
+            result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            conn.send(("done", task, result))
+            continue
         try:
             st = os.stat(path)
             digest = sparse_sha256(path)
@@ -168,7 +184,7 @@ class _Slot:
         self.deadline = None
 
 
-def _death_reason(exitcode):
+def death_reason(exitcode):
     if exitcode is None:
         return "worker vanished"
     if exitcode < 0:
@@ -307,7 +323,7 @@ class WorkerPool:
             return
         if not slot.proc.is_alive():
             task = slot.task
-            reason = _death_reason(slot.proc.exitcode)
+            reason = death_reason(slot.proc.exitcode)
             self._kill(slot)
             on_result(task, {"error": reason})
         elif time.monotonic() >= slot.deadline:

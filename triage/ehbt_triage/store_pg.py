@@ -1,0 +1,223 @@
+"""The PostgreSQL store: the SQLite store's schema and rules (see store.py) for a database
+that several ehbt-triage runs on several machines write at the same time.
+
+What makes it exact under concurrency:
+- ``cores.sha256`` is UNIQUE and a core is inserted with ``ON CONFLICT DO NOTHING``: when two
+  runs analyse the same content, the second insert waits for the first transaction and then
+  inserts nothing, and that run rolls back its whole core (threads, frames, bucket counter).
+- The bucket counter is changed only in the transaction whose core insert won, by
+  ``count = count + 1`` on the bucket row (PostgreSQL re-reads a row updated concurrently, so
+  increments are never lost); first/last_seen likewise by LEAST/GREATEST.
+- One transaction per core, so a run killed at any point leaves whole cores only.
+- Thread ids come from the sequence, not from MAX(id) as in SQLite (no global write lock).
+A transaction that still collides (deadlock, serialization failure) is simply run again.
+"""
+
+import time
+
+from .store import SCHEMA_VERSION, Store, StoreError, _crashing_stop, document_rows
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value TEXT
+);
+CREATE TABLE IF NOT EXISTS buckets (
+  id BIGSERIAL PRIMARY KEY,
+  signature TEXT NOT NULL UNIQUE,
+  first_seen DOUBLE PRECISION,
+  last_seen DOUBLE PRECISION,
+  count BIGINT NOT NULL DEFAULT 0,
+  example_core_id BIGINT
+);
+CREATE TABLE IF NOT EXISTS cores (
+  id BIGSERIAL PRIMARY KEY,
+  sha256 TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL,
+  size BIGINT,
+  executable TEXT,
+  arch TEXT,
+  signal TEXT,
+  signal_number INTEGER,
+  signal_code INTEGER,
+  fault_addr TEXT,
+  core_time DOUBLE PRECISION,
+  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+  error TEXT,
+  stop_reason TEXT,
+  signature TEXT,
+  bucket_id BIGINT REFERENCES buckets(id),
+  analysed_at DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS threads (
+  id BIGSERIAL PRIMARY KEY,
+  core_id BIGINT NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
+  tid BIGINT,
+  crashing INTEGER NOT NULL,
+  stop_reason TEXT,
+  stop_detail TEXT
+);
+CREATE TABLE IF NOT EXISTS frames (
+  id BIGSERIAL PRIMARY KEY,
+  core_id BIGINT NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
+  thread_id BIGINT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  pc TEXT,
+  module TEXT,
+  module_offset TEXT,
+  build_id_key TEXT,
+  symbol TEXT,
+  symbol_offset TEXT,
+  source TEXT
+);
+CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
+CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
+CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
+CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
+CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
+"""
+
+_ATTEMPTS = 5
+
+
+class PgStore(Store):
+    def __init__(self, url):
+        import psycopg
+
+        self._psycopg = psycopg
+        self.path = url
+        try:
+            self.db = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            # Several runs may create the schema at once: an advisory lock serialises that.
+            with self.db.transaction():
+                self.db.execute("SELECT pg_advisory_xact_lock(7217)")
+                self.db.execute(SCHEMA)
+                self.db.execute("INSERT INTO meta(key, value) VALUES ('schema', %s) "
+                                "ON CONFLICT DO NOTHING", (str(SCHEMA_VERSION),))
+        except psycopg.Error as e:
+            raise StoreError("%s: %s" % (url, str(e).strip().splitlines()[0] if str(e)
+                                         else type(e).__name__)) from None
+
+    def _exec(self, sql, args=()):
+        return self.db.execute(sql.replace("?", "%s"), args)
+
+    def buckets_with_cores(self, core_ids=None):
+        """As in SQLite, but the ids travel as one array: a run of 100 000 cores would pass
+        PostgreSQL's 65 535 parameters per statement."""
+        sql = ("SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, "
+               "b.example_core_id, c.path AS example_path FROM buckets b "
+               "LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
+        args = ()
+        if core_ids is not None:
+            ids = sorted(set(core_ids))
+            if not ids:
+                return []
+            sql += " AND b.id IN (SELECT bucket_id FROM cores WHERE id = ANY(%s))"
+            args = (ids,)
+        cur = self.db.execute(sql + " ORDER BY b.count DESC, b.signature", args)
+        names = [c.name for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def _retrying(self, body):
+        """Runs body() in a transaction, again when PostgreSQL says it collided with another."""
+        errors = self._psycopg.errors
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self.db.transaction():
+                    return body()
+            except (errors.DeadlockDetected, errors.SerializationFailure):
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def record_ok(self, info, doc, signature, frame_key=None, rows=None):
+        if rows is None:
+            rows = document_rows(doc, frame_key or (lambda f: None))
+        sig = doc.get("signal") or {}
+
+        def body():
+            db = self.db
+            old = db.execute("SELECT id, status, bucket_id FROM cores WHERE sha256 = %s "
+                             "FOR UPDATE", (info["sha256"],)).fetchone()
+            if old is not None and old[1] == "ok":  # another run stored it meanwhile
+                return old[0], old[2], False
+            if old is not None:
+                db.execute("DELETE FROM cores WHERE id = %s", (old[0],))
+            db.execute("INSERT INTO buckets(signature) VALUES (%s) ON CONFLICT DO NOTHING",
+                       (signature,))
+            bucket_id = db.execute("SELECT id FROM buckets WHERE signature = %s",
+                                   (signature,)).fetchone()[0]
+            got = db.execute(
+                "INSERT INTO cores(sha256, path, size, executable, arch, signal, signal_number, "
+                "signal_code, fault_addr, core_time, status, error, stop_reason, signature, "
+                "bucket_id, analysed_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,'ok',NULL,%s,%s,"
+                "%s,%s) ON CONFLICT (sha256) DO NOTHING RETURNING id",
+                (info["sha256"], info["path"], info.get("size"), doc.get("executable"),
+                 doc.get("arch"), sig.get("name"), sig.get("number"), sig.get("code"),
+                 sig.get("address"), info.get("core_time"), _crashing_stop(doc), signature,
+                 bucket_id, time.time())).fetchone()
+            if got is None:
+                # Another run committed this content after our SELECT: theirs counts.
+                raise _Lost()
+            core_id = got[0]
+            self._insert_rows(core_id, rows)
+            t = info.get("core_time")
+            db.execute(
+                "UPDATE buckets SET count = count + 1, first_seen = LEAST(first_seen, %s), "
+                "last_seen = GREATEST(last_seen, %s), "
+                "example_core_id = COALESCE(example_core_id, %s) WHERE id = %s",
+                (t, t, core_id, bucket_id))
+            return core_id, bucket_id, True
+
+        try:
+            core_id, bucket_id, _ = self._retrying(body)
+        except _Lost:
+            row = self.core_by_hash(info["sha256"])
+            return row["id"], row["bucket_id"]
+        return core_id, bucket_id
+
+    def record_failed(self, info, error):
+        def body():
+            db = self.db
+            old = db.execute("SELECT id, status FROM cores WHERE sha256 = %s FOR UPDATE",
+                             (info["sha256"],)).fetchone()
+            if old is not None and old[1] == "ok":
+                return old[0]
+            if old is not None:
+                db.execute("DELETE FROM cores WHERE id = %s", (old[0],))
+            got = db.execute(
+                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at) "
+                "VALUES (%s,%s,%s,%s,'failed',%s,%s) ON CONFLICT (sha256) DO NOTHING "
+                "RETURNING id",
+                (info["sha256"], info["path"], info.get("size"), info.get("core_time"), error,
+                 time.time())).fetchone()
+            if got is None:
+                raise _Lost()
+            return got[0]
+
+        try:
+            return self._retrying(body)
+        except _Lost:
+            return self.core_by_hash(info["sha256"])["id"]
+
+    def _insert_rows(self, core_id, rows):
+        threads, frames = rows
+        if not threads:
+            return
+        ids = [r[0] for r in self.db.execute(
+            "SELECT nextval(pg_get_serial_sequence('threads', 'id')) "
+            "FROM generate_series(1, %s)", (len(threads),)).fetchall()]
+        with self.db.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO threads(id, core_id, tid, crashing, stop_reason, stop_detail) "
+                "VALUES (%s,%s,%s,%s,%s,%s)",
+                [(ids[n], core_id) + tuple(t) for n, t in enumerate(threads)])
+            cur.executemany(
+                "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
+                "build_id_key, symbol, symbol_offset, source) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                [(core_id, ids[f[0]]) + tuple(f[1:]) for f in frames])
+
+
+class _Lost(Exception):
+    """This run's insert lost the race for a content key: the transaction is undone."""
