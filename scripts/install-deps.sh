@@ -14,6 +14,7 @@ packages=(
   sqlite3 python3-venv
   chromium time libc6-dbg
   lldb-16 python3-lldb-16
+  python3-distributed python3-dask python3-psycopg postgresql util-linux
 )
 
 missing=()
