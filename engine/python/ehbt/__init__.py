@@ -54,3 +54,4 @@ def unwind(regs, memory, modules=None, options=None, limits=None):
 
 
 from . import regnames, report  # noqa: E402,F401  (pure-Python helpers, after the API)
+from ._version import __version__  # noqa: E402,F401
