@@ -10,6 +10,7 @@ import os
 import re
 import sys
 
+from . import __version__
 from .signature import DEFAULT_TOP
 from .workers import DEFAULT_TIMEOUT
 
@@ -60,6 +61,7 @@ def parser():
                     "everything in a SQLite database across runs.",
         epilog="Exit status: 0 every core processed, 1 some cores could not be read, "
                "2 usage error.")
+    p.add_argument("--version", action="version", version="ehbt-triage " + __version__)
     p.add_argument("paths", metavar="PATH", nargs="+",
                    help="core files, or directories searched recursively for ELF cores")
     p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
