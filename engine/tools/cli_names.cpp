@@ -8,7 +8,7 @@
 
 namespace ehbt::cli {
 
-// The engine owns these names (INTERFACES.md lists them); the CLI only forwards.
+// The engine owns these names (docs/formats.md lists them); the CLI only forwards.
 std::string_view stop_reason_name(StopReason reason) {
   return to_string(reason);
 }

@@ -11,7 +11,7 @@
 
 namespace ehbt::cli {
 
-// Exactly the strings INTERFACES.md lists for `stop_reason` and `source`.
+// Exactly the strings docs/formats.md lists for `stop_reason` and `source`.
 std::string_view stop_reason_name(StopReason reason);
 std::string_view frame_source_name(FrameSource source);
 

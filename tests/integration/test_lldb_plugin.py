@@ -477,7 +477,7 @@ def test_recognizer_costs_one_step_per_stop(build_dir, chain, tmp_path):
 
 def test_installed_plugin_finds_its_package(build_dir, tmp_path):
     """PREFIX/share/ehbt/lldb/ehbt_lldb.py imports PREFIX/lib/python3/dist-packages/ehbt with
-    no PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
+    no PYTHONPATH or EHBT_PYTHONPATH (docs/install.md, "Installed layout")."""
     prefix = tmp_path / "prefix"
     h.install_into(build_dir, prefix, "engine/python", "plugins/lldb")
     plugin = prefix / "share" / "ehbt" / "lldb" / "ehbt_lldb.py"

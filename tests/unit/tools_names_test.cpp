@@ -1,4 +1,4 @@
-// Names the CLI prints: the ehbt-backtrace/1 vocabulary (INTERFACES.md), register names from
+// Names the CLI prints: the ehbt-backtrace/1 vocabulary (docs/formats.md), register names from
 // the psABIs' DWARF register mappings, and readelf's frames-interp rule notation.
 #include <gtest/gtest.h>
 
