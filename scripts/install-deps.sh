@@ -12,6 +12,7 @@ packages=(
   gcc-s390x-linux-gnu g++-s390x-linux-gnu libc6-dev-s390x-cross
   binutils-aarch64-linux-gnu binutils-s390x-linux-gnu
   sqlite3 python3-venv
+  man-db groff-base
   chromium time libc6-dbg
   lldb-16 python3-lldb-16
 )
