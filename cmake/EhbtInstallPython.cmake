@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ehbt_install_python(SUBDIR TYPE FILE...): installs FILEs (generator expressions allowed) of
 # type FILE or MODULE into <site>/SUBDIR, where <site> is the Python package directory the
 # target interpreter searches for the install prefix (cmake/PythonSiteDir.cmake), decided

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install-time helper (included from install(CODE)): sets EHBT_SITE_DIR to where the Python
 # packages go, relative to the prefix actually installed to (so `cmake --install --prefix`
 # is honoured). In: EHBT_PYTHON (the interpreter), EHBT_PYTHON_SITE_DIR (a fixed answer when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints the directory, relative to PREFIX, where Python packages installed under PREFIX are
 imported from by this interpreter (ehbt's CMake install runs it with /usr/bin/python3).
 

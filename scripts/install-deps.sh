@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package ehbt needs to build, test and benchmark.
 # Idempotent: packages already present are left alone; apt-get update runs once.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness half of the test suite: the whole unit suite again under ASan+UBSan (gcc),
 # then every libFuzzer target (clang) for EHBT_FUZZ_SECONDS each (default 60) over its seed
 # corpus plus the kept regression inputs. Build dirs: build-asan/, build-fuzz/.

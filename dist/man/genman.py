@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes a man page from a command's own --help output, so the two cannot drift: the help
 text is the single source, and this script only adds the roff frame around it (NAME, the
 sections, SEE ALSO). Run at build time against the freshly built commands.

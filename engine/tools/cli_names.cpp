@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Name tables. Register numbers follow the DWARF register mappings of the x86-64 psABI, the
 // AArch64 DWARF ABI (aadwarf64) and the s390x ELF ABI; signal codes follow <signal.h>.
 #include "cli_names.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names the CLI prints: stop reasons and frame sources (the ehbt-backtrace/1 vocabulary),
 // signal codes, and DWARF register names per architecture.
 #pragma once

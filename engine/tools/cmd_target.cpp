@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt core CORE` and `ehbt pid PID`: unwind the threads of a core file or a live process and
 // print them as GDB-like text or as the ehbt-backtrace/1 JSON document.
 #include <cstdint>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt for GDB: an `ehbt` backtrace command and an unwinder GDB itself can use.
 
     (gdb) source PREFIX/share/ehbt/gdb/ehbt.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt for LLDB: an `ehbt` backtrace command and a frame recognizer annotating LLDB's frames.
 
     (lldb) command script import PREFIX/share/ehbt/lldb/ehbt_lldb.py

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every libFuzzer target of a build for SECONDS each over a scratch copy of its committed
 # seed corpus (the committed corpus never grows), then replays tests/fuzz/regressions/<target>/.
 # Crash reproducers go to BUILD_DIR/fuzz-artifacts/<target>/. Exits non-zero on any crash.

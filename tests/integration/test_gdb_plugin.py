@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The GDB plugin (plugins/gdb/ehbt.py): the `ehbt` command against GDB's own frames and the
 fixture cores' expected frames, and the `ehbt` unwinder driving GDB's bt/up/finish.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The LLDB plugin (plugins/lldb/ehbt_lldb.py) driven through `lldb-16 -b`.
 
 - `ehbt --all --json` against the fixture cores' expected frames (recorded from GDB or by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names the CLI prints: the ehbt-backtrace/1 vocabulary (docs/formats.md), register names from
 // the psABIs' DWARF register mappings, and readelf's frames-interp rule notation.
 #include <gtest/gtest.h>

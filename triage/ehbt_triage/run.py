@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One triage run: discover the cores, analyse them in workers, store, report.
 
 Only this (parent) process writes the database, one transaction per core as results arrive,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt: backtraces from .eh_frame for cores and live processes.
 
 The engine's API comes from the extension module ``ehbt._ehbt`` (re-exported here); the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``ehbt-backtrace/1`` document and bt-style text, built from engine objects.
 
 Shared by the GDB and LLDB plugins and the triage tool, so that every front end writes the
