@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ehbt vs. eu-stack vs. GDB on the same cores: wall time, threads/frames printed, peak RSS.
 
     bench/compare_core_tools.py [--ehbt PATH] [--engine-bench PATH] [--reps N] [--quick]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Google Benchmark for the engine's three stages on real libraries: entry lookup in
 // .eh_frame_hdr, row evaluation (cold: parse + evaluate; warm: row cache), the linear-scan
 // index build, and full in-process unwinds on a warm and a cold cache.

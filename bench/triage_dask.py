@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ehbt-triage on a dask cluster vs local workers, on the same machine and the same cores.
 
     /usr/bin/python3 bench/triage_dask.py [--build DIR] [--cores N] [--threads T] [--repeats R]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ehbt-triage vs. eu-stack on batches of many-thread CPython cores: all numbers in one run.
 #
 #   bench/triage_vs_eustack.sh [BUILD_DIR] [N_CORES] [THREADS] [LARGE_N] [REPEATS]

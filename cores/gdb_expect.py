@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sourced into GDB: records GDB's own backtrace of every thread as JSON.
 
 Adds the command `ehbt-expect OUTPUT [MAX_FRAMES]`. For each thread it walks

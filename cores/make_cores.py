@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Builds the fixture programs, crashes them into cores and records the expected frames.
 
     make_cores.py [x86_64|aarch64|s390x|all]... [--only NAME,...] [-j N]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds ehbt into build/ (or $EHBT_BUILD). Extra args go to cmake configure.
 set -euo pipefail
 cd "$(dirname "$0")/.."

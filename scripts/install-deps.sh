@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs every Debian package ehbt needs to build, test and benchmark.
 # Idempotent: packages already present are left alone; apt-get update runs once.
 set -euo pipefail
@@ -12,6 +13,7 @@ packages=(
   gcc-s390x-linux-gnu g++-s390x-linux-gnu libc6-dev-s390x-cross
   binutils-aarch64-linux-gnu binutils-s390x-linux-gnu
   sqlite3 python3-venv
+  man-db groff-base
   chromium time libc6-dbg
   lldb-16 python3-lldb-16
   python3-distributed python3-dask python3-psycopg postgresql util-linux

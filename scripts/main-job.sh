@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: dependencies, build, install into build/install, generate the sample cores
 # (cores/make-cores.sh), and triage them into buckets with ehbt-triage.
 set -euo pipefail

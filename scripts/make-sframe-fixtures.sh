@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the real-toolchain SFrame fixtures under tests/fixtures/sframe/.
 #
 # Debian 12's binutils (2.40) only emits SFrame V1, so the fixtures are assembled by newer

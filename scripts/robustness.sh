@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The robustness half of the test suite: the whole unit suite again under ASan+UBSan (gcc)
 # (which includes every fuzz target replaying its seeds and regression inputs), then every
 # libFuzzer target (clang) for a fixed number of executions with a fixed seed

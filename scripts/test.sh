@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The full test suite on a fresh Debian 12 machine: dependencies, build, fixture cores of all
 # architectures, ctest (unit + integration), then the robustness suite
 # (sanitized unit tests and the fuzzers). EHBT_SKIP_ROBUSTNESS=1 stops after ctest.

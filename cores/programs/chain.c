@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The plain case: main -> fx_level1 -> fx_level2 -> fx_level3, which writes through a null
  * pointer. Built as a normal PIE, as static, static-pie, stripped, and (with FX_VARIANT) as a
  * rebuilt variant whose build-id differs. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fx_drap_realign keeps a 64-byte-aligned local array and a variable-length array: gcc on
  * x86-64 realigns the stack through a DRAP register, and its FDE then gives the CFA as a
  * DW_CFA_def_cfa_expression (make-cores.sh checks). The crash is in a callee, so the unwinder

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Shared helpers for the fixture programs: every function that must appear as its own frame is
  * noinline, and calls are followed by a compiler barrier so -O2 cannot turn them into tail
  * calls (a sibling call would remove the caller's frame from the real stack). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The return address of fx_noreturn_last's call to abort() lies just past the function's end:
  * the call is its last instruction (make-cores.sh checks the disassembly). An unwinder that
  * looks the caller's pc up without subtracting one finds the next function or nothing. */

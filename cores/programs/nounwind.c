@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Normal code (with .eh_frame) calling code without unwind tables (nounwind_fp.c). */
 #include "fixture.h"
 

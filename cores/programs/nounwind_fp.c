@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Compiled with -fno-asynchronous-unwind-tables -fno-unwind-tables -fno-omit-frame-pointer:
  * these functions have no FDE at all, only a frame pointer chain. An unwinder needs its
  * frame-pointer fallback to get from fx_nounwind_crash back to the normal code that called

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Runaway recursion until the stack overflows (SIGSEGV). Each level keeps a 256-byte buffer
  * so the stack (make-cores.sh runs it with a small stack limit) fills after a few thousand
  * frames. */

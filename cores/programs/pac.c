@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* AArch64 with pointer authentication (-mbranch-protection=standard, run under
  * qemu-aarch64 -cpu max): every fixture function signs its return address (paciasp) before
  * saving it, so the saved values carry a PAC in their top bits, and the CFI says so with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* make-cores.sh runs this under GDB, stops on the first instruction of getppid's lazy-binding
  * .plt slot on its first call (from fx_plt_caller), and writes the core with gcore. The
  * unwinder must use the .plt FDE (x86-64: a DW_CFA_def_cfa_expression keyed on the pc). */

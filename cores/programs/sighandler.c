@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A SIGUSR1 handler crashes (null write) while it interrupts fx_interrupted. fx_interrupted
  * sends the signal to itself with an inline system call, so the interrupted pc is inside
  * fx_interrupted itself (right after the syscall instruction), not in libc. The backtrace must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fx_smash_victim's saved return address is overwritten with garbage (by fx_overwrite, which
  * searches the stack above its own frame for that value), then fx_smash_crash crashes. The
  * walk must produce fx_smash_crash and fx_smash_victim, then stop early: the next return

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An exception escapes main: __cxa_throw finds no handler and calls std::terminate, which
 // aborts. Nothing is unwound, so the throwing frames are still on the stack under the
 // libstdc++ frames (terminate handler, __cxa_throw).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Four threads block in four different system calls (read on a pipe, nanosleep, a futex via
  * pthread_cond_wait, poll) while the main thread aborts. Each thread announces it is about to
  * block; main waits for all four, then gives them a moment to enter the kernel. */

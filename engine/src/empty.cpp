@@ -1,1 +1,2 @@
+// SPDX-License-Identifier: Apache-2.0
 // Placeholder so an area without sources still forms a library.

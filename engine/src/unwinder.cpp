@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The walk: frame 0 from the registers, then one step at a time (unwind/step.cpp) until a
 // stop, with the checks that need more than one frame: the CFA must strictly increase (except
 // across a signal frame, where the handler may run on another stack), and no (pc, CFA) pair

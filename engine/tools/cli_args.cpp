@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Option parsing and number parsing for the CLI.
 #include "cli_args.hpp"
 

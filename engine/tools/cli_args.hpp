@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line parsing for the subcommands: `--name VALUE`, `--name=VALUE`, flags, repeated
 // options and positionals; `--` ends the options. Errors are one line for a usage message.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Thread selection, unwinding and frame description for `ehbt core` / `ehbt pid`.
 #include "cli_backtrace_collect.hpp"
 

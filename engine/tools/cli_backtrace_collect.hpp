@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unwinds the selected threads of a target and describes every frame (module, offsets,
 // symbol) as a BacktraceReport.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text and JSON renderings of a backtrace report.
 #include "cli_backtrace_report.hpp"
 

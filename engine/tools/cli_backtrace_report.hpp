@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `ehbt core` and `ehbt pid` print, as plain data, and its two renderings: GDB-like text
 // and the ehbt-backtrace/1 JSON document. Kept free of targets and images so that the
 // formatting is tested on hand-made reports.

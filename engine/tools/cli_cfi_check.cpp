@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row-by-row validation of an image's CFI and lookups by pc.
 #include "cli_cfi_check.hpp"
 

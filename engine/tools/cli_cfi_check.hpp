@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt cfi`: every row of every FDE of an image evaluated and classified, and single-row
 // lookups by pc. The rendering lives in cli_cfi_render.hpp.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renderings of `ehbt cfi` results.
 #include "cli_cfi_render.hpp"
 

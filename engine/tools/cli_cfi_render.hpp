@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text and JSON for `ehbt cfi`: the validation summary, and rows looked up by pc in the
 // style of `readelf --debug-dump=frames-interp` (CFA `rsp+8`, rules `c-8`, `u`, `exp`).
 #pragma once

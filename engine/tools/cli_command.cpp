@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommand registry and the messages every subcommand prints the same way.
 #include "cli_command.hpp"
 

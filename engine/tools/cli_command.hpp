@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommands register themselves: each lives in one cmd_<name>.cpp linked into the `ehbt`
 // executable and declares a static CommandRegistrar, so adding a subcommand touches no other
 // file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON string escaping and the indenting writer.
 #include "cli_json.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small JSON writer for the CLI's documents: no external library, strict escaping (control
 // characters, quotes, backslashes; bytes that are not valid UTF-8 become \u00XX so that paths
 // and symbol names from arbitrary binaries always yield valid JSON).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Name tables. Register numbers follow the DWARF register mappings of the x86-64 psABI, the
 // AArch64 DWARF ABI (aadwarf64) and the s390x ELF ABI; signal codes follow <signal.h>.
 #include "cli_names.hpp"
@@ -8,7 +9,7 @@
 
 namespace ehbt::cli {
 
-// The engine owns these names (INTERFACES.md lists them); the CLI only forwards.
+// The engine owns these names (docs/formats.md lists them); the CLI only forwards.
 std::string_view stop_reason_name(StopReason reason) {
   return to_string(reason);
 }

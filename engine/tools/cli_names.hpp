@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names the CLI prints: stop reasons and frame sources (the ehbt-backtrace/1 vocabulary),
 // signal codes, and DWARF register names per architecture.
 #pragma once
@@ -11,7 +12,7 @@
 
 namespace ehbt::cli {
 
-// Exactly the strings INTERFACES.md lists for `stop_reason` and `source`.
+// Exactly the strings docs/formats.md lists for `stop_reason` and `source`.
 std::string_view stop_reason_name(StopReason reason);
 std::string_view frame_source_name(FrameSource source);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the CLI's text renderings print numbers that are not addresses (addresses: hex() in
 // cli_json.hpp).
 #pragma once

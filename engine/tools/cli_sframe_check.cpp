@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Renderings of `ehbt sframe check`.
 #include "cli_sframe_check.hpp"
 

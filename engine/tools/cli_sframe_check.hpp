@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe check`: an image's .sframe compared row by row with its .eh_frame
 // (sframe::check_against_cfi), rendered with symbol names.
 #pragma once

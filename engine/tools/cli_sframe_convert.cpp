@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe convert`: conversion, output files and their rendering.
 #include "cli_sframe_convert.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe convert`: an image's .eh_frame turned into an .sframe section
 // (sframe::convert_cfi + sframe::encode), written as a file and optionally added to a copy of
 // the ELF file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding and rendering a whole .sframe section for `ehbt sframe dump`.
 #include "cli_sframe_dump.hpp"
 

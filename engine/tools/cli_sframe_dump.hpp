@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe dump`: every function of an .sframe section decoded, rendered as text (close
 // to binutils' `objdump --sframe`) or as the ehbt-sframe/1 JSON document.
 #pragma once

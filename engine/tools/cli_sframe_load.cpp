@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening an ELF file's SFrame section for the `ehbt sframe` subcommands.
 #include "cli_sframe_load.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe dump|check`: an ELF file opened and its .sframe parsed, or why that failed.
 #pragma once
 

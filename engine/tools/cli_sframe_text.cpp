@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SFrame rows as text (see cli_sframe_text.hpp).
 #include "cli_sframe_text.hpp"
 

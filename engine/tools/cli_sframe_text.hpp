@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The text notation of SFrame rows shared by `ehbt sframe dump` and `ehbt sframe check`,
 // that of binutils' `objdump --sframe`: CFA `sp+16`, `fp+16`, `r10+0` (other registers by
 // DWARF number), in parentheses when the CFA is loaded from there; FP/RA `u` untracked, `f`

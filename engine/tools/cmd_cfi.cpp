@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt cfi FILE`: evaluate every unwind row an ELF file describes and report what the engine
 // cannot use; or, with --pc, show the rows that cover given addresses.
 #include <string>

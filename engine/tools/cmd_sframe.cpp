@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt sframe dump|convert|check`: look at an ELF file's .sframe section, make one from its
 // .eh_frame, and compare the two.
 #include <optional>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ehbt core CORE` and `ehbt pid PID`: unwind the threads of a core file or a live process and
 // print them as GDB-like text or as the ehbt-backtrace/1 JSON document.
 #include <cstdint>
@@ -66,7 +67,7 @@ text output, one block per thread, in the style of GDB's `bt`:
   bad_unwind_info, unsupported, no_progress, bad_pc.
 - A header comes first: Core (or Process), Executable, Arch, Signal.
 
-JSON output (--json): the ehbt-backtrace/1 document (see INTERFACES.md): format, core (or
+JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, core (or
 pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
 build_id_match}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
 cfa, source, module, module_offset, symbol, symbol_offset}]}]. Addresses are lowercase

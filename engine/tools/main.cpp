@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ehbt command-line entry point: global options, then dispatch to a registered subcommand
 // (see cli_command.hpp). Nothing escapes main: an exception from the standard library (such
 // as bad_alloc) becomes a one-line error and exit status 2.

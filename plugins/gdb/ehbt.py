@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt for GDB: an `ehbt` backtrace command and an unwinder GDB itself can use.
 
     (gdb) source PREFIX/share/ehbt/gdb/ehbt.py
@@ -6,8 +7,8 @@
     (gdb) disable unwinder global ehbt
 
 Finding the `ehbt` package: EHBT_PYTHONPATH (a path list, e.g. <build>/engine/python) first;
-then ../../../lib/python3/dist-packages relative to this file (the installed layout, where
-this file is PREFIX/share/ehbt/gdb/ehbt.py); then, for a source checkout,
+then ../../../lib/python3/dist-packages or ../../../lib/python3.X/dist-packages relative to
+this file (the installed layouts, where this file is PREFIX/share/ehbt/gdb/ehbt.py); then, for a source checkout,
 ../../build/engine/python (the default build directory).
 
 What the engine is given:
@@ -43,7 +44,10 @@ import gdb.unwinder
 def _add_package_path():
     here = os.path.dirname(os.path.realpath(__file__))
     candidates = [p for p in os.environ.get("EHBT_PYTHONPATH", "").split(os.pathsep) if p]
-    candidates.append(os.path.join(here, "..", "..", "..", "lib", "python3", "dist-packages"))
+    # The installed layouts: lib/python3/dist-packages, or lib/python3.X/dist-packages where
+    # Debian's python3 wants it for the prefix (/usr/local).
+    for site in ("python3", "python%d.%d" % sys.version_info[:2]):
+        candidates.append(os.path.join(here, "..", "..", "..", "lib", site, "dist-packages"))
     candidates.append(os.path.join(here, "..", "..", "build", "engine", "python"))
     for path in candidates:
         path = os.path.abspath(path)
@@ -354,17 +358,19 @@ class EhbtCommand(gdb.Command):
     """Backtrace of the selected thread, computed by the ehbt engine from .eh_frame.
 
 Usage: ehbt [-all] [-json] [-full] [-n N] [-compare]
+       ehbt -version
 
   -all       every thread of the inferior, not just the selected one
   -json      print the ehbt-backtrace/1 JSON document instead of text
   -full      add each frame's CFA, how it was unwound, and its recovered registers
   -n N       at most N frames per thread
   -compare   GDB's own frames beside the engine's; the first disagreement is marked
+  -version   the version of the ehbt package this plugin loaded
 
 The text looks like GDB's bt and ends with "Backtrace stopped: <reason>" when the walk
 stopped before the outermost frame. See also: enable unwinder global ehbt."""
 
-    OPTIONS = ("-all", "-json", "-full", "-n", "-compare")
+    OPTIONS = ("-all", "-json", "-full", "-n", "-compare", "-version")
 
     def __init__(self):
         super().__init__("ehbt", gdb.COMMAND_STACK)
@@ -379,7 +385,8 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
 
     @staticmethod
     def _parse(arg):
-        opts = {"all": False, "json": False, "full": False, "n": 0, "compare": False}
+        opts = {"all": False, "json": False, "full": False, "n": 0, "compare": False,
+                "version": False}
         argv = gdb.string_to_argv(arg)
         i = 0
         while i < len(argv):
@@ -404,6 +411,9 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
 
     def invoke(self, arg, from_tty):
         opts = self._parse(arg)
+        if opts["version"]:
+            gdb.write("ehbt %s\n" % ehbt.__version__)
+            return
         if not gdb.selected_inferior().pid and not gdb.selected_inferior().threads():
             raise gdb.GdbError("ehbt: no process and no core file")
         selected_thread = gdb.selected_thread()
@@ -581,6 +591,9 @@ def _install():
                 registry.disconnect(handler)
             except (ValueError, RuntimeError):
                 pass
+    # `help ehbt` names the version: GDB reads the class docstring when the command is made.
+    EhbtCommand.__doc__ = EhbtCommand.__doc__.replace(
+        "\n\nUsage:", "\nehbt %s.\n\nUsage:" % ehbt.__version__, 1)
     EhbtCommand()
     unwinder = EhbtUnwinder()
     gdb.unwinder.register_unwinder(None, unwinder, replace=True)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt for LLDB: an `ehbt` backtrace command and a frame recognizer annotating LLDB's frames.
 
     (lldb) command script import PREFIX/share/ehbt/lldb/ehbt_lldb.py
@@ -8,8 +9,8 @@ Works on live processes (`process launch`, `process attach`) and on cores
 (`target create EXE -c CORE`).
 
 Finding the `ehbt` package: EHBT_PYTHONPATH (a path list, e.g. <build>/engine/python) first;
-then ../../../lib/python3/dist-packages relative to this file (the installed layout, where this
-file is PREFIX/share/ehbt/lldb/ehbt_lldb.py); then, for a source checkout,
+then ../../../lib/python3/dist-packages or ../../../lib/python3.X/dist-packages relative to
+this file (the installed layouts, where this file is PREFIX/share/ehbt/lldb/ehbt_lldb.py); then, for a source checkout,
 ../../build/engine/python (the default build directory).
 
 What the engine is given:
@@ -73,7 +74,10 @@ import lldb
 def _add_package_path():
     here = os.path.dirname(os.path.realpath(__file__))
     candidates = [p for p in os.environ.get("EHBT_PYTHONPATH", "").split(os.pathsep) if p]
-    candidates.append(os.path.join(here, "..", "..", "..", "lib", "python3", "dist-packages"))
+    # The installed layouts: lib/python3/dist-packages, or lib/python3.X/dist-packages where
+    # Debian's python3 wants it for the prefix (/usr/local).
+    for site in ("python3", "python%d.%d" % sys.version_info[:2]):
+        candidates.append(os.path.join(here, "..", "..", "..", "lib", site, "dist-packages"))
     candidates.append(os.path.join(here, "..", "..", "build", "engine", "python"))
     for path in candidates:
         path = os.path.abspath(path)
@@ -480,8 +484,10 @@ def _document(target, core, engine_core, results, modules):
 # The `ehbt` command.
 
 _HELP = """Backtrace computed by the ehbt engine, independently of LLDB's unwinder.
+ehbt %s (the version of the ehbt package this plugin loaded).
 
 Usage: ehbt [--all] [--json] [--count N] [--sysroot DIR]... [--core FILE]
+       ehbt --version
 
   --all, -a        every thread of the process, not just the selected one
   --json, -j       print the ehbt-backtrace/1 JSON document instead of text
@@ -505,7 +511,8 @@ depth, and whether LLDB's frame and caller match the engine's."""
 
 
 def _parse(command):
-    opts = {"all": False, "json": False, "count": 0, "sysroot": [], "core": None}
+    opts = {"all": False, "json": False, "count": 0, "sysroot": [], "core": None,
+            "version": False}
     try:
         argv = shlex.split(command or "")
     except ValueError as e:
@@ -518,6 +525,8 @@ def _parse(command):
             opts["all"] = True
         elif name in ("--json", "-j") and not eq:
             opts["json"] = True
+        elif name == "--version" and not eq:
+            opts["version"] = True
         elif name in ("--count", "-c", "--sysroot", "--core"):
             if eq:
                 value = inline
@@ -551,7 +560,7 @@ class EhbtCommand:
         return "Backtrace computed by the ehbt engine (--all, --json, --count N, --sysroot DIR)."
 
     def get_long_help(self):
-        return _HELP
+        return _HELP % ehbt.__version__
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
@@ -563,6 +572,9 @@ class EhbtCommand:
 
     def _run(self, debugger, command, exe_ctx, result):
         opts = _parse(command)
+        if opts["version"]:
+            result.AppendMessage("ehbt %s" % ehbt.__version__)
+            return
         target = exe_ctx.GetTarget()
         process = exe_ctx.GetProcess()
         if not target.IsValid() or not process.IsValid() or process.GetNumThreads() == 0:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Long, randomized fuzzing for people and machines with time (not CI): every target, or the
 # ones named, for SECONDS each (default 3600) with a random seed, growing a private corpus
 # under CAMPAIGN_DIR (default ./fuzz-campaign) that persists between campaigns. Each crash is

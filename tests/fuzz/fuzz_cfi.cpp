@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as an .eh_frame section (and, from the first byte's bits,
 // as .debug_frame, big-endian, or 4-byte addresses). Every FDE the walk yields is evaluated
 // row by row, and a few lookups go through the scanned index and the row cache. Nothing may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as an ELF core file. open_core maps a path, so the input
 // goes into an in-memory file (memfd) named through /proc/self/fd; no file is left behind.
 // Every thread of a core that opens is unwound with a small frame cap. No sysroot and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: an .eh_frame_hdr + .eh_frame pair at fixed link-time addresses, as a
 // loader would find them through PT_GNU_EH_FRAME. The first two bytes choose where the input
 // splits into the two sections; the third picks byte order / address size; the next two put

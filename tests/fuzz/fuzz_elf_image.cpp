@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as an ELF file (Image::from_bytes, section headers first)
 // and as target memory holding an ELF image (Image::from_memory, the program-header path the
 // kernel uses). Each image that loads is then asked for symbols and link-time reads at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as a DWARF expression (a CFA or register rule's
 // DW_CFA_def_cfa_expression / DW_CFA_expression block). A fixed register set points into a
 // small BufferMemory "stack" so deref and breg paths reach real memory as well as faults.

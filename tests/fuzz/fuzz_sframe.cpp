@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as an .sframe section. The header check, every
 // function's decode and lookups at pcs taken from the decoded functions and from the input
 // itself must never crash, hang or read out of bounds. And what decodes must survive the

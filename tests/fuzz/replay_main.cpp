@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A main() for the fuzz targets without libFuzzer: feeds every file named on the command line
 // (or found in a named directory) to LLVMFuzzerTestOneInput once. The ordinary gcc build runs
 // each target this way over its seed corpus and kept regression inputs as a ctest test, so a

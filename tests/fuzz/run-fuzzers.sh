@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The CI half of fuzzing, deterministic: for every libFuzzer target of a build, replay the
 # committed seed corpus and the kept regression inputs (tests/fuzz/regressions/<target>/, each
 # must run clean), then fuzz for a fixed number of executions with a fixed seed over a scratch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared pytest options and fixtures for the integration tests: where the build tree is, and
 the fixture cores (built once per session when missing)."""
 import os

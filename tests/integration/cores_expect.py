@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared helpers: the fixture cores (cores/make-cores.sh), their expected frames
 (cores/out/<arch>/<name>.expected.json, recorded from GDB or by construction, never from ehbt),
 running `ehbt core ... --json`, and comparing its ehbt-backtrace/1 document to the expectation.

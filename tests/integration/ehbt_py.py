@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for the Python-API and GDB-plugin tests: importing the built `ehbt` package,
 compiling small C programs, making core files, and GDB's own view of a stack (the oracle)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real servers for the scale-out tests of ehbt-triage, started as a user would start them:
 a PostgreSQL server in a temporary directory (initdb/pg_ctl as an unprivileged user) and a
 dask scheduler with two dask-worker processes on 127.0.0.1. Every start has a matching stop;

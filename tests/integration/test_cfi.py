@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ehbt cfi`: every unwind row of the system's libraries evaluates, and the rows agree with
 binutils' own interpretation (`readelf --debug-dump=frames-interp`)."""
 import concurrent.futures

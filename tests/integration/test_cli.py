@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `ehbt` command line: usage errors, unusable inputs, help, the text and JSON output on a
 core crashed in the test itself, and a live 3-thread process."""
 import json

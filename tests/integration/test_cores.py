@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ehbt core` on the fixture cores (cores/), frame by frame against GDB's frames.
 
 The expected frames come from cores/make-cores.sh (GDB with full debug info, or by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The GDB plugin (plugins/gdb/ehbt.py): the `ehbt` command against GDB's own frames and the
 fixture cores' expected frames, and the `ehbt` unwinder driving GDB's bt/up/finish.
 
@@ -182,7 +183,7 @@ def test_live_json_matches_gdb(build_dir, chain, tmp_path):
 
 def test_installed_plugin_finds_its_package(build_dir, chain_core, tmp_path):
     """PREFIX/share/ehbt/gdb/ehbt.py imports PREFIX/lib/python3/dist-packages/ehbt with no
-    PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
+    PYTHONPATH or EHBT_PYTHONPATH (docs/install.md, "Installed layout")."""
     prefix = tmp_path / "prefix"
     h.install_into(build_dir, prefix, "engine/python", "plugins/gdb")
     plugin = prefix / "share" / "ehbt" / "gdb" / "ehbt.py"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ehbt pid` killed with SIGKILL while attached must not leave its target stopped or traced.
 
 SIGKILL cannot be caught, so nothing in ehbt can detach; the promise rests on attaching with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The LLDB plugin (plugins/lldb/ehbt_lldb.py) driven through `lldb-16 -b`.
 
 - `ehbt --all --json` against the fixture cores' expected frames (recorded from GDB or by
@@ -477,7 +478,7 @@ def test_recognizer_costs_one_step_per_stop(build_dir, chain, tmp_path):
 
 def test_installed_plugin_finds_its_package(build_dir, tmp_path):
     """PREFIX/share/ehbt/lldb/ehbt_lldb.py imports PREFIX/lib/python3/dist-packages/ehbt with
-    no PYTHONPATH or EHBT_PYTHONPATH (INTERFACES.md, "Installed layout")."""
+    no PYTHONPATH or EHBT_PYTHONPATH (docs/install.md, "Installed layout")."""
     prefix = tmp_path / "prefix"
     h.install_into(build_dir, prefix, "engine/python", "plugins/lldb")
     plugin = prefix / "share" / "ehbt" / "lldb" / "ehbt_lldb.py"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `ehbt` Python package against stacks whose frames are known independently: a stack
 laid out by hand from the psABI frame layout (function and return addresses from nm and
 objdump), and real cores and processes whose frames GDB reports."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Corrupted-input corpus: seeded, deterministic damage to the fixture cores (note headers,
 PT_LOAD offsets and sizes, stack bytes, truncation, module headers claiming 4 GiB of program
 headers, ...) and to a fixture executable's .eh_frame/.eh_frame_hdr (used through --exe).

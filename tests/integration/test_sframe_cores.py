@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every fixture core of every architecture unwound through SFrame alone, the tables converted
 in memory from each module's .eh_frame (`ehbt core --source sframe --sframe-from-eh-frame
 --sframe-version 2|3`): the frames must equal the expected ones (recorded from GDB, compared

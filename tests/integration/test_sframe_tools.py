@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ehbt sframe dump|check|convert` on the real-toolchain fixtures (tests/fixtures/sframe/, made
 by scripts/make-sframe-fixtures.sh with Debian trixie's and sid's binutils) and on the system's
 libraries.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt-triage end to end: real cores from a small crash program built here, run several times.
 
 Expected values come from outside the tool: the function names are the program's own source

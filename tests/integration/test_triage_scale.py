@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt-triage beyond one machine (issue #17), against the real components started here as a
 user would start them (scale_services.py): a dask scheduler with two dask-worker processes,
 and a PostgreSQL server run by an unprivileged user. Also the spool reader (special files,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The test CFI assembler. Encodings follow DWARF 5 section 7.6 (LEB128), 6.4 (CIE/FDE,
 // DW_CFA_*) and the LSB "Exception Frames" chapter (.eh_frame, DW_EH_PE_*, .eh_frame_hdr).
 #include "support/cfi_builder.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tiny assembler for call frame information, for tests: byte writers, DW_CFA_* and DW_OP_*
 // instruction streams, CIE/FDE records for .eh_frame and .debug_frame (32- and 64-bit,
 // either byte order, every DW_EH_PE_* encoding) and .eh_frame_hdr sections.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Deterministic damage to ELF files for the robustness tests and the fuzz seeds.
 
 Cores: shrink (keep the notes, cut each PT_LOAD's dumped bytes down) and corrupt (note

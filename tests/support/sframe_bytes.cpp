@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Field writers for hand-made .sframe sections (see sframe_bytes.hpp).
 #include "support/sframe_bytes.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte-level .sframe sections for tests, written field by field from the SFrame
 // specification (V2: binutils 2.41/2.45 docs, V3: 2.46). Nothing here knows what a field
 // means beyond its width and place: tests spell out every info byte and data word.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "support/sframe_checks.hpp"
 
 #include <gtest/gtest.h>

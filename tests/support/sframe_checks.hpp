@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GoogleTest checks on what the SFrame reader makes of the hand-made sections of
 // support/sframe_bytes.hpp: a section that must parse, and the rows it gives.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hand-written assembly with explicit CFI for the synthetic unwinding tests, one chain per
 // architecture: entry (return address undefined: the outermost frame) -> middle (saves
 // callee-saved registers) -> inner (frame 0). Global labels mark the return sites, so `nm`

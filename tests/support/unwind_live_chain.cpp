@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ half of the live unwinding chain (see unwind_live_chain.hpp).
 #include "support/unwind_live_chain.hpp"
 

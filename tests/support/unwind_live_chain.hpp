@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A call chain of noinline C and C++ functions for the live (in-process) unwinding tests,
 // built with -O2 -fomit-frame-pointer -fasynchronous-unwind-tables (tests/CMakeLists.txt):
 //   live_chain -> ehbt_live_c_middle (C) -> ehbt_live_cxx_inner -> level<2> -> level<1>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "support/unwind_live_self.hpp"
 
 #if defined(__x86_64__) && defined(__linux__)

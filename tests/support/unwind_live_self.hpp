@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scaffolding shared by the live (in-process) unwinding tests on x86-64 Linux: this process's
 // modules, the registers of a getcontext() capture, a readable dump of a walk, and the check
 // that a walk gives the frames glibc's backtrace() gave at the same point.

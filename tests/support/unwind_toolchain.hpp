@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds small ELF shared objects for the unwinding tests with the native or a cross
 // toolchain at test time, and reads their symbols back with the toolchain's own `nm` (an
 // oracle independent of the engine's ELF reader).

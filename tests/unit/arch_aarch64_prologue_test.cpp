@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AArch64 prologue analysis (engine/src/arch/aarch64_prologue.hpp) and the frame-pointer step
 // that uses it to recover the caller's sp.
 //

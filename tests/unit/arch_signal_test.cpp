@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Signal frames on all three architectures, from hand-built kernel frames. The layouts come
 // from the C library's own structures: offsetof on the native ucontext_t for x86-64, and for
 // aarch64 / s390x from a program built with the cross compiler and run under qemu-user, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Damaged cores: real cores (native, and a big-endian s390x one from qemu) truncated at many
 // sizes and with bytes flipped in their notes and program headers. open_core must return a
 // one-line error or a usable target -- never crash, hang or throw -- and whatever target it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The core format byte by byte: hand-built cores (both byte orders) whose every field the
 // test chose, decoded by open_core. Register layouts come from the kernel's structs
 // (<sys/user.h> on this host) and the psABIs, not from the decoder.

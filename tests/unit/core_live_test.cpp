@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A live process: a child (this binary, re-executed) with three threads blocked in different
 // system calls is attached, inspected and detached; afterwards it must carry on and exit 0.
 #include <gtest/gtest.h>

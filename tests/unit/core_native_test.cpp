@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A real core of this machine's architecture: a child (this binary, re-executed) starts three
 // threads blocked in different system calls, reports what it knows about itself, and stores
 // to a bad address. Every expectation comes from the child's own report, from nm, or from

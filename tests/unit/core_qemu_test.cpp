@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cores of other architectures, written by qemu-user: aarch64 (little-endian) and s390x
 // (big-endian), static and dynamic. qemu writes no NT_FILE, so modules come from the
 // executable's program headers and the dynamic linker's link_map list; and it dumps no

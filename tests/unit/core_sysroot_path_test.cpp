@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sysroot lookups resolve like a chroot: `..` stops at the root, and symbolic links (absolute
 // or relative) are followed inside it. Built on real directory trees with real links.
 #include <gtest/gtest.h>

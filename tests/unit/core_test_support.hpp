@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the core_* tests: temporary directories, shell commands, and real cores made by
 // crashing a child process (natively, or under qemu-user for other architectures).
 //

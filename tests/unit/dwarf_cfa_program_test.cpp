@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CFI evaluator: every DW_CFA_* opcode, every rule kind, row boundaries, and every cap.
 // Expected rows are worked out by hand from DWARF 5 section 6.4.2 (factored offsets times the
 // data alignment, advances times the code alignment).

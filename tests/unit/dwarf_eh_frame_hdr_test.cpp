@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .eh_frame_hdr: header fields, every fixed-size table encoding, the binary search and its
 // sortedness and probe checks, and malformed headers.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bounded DWARF expression VM: every operation it implements, the ones it refuses, and
 // every cap. Expected values follow DWARF 5 section 2.5 (generic type = address size; div,
 // shra and the comparisons are signed; mod is unsigned).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ImageCfi: lookups through .eh_frame_hdr and through the scanned index, .debug_frame
 // fallback, the row cache, sections marked bad, and the record walk used by `ehbt cfi`.
 #include <gtest/gtest.h>

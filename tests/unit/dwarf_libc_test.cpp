@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parser against a real library: this process's libc.so.6. Sections are found by reading
 // the ELF section headers directly (<elf.h>), functions by dlsym/dladdr. The expectations are
 // x86-64 psABI facts: at a function's first instruction the CFA is rsp+8 and the return

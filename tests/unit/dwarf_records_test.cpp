@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CIE/FDE parsing: .eh_frame and .debug_frame, 32- and 64-bit records, CIE versions 1/3/4,
 // every augmentation, both byte orders, and the malformed records that must be refused.
 // The first tests use hand-assembled bytes (offsets and values computed from the spec by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images of the other first-class architectures, built with the installed cross compilers:
 // aarch64 (little-endian) and s390x (big-endian; section bytes stay in file byte order).
 #include <elf.h>

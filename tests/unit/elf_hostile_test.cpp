@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile inputs: truncated files, random byte flips and crafted headers must give either an
 // image or a one-line error, never a crash. Run under ASan+UBSan (EHBT_SANITIZE) to make
 // out-of-bounds reads visible.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image::open on real files, checked against what binutils' readelf reports.
 #include <elf.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image::from_memory: images rebuilt from target memory alone, checked against the same
 // files opened from disk, against the dynamic loader's view, and under injected faults.
 #include <dlfcn.h>

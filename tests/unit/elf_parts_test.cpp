@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The small pieces: eh_frame_ptr decoding and build-id notes from hand-made bytes, and
 // ModuleSet lookups.
 #include <elf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image::symbolize: the covering rule, the preference among aliases, demangling, and
 // separate debug files found by build-id.
 #include <elf.h>

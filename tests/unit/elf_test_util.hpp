@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers for the elf_*_test programs: running binutils to get expected values from an
 // independent source, temporary directories, and whole-file reads.
 #pragma once

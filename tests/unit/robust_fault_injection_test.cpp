@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection over the fixture cores (cores/out/<arch>/*.core, made by
 // cores/make-cores.sh): every thread of every core is unwound through FaultyMemory, failing
 // every Nth read (N Fibonacci up to 89) or making every read short. Each walk must end with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Caps of ehbt::Limits that no other test reaches, hit with real inputs: max_modules on a
 // fixture core (the module set stops growing at the cap, the walk still runs), max_frames
 // on a fixture core (the walk stops there with MaxFrames and the frames it has are the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The row kinds SFrame V3 flexible FDEs added to the unwinder's rows, applied to registers
 // and memory: CFA loaded from reg+offset (DRAP), a value that is reg+offset, a value saved
 // at reg+offset; and their failures.

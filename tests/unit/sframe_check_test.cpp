@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checker on a hand-made .eh_frame and a hand-made .sframe that disagree in known
 // places: each disagreement is found at its pc with both sides named; agreeing rows,
 // rules for other registers and the outermost frame's CFA are not disagreements; functions

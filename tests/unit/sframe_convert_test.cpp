@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writer from hand-made .eh_frame (tests/support/cfi_builder): what each version can and
 // cannot express, DRAP in V3, glibc's PLT expression as a PCMASK function, signal frames,
 // aarch64 pointer authentication, s390x register-saved RA, merging of identical rows,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzz target's seed sections (tests/fuzz/corpus/fuzz_sframe) must stay valid: each
 // parses and every function in it decodes, so the fuzzer starts from the reader's good paths.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every way a section can be wrong, and the error the reader gives for it: header fields,
 // sub-section bounds, FDE fields, FRE contents, FDE order found during a search, caps, and
 // truncation at every byte.

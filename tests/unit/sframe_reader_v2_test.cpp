@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SFrame reader on hand-made V2 sections (bytes from the specification, every info byte
 // worked out in the comments): both function-start encodings, the three ABIs in both byte
 // orders, FRE start sizes 1/2/4, PCMASK, the outermost-frame FRE and the mangled-RA bit.

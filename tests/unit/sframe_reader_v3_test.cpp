@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SFrame reader on hand-made V3 sections: the FDE index + attributes layout, default
 // and flexible FDEs (control words spelled out bit by bit), the signal-frame bit, s390x's
 // CFA encoding inside flexible FDEs, and big-endian V3.

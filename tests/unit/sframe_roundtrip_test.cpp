@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real libraries through the whole writer/reader pipeline: .eh_frame -> convert_cfi ->
 // encode (V2 and V3) -> Table::parse. The SFrame rows must recover the same CFA, FP and
 // return address as the .eh_frame rows: both are applied (unwind::apply_row) to the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's option and number parsing.
 #include <gtest/gtest.h>
 

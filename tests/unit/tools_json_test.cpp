@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI's JSON writer: escaping per RFC 8259 (expected literals written by hand) and the
 // layout of nested containers.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
-// Names the CLI prints: the ehbt-backtrace/1 vocabulary (INTERFACES.md), register names from
+// SPDX-License-Identifier: Apache-2.0
+// Names the CLI prints: the ehbt-backtrace/1 vocabulary (docs/formats.md), register names from
 // the psABIs' DWARF register mappings, and readelf's frames-interp rule notation.
 #include <gtest/gtest.h>
 

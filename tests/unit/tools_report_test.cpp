@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text and JSON renderings of hand-made backtrace reports, and the exit status they imply.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live, in-process unwinding on x86-64, checked against glibc's backtrace() (libgcc's
 // unwinder) taken at the same point: the chain of tests/support/unwind_live_chain.* (C and
 // C++, -O2 -fomit-frame-pointer, one DRAP function), plain and through a signal handler.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stage (c) alone: hand-made CFI rows applied to registers and memory (no tables involved).
 #include <gtest/gtest.h>
 #include <ucontext.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Live, in-process unwinding on x86-64 through SFrame tables converted in memory from every
 // module's .eh_frame (UnwindOptions::sframe_from_eh_frame), checked against glibc's
 // backtrace() (libgcc's DWARF unwinder) taken at the same point. The chain of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unwinder's use of SFrame: synthetic stacks (laid out by hand the way the prologues
 // would leave them) walked through
 //   - a native .sframe section, hand-encoded below byte by byte from the SFrame V2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic walks, one per architecture: a real shared object assembled from the chains in
 // tests/support/unwind_fixtures.hpp (built with the native or cross gcc at test time), placed
 // at a bias, and a stack laid out by hand the way those prologues would leave it. Expected

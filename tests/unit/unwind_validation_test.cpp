@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How walks end: each stop reason the step loop itself decides, on the x86-64 chain of
 // tests/support/unwind_fixtures.hpp with hand-laid stacks.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bounds-checked cursor: integers in both byte orders, LEB128 (values from the DWARF 5
 // spec's tables 7.6 and 7.7), strings, alignment, and every way a read can run out.
 #include <gtest/gtest.h>

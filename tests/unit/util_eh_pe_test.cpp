@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DW_EH_PE_* decoding: every format, every application, indirect, aligned, omit, and the
 // encodings that must be refused. Expected values are computed by hand from the LSB.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt-triage: batch core-dump triage on top of the ehbt engine.
 
 Modules: cli (arguments), discover (which files are cores; never opens special files),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Command-line arguments of ehbt-triage (see INTERFACES.md, "ehbt-triage").
 
 Exit status: 0 every core processed (partial traces included), 1 some cores could not be

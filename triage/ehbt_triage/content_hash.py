@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The content hash that identifies a core ("seen before"): SHA-256 of its sparse form.
 
 A core of a process with many threads is mostly holes: a CPython core with 16 threads is

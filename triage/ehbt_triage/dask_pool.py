@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The dask.distributed executor: the same run() contract as workers.WorkerPool, with the
 work done on an existing cluster (``--scheduler tcp://HOST:PORT``).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which files to analyse: the PATH arguments, directories searched recursively.
 
 A file is a core when it starts with an ELF header whose e_type is ET_CORE (4), read in the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one adapter between ehbt-triage and the engine: a core in, an ehbt-backtrace/1 dict out.
 
 In-process (``import ehbt``) is preferred: a worker process keeps one ``ehbt.ImageStore`` for

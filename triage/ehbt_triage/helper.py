@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The analysis helper of a dask worker: a long-lived child process that runs the local
 workers' loop (workers.worker_main), so a dask task keeps the local mode's isolation.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """--jsonl FILE: one JSON object per core of the run, in the order the cores finished.
 
     {"core": path, "sha256": hex, "status": "ok"|"failed"|"seen_before",

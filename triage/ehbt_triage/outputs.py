@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks an output path (--html, --jsonl) before any work starts, without creating it: a
 report that cannot be written should fail the run in its first second, not after the batch.
 """

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``ehbt-triage report --since 7d``: what changed in a store recently.
 
 A bucket is *new* when every core it holds arrived in the window, and *grew* when some did

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """--html FILE: one self-contained page (inline CSS, inline JS, inline SVG; no network).
 
 It shows the whole database, not only this run: every bucket (count, cores of this run, first

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the terminal shows: a progress line while working, then the bucket table and failures.
 
 Progress goes to stderr. On a TTY it is one line rewritten in place

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One triage run: check the outputs, discover the cores, analyse them in workers (local
 processes, or a dask cluster with --scheduler), store, report.
 

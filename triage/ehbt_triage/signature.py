@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Crash signatures: which frames of the crashing thread name a crash, and how they are spelled.
 
 The rule (kept in one place so the report, the store and the docs agree):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The store API, and its SQLite implementation (the embedded default): cores, their threads and frames, and the buckets they fall into.
 
 Every core is written in ONE transaction (cores row + threads + frames + its bucket's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The PostgreSQL store: the SQLite store's schema and rules (see store.py) for a database
 that several ehbt-triage runs on several machines write at the same time.
 

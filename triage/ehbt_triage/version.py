@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The version ehbt-triage reports: the project's, which lives in the top-level CMakeLists.txt
 (``project(ehbt VERSION X.Y.Z ...)``).
 

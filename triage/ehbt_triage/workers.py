@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Worker processes: each core is analysed in a child the parent can kill.
 
 Why not multiprocessing.Pool: a pool dies (or hangs) when one of its children segfaults, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The architectures ehbt unwinds and the facts about them that are data, not code.
 #pragma once
 

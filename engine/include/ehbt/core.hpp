@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Targets: an ELF core file or a live process, seen the same way by the CLI and the front
 // ends: threads with registers, the signal, memory, and the modules with their files.
 #pragma once

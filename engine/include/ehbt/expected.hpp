@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small subset of std::expected (C++23) for C++20 compilers: the engine reports errors by
 // value and never throws across its boundary.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An ELF object (executable, shared library, vDSO) in its own link-time address space, and a
 // Module: an image placed in a target at a load bias.
 #pragma once

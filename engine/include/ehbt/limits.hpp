@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every loop in the engine is bounded by one of these caps. Defaults follow the Linux kernel's
 // user unwinder and elfutils where they have one, with headroom for real compiler output.
 #pragma once

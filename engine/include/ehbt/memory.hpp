@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target memory. Every read can fail; none throws. A read returns how many bytes it copied;
 // fewer than asked means the rest faulted.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A register set indexed by DWARF register number, with a validity bit per register.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The step loop: registers of frame 0 + target memory + modules -> frames and a stop reason.
 #pragma once
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ehbt: backtraces from .eh_frame for cores and live processes.
 
 The engine's API comes from the extension module ``ehbt._ehbt`` (re-exported here); the
@@ -54,3 +55,4 @@ def unwind(regs, memory, modules=None, options=None, limits=None):
 
 
 from . import regnames, report  # noqa: E402,F401  (pure-Python helpers, after the API)
+from ._version import __version__  # noqa: E402,F401

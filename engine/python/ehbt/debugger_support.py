@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debugger-neutral helpers for the front ends that drive the engine from inside a debugger
 (plugins/gdb/ehbt.py, plugins/lldb/ehbt_lldb.py).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Debugger register names <-> DWARF register numbers, per architecture.
 
 The DWARF numbers come from each psABI's register mapping (x86-64 psABI 3.6.2, AAPCS64

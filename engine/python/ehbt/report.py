@@ -1,7 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ``ehbt-backtrace/1`` document and bt-style text, built from engine objects.
 
 Shared by the GDB and LLDB plugins and the triage tool, so that every front end writes the
-same field names as the CLI (see INTERFACES.md, "JSON (--json), format ehbt-backtrace/1").
+same field names as the CLI (see docs/formats.md, "ehbt-backtrace/1").
 Addresses are lowercase hex strings with 0x; absent values are None (JSON null).
 """
 

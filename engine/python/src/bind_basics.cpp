@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Arch, ArchInfo, Limits and RegisterSet: the value types every other binding uses.
 #include <pybind11/stl.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Targets (cores and live processes), their threads and signal, and the shared image store.
 // Unwinding a target's thread runs entirely in C++ with the GIL released.
 #include <pybind11/stl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images (ELF files in their link-time address space) and modules (images placed in a target).
 #include <pybind11/stl.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The unwinder and its results. Stop reasons and frame sources cross into Python as their
 // lowercase names ("memory_fault", "eh_frame"), the same words the JSON format uses.
 #include <pybind11/stl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared declarations of the pybind11 module `ehbt._ehbt`: the binding functions of each area
 // and the small owner types that keep engine objects alive while Python holds views into them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The extension module ehbt._ehbt: the engine's public API for Python. The `ehbt` package
 // re-exports it and adds the pure-Python helpers (report building, register names).
 #include "bindings.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PyMemory: the bridge from engine reads to a Python callable, fault-tolerant by design.
 #include "py_memory.hpp"
 

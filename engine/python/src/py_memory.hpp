@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Target memory supplied from Python: a callable `read(addr, size) -> bytes`, or a Target.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AArch64 (AAPCS64, Linux): callee-saved registers, pointer-authentication stripping, the
 // rt_sigreturn trampoline and the kernel's signal frame, the x29 frame-record chain (with the
 // caller's sp from the prologue when the step loop knows the code).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decoder knows just enough A64 to follow sp and x29 through a prologue. Encodings are
 // from the Arm Architecture Reference Manual (DDI 0487), section C4.1 "A64 instruction set
 // encoding"; field names follow it. Each recogniser is a mask over the fixed bits of one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AArch64 prologue analysis for the frame-pointer fallback. A frame record {caller x29,
 // caller x30} tells where the caller resumes but not where its sp was: gcc stores the record
 // at the bottom of the frame (`stp x29, x30, [sp, #-N]!; mov x29, sp`, CFA = x29 + N), clang

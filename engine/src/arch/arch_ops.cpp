@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the per-architecture operations and the dispatch by Arch.
 #include "arch/arch_ops.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the step loop needs to know about one architecture beyond the table-driven facts in
 // ArchInfo: which registers survive a call, what a plausible code address looks like, how a
 // return address is cleaned (aarch64 pointer authentication), how to recognise a sigreturn

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // s390x (zSeries ELF ABI, Linux, big-endian): callee-saved registers, the sigreturn and
 // rt_sigreturn trampolines and the kernel's two signal frames, the optional backchain.
 #include <array>

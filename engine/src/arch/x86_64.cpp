@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // x86-64 (System V psABI, Linux): callee-saved registers, the rt_sigreturn trampoline and the
 // kernel's signal frame, the rbp chain.
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The signal-time detach. The handler only touches a static array of lock-free atomics and
 // calls ptrace/sigaction/raise, all async-signal-safe (ptrace and sigaction are plain system
 // calls).

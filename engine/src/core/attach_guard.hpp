@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Threads this process has ptrace-attached, kept where a signal handler can reach them: if
 // the tool is interrupted (SIGINT, SIGTERM, SIGHUP) while attached, the handler detaches every
 // thread and re-raises the signal, so a Ctrl-C never leaves the target stopped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounds-checked integer decoding in an explicit byte order. Cores and target memory come from
 // machines of either endianness (s390x is big-endian), so nothing here uses host order.
 #pragma once

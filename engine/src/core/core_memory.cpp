@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads from dumped core segments first, then from matched module files.
 #include "core/core_memory.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The memory of an ELF core: the dumped bytes of its PT_LOAD segments, and for ranges the
 // kernel (or qemu) did not dump, the contents of the module files whose build-id matched.
 #pragma once

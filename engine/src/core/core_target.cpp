@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // open_core: an ELF core file as a Target.
 #include <memory>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ELF core decoding: ELF64 header, program headers (PT_LOAD, PT_NOTE) and the CORE notes.
 #include "core/elf_core_file.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ELF core format itself: header, program headers and notes of a core mapped in memory,
 // decoded with the core's own byte order. Knows nothing of modules or files.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ImageStore: one parsed Image per file, shared by every target that maps it.
 #include <sys/stat.h>
 

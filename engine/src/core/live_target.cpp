@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // attach_process: a live process as a Target. Every thread is seized and interrupted (so the
 // process notices nothing but a pause), read, and detached when the target is destroyed.
 // ptrace requests must come from the thread that attached: use one target from one thread.

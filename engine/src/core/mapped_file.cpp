@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mmap of a whole file, read-only and private.
 #include "core/mapped_file.hpp"
 

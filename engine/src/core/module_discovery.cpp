@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Module discovery strategies. All reads of target memory are fallible and all walks capped
 // by Limits::max_modules.
 #include "core/module_discovery.hpp"

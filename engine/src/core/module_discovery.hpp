@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finding a target's modules: from its file mappings (NT_FILE, /proc/PID/maps), by walking
 // the dynamic linker's link_map list (cores without NT_FILE), and the vDSO from the auxv.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Module resolution shared by cores and live processes.
 #include "core/module_resolver.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns what a target says about one mapped ELF (its name, where it is mapped, its load
 // bias) into a Module: reads the headers and build-id the target holds, finds the file
 // (sysroots first), checks the build-id, and falls back to an image built from target memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // /proc readers. These files are produced by the kernel but may change while being read
 // (threads come and go, mappings change), so every parser tolerates odd lines.
 #include "core/proc_files.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a live process's /proc files: mappings, auxv, thread list, names.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads another process's memory. process_vm_readv does not split one iovec at a fault on
 // every kernel, so a read that comes back short is retried page by page to return exactly
 // the readable prefix.

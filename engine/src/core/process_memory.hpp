@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory of another live process: process_vm_readv, falling back to /proc/PID/mem.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-architecture decoding of elf_gregset_t into DWARF-numbered registers.
 #include "core/prstatus.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NT_PRSTATUS: the per-thread record of an ELF core (struct elf_prstatus), and its register
 // block (elf_gregset_t), which is also what PTRACE_GETREGSET NT_PRSTATUS returns.
 #pragma once

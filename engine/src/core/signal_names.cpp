@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Standard Linux signal names by number (the generic numbering shared by x86-64, aarch64
 // and s390x). A table rather than strsignal(): the result must not depend on the host libc
 // or locale, and cores may come from another machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chroot-style path resolution without chroot: one component at a time, with lstat/readlink.
 #include "core/sysroot_path.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Looking a path up inside a sysroot the way a chroot would: `..` never climbs above the root,
 // and symbolic links, absolute or relative, are followed inside it. A core names the files it
 // mapped; a hostile or simply foreign core (`/usr/lib/../../../etc/passwd`, a sysroot whose

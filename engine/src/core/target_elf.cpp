@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding ELF64 headers, program headers and notes out of target memory.
 #include "core/target_elf.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ELF headers as they lie in a target's memory (the kernel dumps the first page of every
 // mapped ELF file; a live process has it all): program headers, the build-id note, the
 // dynamic section. Everything is read through the fallible Memory.

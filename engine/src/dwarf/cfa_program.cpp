@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CFI instruction interpreter (DWARF 5 section 6.4.2): runs a CIE's initial instructions
 // then an FDE's, producing the rows of the table. One interpreter serves both the lookup of a
 // single pc and the enumeration of every row; the row callback is a template parameter so the

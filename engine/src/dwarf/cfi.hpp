@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DWARF call frame information: the contract between the table parsers/evaluator (this
 // directory) and their users (the unwinder, `ehbt cfi`, benchmarks, fuzzers).
 //

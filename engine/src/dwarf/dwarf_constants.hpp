@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DW_CFA_* and DW_OP_* opcode numbers (DWARF 5, sections 6.4.2 and 2.5, plus the GNU and
 // AArch64 vendor extensions that real .eh_frame sections carry).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .eh_frame_hdr (LSB "Exception Frames"): version, the encoded address of .eh_frame, an FDE
 // count and a table of (initial location, FDE address) pairs sorted by location. The table
 // is binary-searched; every probe is checked against the ones before it, so an unsorted

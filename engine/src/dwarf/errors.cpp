@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of CFI error codes and the stop reason each one ends a walk with.
 #include "dwarf/cfi.hpp"
 

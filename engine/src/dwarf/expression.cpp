@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bounded DWARF expression evaluator (DWARF 5 section 2.5) for the expressions CFI uses:
 // DW_CFA_def_cfa_expression, DW_CFA_expression and DW_CFA_val_expression. Values are of the
 // generic type (address-sized); division and comparisons are signed, as the spec says.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All CFI of one image: finds the FDE for a pc (through .eh_frame_hdr, or an index built by
 // one scan of the section), evaluates it to a row, and caches CIEs, the index and rows. A
 // section whose structure turns out corrupt is marked bad once and never parsed again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns a byte-cursor error into a CFI error, translating offsets within a sub-span back to
 // section offsets.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal: a record's framing without judging its CIE pointer, for section walkers that must
 // step over a bad FDE to reach the next record.
 #pragma once

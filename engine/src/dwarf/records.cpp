@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CIE and FDE records of .eh_frame (LSB "Exception Frames") and .debug_frame (DWARF 5
 // section 6.4.1). Both share the framing; they differ in the CIE id, in what an FDE's CIE
 // pointer is relative to, and in how FDE addresses are encoded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A CFI row's register rules: a small unsorted table, since real rows have a handful of rules
 // and a linear scan over them beats any map.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounds-checked access to ELF bytes of either byte order. Every offset and size that comes
 // from a file or from target memory is untrusted, so the checks never overflow.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .eh_frame_hdr layout (LSB "Exception Frame Header"): u8 version (1), u8 eh_frame_ptr_enc,
 // u8 fde_count_enc, u8 table_enc, then eh_frame_ptr encoded with eh_frame_ptr_enc.
 #include "elf/eh_frame_ptr.hpp"

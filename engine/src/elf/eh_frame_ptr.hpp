@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finds .eh_frame from the header of .eh_frame_hdr, for images without section headers.
 #pragma once
 

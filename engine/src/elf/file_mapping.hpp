@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A file mapped read-only into memory (never read whole), unmapped on destruction.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image members that do not depend on where the image came from: reading link-time
 // addresses, the executable test, and the lazily loaded symbols.
 #include <elf.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images from ELF files: Image::open (a read-only mapping) and Image::from_bytes (an owned
 // buffer), both parsed with libelf. Section bytes handed out are always raw file bytes; the
 // DWARF layer decodes byte order itself.

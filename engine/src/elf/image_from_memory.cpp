@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images rebuilt from target memory alone, the way the kernel's user unwinder finds unwind
 // tables: ELF header -> program headers -> PT_GNU_EH_FRAME -> .eh_frame_hdr -> .eh_frame.
 // Small images whose file layout equals their memory layout (the vDSO) are read whole and

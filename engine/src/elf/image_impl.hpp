@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The private state behind ehbt::Image and the loader that fills it. Only engine/src/elf
 // includes this.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Modules sorted by start address. Overlapping modules are all kept; a lookup returns the
 // module that contains the address and starts last (the innermost mapping).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Notes are a sequence of (namesz, descsz, type, name, desc) records whose name and desc are
 // padded to the note alignment. The three header words are 4 bytes in both ELF classes.
 // With 8-byte alignment (e.g. NT_GNU_PROPERTY_TYPE_0 segments) the offsets, not the sizes,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ELF note parsing (PT_NOTE segments, SHT_NOTE sections): the GNU build-id.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads an image's function symbols on first use: its own .symtab, else the .symtab of a
 // separate debug file found by build-id, else .dynsym. Debug files are looked up as
 // <dir>/<first two hex digits>/<remaining digits>.debug under each directory of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Symbol coverage is resolved once, when the table is built: a sweep over all symbol starts
 // and ends yields disjoint ranges, each tagged with its preferred symbol, so a lookup is one
 // binary search no matter how symbols nest or alias.

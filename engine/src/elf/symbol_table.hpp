@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Function symbols of one image and the "which symbol covers this address" index.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SFrame ABI ids and the architectures they name (see sframe.hpp).
 #include "sframe/sframe.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .sframe against .eh_frame: for every SFrame function, at every pc where a row of either
 // side starts inside it, the CFA, FP and RA each side gives must be the same.
 #include <algorithm>

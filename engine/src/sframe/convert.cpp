@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .eh_frame -> SFrame functions. Each FDE's rows are classified one by one; an FDE with any
 // row SFrame cannot say is left out whole and reported (the unwinder then uses .eh_frame for
 // it). The x86-64 PLT CFA expression becomes a PCMASK function of its own.

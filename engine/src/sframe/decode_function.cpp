@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One SFrame function: its FDE (and V3 attributes) and every FRE, each checked the way the
 // kernel checks them before use: inside the FRE sub-section, starts strictly increasing and
 // inside the function, a data-word count the ABI and FDE type allow.

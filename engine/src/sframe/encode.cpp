@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SFrame section writer: header, FDEs (V2) or FDE index + attributes (V3), FREs with the
 // smallest start size per function and the smallest data-word size per FRE, in the byte
 // order of the ABI. Errors name the function index in `where`.

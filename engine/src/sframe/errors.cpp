@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of SFrame error codes (for messages, `ehbt sframe dump --json` and tests).
 #include "sframe/sframe.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recognisers for the DWARF expressions SFrame can express (see expr_patterns.hpp).
 #include "sframe/expr_patterns.hpp"
 

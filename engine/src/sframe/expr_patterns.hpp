@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The few DWARF expressions that SFrame can still say, recognised byte for byte: a register
 // plus an offset (optionally dereferenced, gcc's DRAP CFA), and glibc's x86-64 PLT CFA.
 #pragma once

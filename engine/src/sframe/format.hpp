@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes of an .sframe section (versions 2 and 3): sizes, field offsets and bit layouts,
 // shared by the reader and the writer. Values follow the SFrame specification (binutils
 // docs 2.41/2.45 for V2, 2.46 for V3). Multi-byte fields are in the target's byte order;

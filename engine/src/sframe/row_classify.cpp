@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DWARF rule -> SFrame recovery, one row at a time. SFrame tracks the CFA, FP and RA only;
 // other registers' rules are dropped, except SP's, which SFrame always derives from the CFA.
 #include "sframe/row_classify.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One DWARF row in SFrame terms: a default-FDE row, a row that needs a V3 flexible FDE, the
 // x86-64 PLT CFA (a PCMASK function), or the reason SFrame cannot say it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Canonical texts of a row's CFA, FP and RA (see row_text.hpp).
 #include "sframe/row_text.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CFA, FP and RA of a row in one canonical text each, so that a row that came from
 // .sframe and one from .eh_frame compare equal exactly when they recover the same values:
 // "same value" and "no rule" read alike, a register-plus-offset DWARF expression reads like

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SFrame (.sframe, versions 2 and 3): the contract between the reader, the writer, the
 // checker and the unwinder.
 //

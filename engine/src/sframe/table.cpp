@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .sframe reader: the header check (done once, like the kernel does before it trusts a
 // section), FDE index entries, and the pc lookup that checks FDE order as it searches.
 #include <algorithm>

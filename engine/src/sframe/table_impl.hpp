@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parsed state of an .sframe section, shared by the header parser, the function decoder
 // and the lookup (table.cpp, decode_function.cpp).
 #pragma once

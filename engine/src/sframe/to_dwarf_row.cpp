@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SFrame rows in the unwinder's row form, so one apply_row serves .eh_frame and .sframe.
 // Registers are already DWARF numbers in a FrameRow; what is left is the ABI's implicit
 // rules (AMD64's fixed RA slot, a header's fixed FP slot) and the rule kinds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stage (c) of a step: a CFI row + the current frame's registers + target memory -> the CFA
 // and the caller's registers. Reads only what the row saves.
 #pragma once

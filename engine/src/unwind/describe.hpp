@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Short texts for stop details. Only called when a walk stops, never per step.
 #pragma once
 

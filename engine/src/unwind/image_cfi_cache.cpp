@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds an image's ImageCfi from its sections: .eh_frame_hdr is the data base of its own
 // encodings, there is no text base, and indirect pointers are read from the file's segments.
 // The SFrame tables come later, on first use.

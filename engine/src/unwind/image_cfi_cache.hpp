@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The parsed unwind tables of an image live in the image's cache slot (Image::cache), so every
 // walk through the same image - across threads and cores of one build - parses them once:
 // the DWARF CFI (.eh_frame, .debug_frame) and the SFrame tables (native, converted).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An image's SFrame tables as the step loop sees them: the native .sframe (section or
 // PT_GNU_SFRAME, located by the ELF layer) and, for --sframe-from-eh-frame, tables converted
 // from the image's .eh_frame in memory, one per SFrame version. Every table is built on first

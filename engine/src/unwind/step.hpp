@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One step of a walk: a frame -> its caller, by the first strategy that applies:
 //   1. (source Auto or SFrame) the SFrame row covering the frame's lookup pc: the module's
 //      .sframe, or with UnwindOptions::sframe_from_eh_frame the table converted from its

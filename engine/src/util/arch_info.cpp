@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-architecture constants. The DWARF numbers come from each psABI's register mapping.
 #include <elf.h>
 

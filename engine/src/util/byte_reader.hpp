@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bounds-checked cursor over a span of bytes: fixed-size integers in either byte order,
 // LEB128, NUL-terminated strings and sub-spans. Nothing reads past the span; every read
 // reports failure instead of guessing. Header-only so the CFI evaluator's loop inlines it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DW_EH_PE_* decoding, following the LSB's description of the encodings and what each
 // application is relative to.
 #include "util/eh_pe.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DW_EH_PE_* pointer encodings (LSB "Exception Frames", .eh_frame / .eh_frame_hdr / LSDA):
 // a low nibble giving the value's format and a high nibble giving what it is relative to.
 #pragma once

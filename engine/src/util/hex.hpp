@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one address format of the engine's texts and the CLI's documents.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory adapters: sparse buffers, the calling process, layers, and fault injection.
 #include "ehbt/memory.hpp"
 

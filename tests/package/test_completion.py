@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The installed bash completions: sourced into a plain bash (no bash-completion package
+needed), with the installed commands first on PATH, they complete subcommands, options and
+option values."""
+import subprocess
+
+import pytest
+
+from conftest import env_without_package_path
+
+
+def complete(prefix, name, words):
+    """COMPREPLY of the completion function of `name` for the command line `words` (the last
+    word being completed)."""
+    script = prefix / "share" / "bash-completion" / "completions" / name
+    assert script.exists()
+    quoted = " ".join("'%s'" % w for w in words)
+    program = f"""
+set -e
+source '{script}'
+func=$(complete -p {name} | sed -E 's/.* -F ([^ ]+) .*/\\1/')
+COMP_WORDS=({quoted})
+COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+COMP_LINE="${{COMP_WORDS[*]}}"
+"$func"
+printf '%s\\n' "${{COMPREPLY[@]}}"
+"""
+    env = env_without_package_path(PATH=f"{prefix / 'bin'}:/usr/bin:/bin")
+    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return [w for w in proc.stdout.split("\n") if w]
+
+
+@pytest.mark.parametrize("words,want", [
+    (["ehbt", "co"], ["core"]),
+    (["ehbt", "core", "--sy"], ["--sysroot"]),
+    (["ehbt", "core", "x.core", "--all"], ["--all-threads"]),
+    (["ehbt", "core", "--source", "s"], ["sframe"]),
+    (["ehbt", "pid", "--max-f"], ["--max-frames"]),
+    (["ehbt", "cfi", "--p"], ["--pc"]),
+    (["ehbt", "sframe", "co"], ["convert"]),
+    (["ehbt", "sframe", "convert", "in", "--e"], ["--elf"]),
+    (["ehbt", "--ver"], ["--version"]),
+])
+def test_ehbt(prefix, words, want):
+    assert complete(prefix, "ehbt", words) == want
+
+
+def test_ehbt_lists_every_core_option(prefix):
+    got = set(complete(prefix, "ehbt", ["ehbt", "core", "--"]))
+    assert {"--sysroot", "--exe", "--json", "--all-threads", "--thread", "--max-frames",
+            "--source", "--sframe-from-eh-frame", "--sframe-version", "--help"} <= got, got
+
+
+@pytest.mark.parametrize("words,want", [
+    (["ehbt-triage", "--sys"], ["--sysroot"]),
+    (["ehbt-triage", "--ver"], ["--version"]),
+    (["ehbt-triage", "--ti"], ["--timeout"]),
+    (["ehbt-triage", "--j"], ["--jobs", "--jsonl"]),
+])
+def test_ehbt_triage(prefix, words, want):
+    assert sorted(complete(prefix, "ehbt-triage", words)) == want
