@@ -31,7 +31,8 @@ constexpr OptionSpec kOptions[] = {
 };
 
 constexpr std::string_view kOutputHelp = R"(options:
-  --sysroot DIR      look up every file the target names as DIR/<path> first (may repeat)
+  --sysroot DIR      look up every file the target names inside DIR first, as a chroot would
+                     (links and '..' never lead out of DIR), then as named (may repeat)
   --exe PATH         use PATH as the main executable
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
