@@ -93,7 +93,7 @@ def parser():
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON object per core to FILE")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
     p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
-                   help="worker processes (default: the number of CPUs, %(default)s here)")
+                   help="worker processes (default: the number of CPUs)")
     p.add_argument("--top", metavar="N", type=_positive_int, default=DEFAULT_TOP,
                    help="frames in a signature (default %(default)s)")
     p.add_argument("--skip", metavar="REGEX", action="append", default=[], type=_regex,
