@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "core/core_memory.hpp"
+#include "core/core_source.hpp"
 #include "core/elf_core_file.hpp"
 #include "core/mapped_file.hpp"
 #include "core/module_discovery.hpp"
@@ -32,7 +33,7 @@ class CoreTarget final : public Target {
 
 Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::string& path,
                                                                 const TargetOptions& options) {
-  auto file = core::MappedFile::open(path);
+  auto file = core::open_core_source(path, options.limits);
   if (!file) return unexpected(file.error());
   auto parsed = core::parse_core(file->bytes(), options.limits);
   if (!parsed) return unexpected(path + ": " + parsed.error());
