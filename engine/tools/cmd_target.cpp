@@ -17,6 +17,7 @@ namespace {
 
 constexpr OptionSpec kOptions[] = {
     {"--sysroot", true, true},
+    {"--debug-dir", true, true},
     {"--exe", true, false},
     {"--json", false, false},
     {"--all-threads", false, false},
@@ -31,6 +32,10 @@ constexpr OptionSpec kOptions[] = {
 
 constexpr std::string_view kOutputHelp = R"(options:
   --sysroot DIR      look up every file the target names as DIR/<path> first (may repeat)
+  --debug-dir DIR    look for separate debug files in DIR first, like GDB's
+                     debug-file-directory: DIR/.build-id/xx/rest.debug by build-id, then
+                     DIR/<module's directory>/<.gnu_debuglink name>; then usr/lib/debug in
+                     each --sysroot and on the host (may repeat)
   --exe PATH         use PATH as the main executable
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
@@ -81,7 +86,11 @@ exit status:
 )";
 
 constexpr std::string_view kCoreHelp =
-    "CORE is an ELF core file; the files it names are opened from --sysroot or as named.\n"
+    "CORE is an ELF core file, plain or compressed (zstd, xz, lz4 frame or gzip, told by\n"
+    "content: decompressed into a sparse temporary file in $TMPDIR, removed afterwards; a\n"
+    "truncated or corrupt stream is an error saying how many bytes were recovered). The\n"
+    "files it names are opened from --sysroot or as named; separate debug files (build-id\n"
+    "directory, then .gnu_debuglink with its CRC checked) supply .debug_frame and symbols.\n"
     "A file whose build-id differs from the core's record is reported with\n"
     "build_id_match false.\n\n";
 constexpr std::string_view kPidHelp =
@@ -102,6 +111,7 @@ struct OutputOptions {
 Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   OutputOptions o;
   o.target.sysroots = args.values("--sysroot");
+  o.target.debug_dirs = args.values("--debug-dir");
   o.target.exe = args.value("--exe").value_or("");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");

@@ -49,6 +49,10 @@ class ImageStore {
 struct TargetOptions {
   std::vector<std::string> sysroots;  // looked up first, in order
   std::string exe;                    // overrides the main executable's file
+  // Separate debug files: each directory is searched like GDB's debug-file-directory
+  // (DIR/.build-id/xx/rest.debug, DIR/<module dir>/<debuglink>), before usr/lib/debug
+  // inside each sysroot and on the host.
+  std::vector<std::string> debug_dirs;
   Limits limits;
   ImageStore* store = nullptr;  // optional shared cache
 };

@@ -18,9 +18,11 @@ Target& live(PyTarget& t) {
 }
 
 TargetOptions target_options(const std::vector<std::string>& sysroots, const std::string& exe,
-                             const Limits& limits, const std::shared_ptr<ImageStore>& store) {
+                             const Limits& limits, const std::shared_ptr<ImageStore>& store,
+                             const std::vector<std::string>& debug_dirs = {}) {
   TargetOptions o;
   o.sysroots = sysroots;
+  o.debug_dirs = debug_dirs;
   o.exe = exe;
   o.limits = limits;
   o.store = store.get();
@@ -157,9 +159,10 @@ void bind_core(pyb::module_& m) {
   m.def(
       "open_core",
       [](const std::string& path, const std::vector<std::string>& sysroots, const std::string& exe,
-         const pyb::handle& limits, std::shared_ptr<ImageStore> store) {
+         const pyb::handle& limits, std::shared_ptr<ImageStore> store,
+         const std::vector<std::string>& debug_dirs) {
         Limits l = limits_from_py(limits);
-        TargetOptions o = target_options(sysroots, exe, l, store);
+        TargetOptions o = target_options(sysroots, exe, l, store, debug_dirs);
         Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
         {
           pyb::gil_scoped_release nogil;
@@ -169,7 +172,10 @@ void bind_core(pyb::module_& m) {
       },
       pyb::arg("path"), pyb::arg("sysroots") = std::vector<std::string>{}, pyb::arg("exe") = "",
       pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
-      "Opens an ELF core. Raises ehbt.Error (one line saying why) when unusable.");
+      pyb::arg("debug_dirs") = std::vector<std::string>{},
+      "Opens an ELF core, plain or compressed (zstd, xz, lz4, gzip: told by content).\n"
+      "debug_dirs: directories searched first for separate debug files (like --debug-dir).\n"
+      "Raises ehbt.Error (one line saying why) when unusable.");
 
   m.def(
       "attach_process",

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/byte_order.hpp"
+#include "core/debug_files.hpp"
 #include "core/sysroot_path.hpp"
 
 namespace ehbt::core {
@@ -277,6 +278,20 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     uint64_t header = *bias + elf->header_vaddr();
     auto img = Image::from_memory(mem_, header, hint.path, options_.limits);
     if (img) m.image = std::shared_ptr<const Image>(std::move(img.value()));
+  }
+
+  if (m.image) {
+    // The separate debug file: .debug_frame where the image has no CFI, and .symtab. An image
+    // shared through the ImageStore keeps the one attached first.
+    if (auto existing = m.image->debug_file()) {
+      m.debug_file = existing->name();
+    } else if (!m.image->build_id().empty() || !m.image->debuglink().empty()) {
+      std::string dbg_path;
+      if (auto dbg = find_debug_file(*m.image, hint.path, m.file, options_, dbg_path)) {
+        m.image->attach_debug_file(dbg);
+        m.debug_file = dbg_path;
+      }
+    }
   }
 
   if (!elf && file) {
