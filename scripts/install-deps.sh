@@ -15,6 +15,7 @@ packages=(
   chromium time libc6-dbg
   lldb-16 python3-lldb-16
   libzstd-dev liblzma-dev liblz4-dev zlib1g-dev zstd xz-utils lz4 gzip
+  libdebuginfod-dev debuginfod
 )
 
 missing=()

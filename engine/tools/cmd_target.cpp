@@ -1,6 +1,7 @@
 // `ehbt core CORE` and `ehbt pid PID`: unwind the threads of a core file or a live process and
 // print them as GDB-like text or as the ehbt-backtrace/1 JSON document.
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@ namespace {
 constexpr OptionSpec kOptions[] = {
     {"--sysroot", true, true},
     {"--debug-dir", true, true},
+    {"--debuginfod", false, false},
+    {"--debuginfod-timeout", true, false},
     {"--exe", true, false},
     {"--json", false, false},
     {"--all-threads", false, false},
@@ -36,6 +39,14 @@ constexpr std::string_view kOutputHelp = R"(options:
                      debug-file-directory: DIR/.build-id/xx/rest.debug by build-id, then
                      DIR/<module's directory>/<.gnu_debuglink name>; then usr/lib/debug in
                      each --sysroot and on the host (may repeat)
+  --debuginfod       fetch by build-id from the servers in DEBUGINFOD_URLS (also on when
+                     that variable is set): the executable of a module whose file is missing
+                     or another build, the debuginfo no --debug-dir holds; cached as
+                     debuginfod's client caches ($DEBUGINFOD_CACHE_PATH, else
+                     ~/.cache/debuginfod_client)
+  --debuginfod-timeout S
+                     give up one fetch after S seconds (default 30); the trace is still
+                     printed, with a warning
   --exe PATH         use PATH as the main executable
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
@@ -112,6 +123,13 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   OutputOptions o;
   o.target.sysroots = args.values("--sysroot");
   o.target.debug_dirs = args.values("--debug-dir");
+  o.target.debuginfod = args.has("--debuginfod");
+  o.target.debuginfod_progress = !args.has("--json");
+  if (auto t = args.value("--debuginfod-timeout")) {
+    auto n = parse_decimal(*t);
+    if (!n || *n == 0 || *n > 86400) return unexpected("bad timeout '" + *t + "'");
+    o.target.debuginfod_timeout = static_cast<double>(*n);
+  }
   o.target.exe = args.value("--exe").value_or("");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
@@ -200,6 +218,10 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   const std::string& path = inv->operand;
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
+  if (!inv->options.json) {
+    for (const std::string& w : (*target)->warnings())
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
   return print_target(std::move(*target), inv->options, path, path, std::nullopt);
 }
 

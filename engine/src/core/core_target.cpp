@@ -85,6 +85,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = kDefaultPageSize;
 
   core::ModuleResolver resolver(*t->memory_, pc.arch, pc.big_endian, options, page_size);
+  resolver.set_warnings(&t->warnings_);
   core::CoreMemory* mem = t->memory_.get();
   core::ModuleCollector collector(
       *t->memory_, resolver, pc.big_endian, options.limits,

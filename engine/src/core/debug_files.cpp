@@ -8,7 +8,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstring>
 
 #include "core/sysroot_path.hpp"
 
@@ -99,7 +101,9 @@ std::vector<std::string> debug_file_candidates(const Image& image, const std::st
 
 std::shared_ptr<const Image> find_debug_file(const Image& image, const std::string& core_path,
                                              const std::string& file_path,
-                                             const TargetOptions& options, std::string& found) {
+                                             const TargetOptions& options, std::string& found,
+                                             DebuginfodSession* debuginfod,
+                                             std::vector<std::string>* warnings) {
   found.clear();
   const std::string& id = image.build_id();
   std::optional<uint32_t> link_crc;
@@ -122,6 +126,24 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
     if ((*img)->arch() != image.arch()) continue;
     found = c;
     return std::shared_ptr<const Image>(std::move(img.value()));
+  }
+  if (debuginfod == nullptr || !debuginfod->enabled() || id.empty()) return nullptr;
+  DebuginfodResult got = debuginfod->fetch(id, DebuginfodKind::Debuginfo);
+  if (!got.path.empty()) {
+    auto img = Image::open(got.path, options.limits);
+    if (img && (*img)->build_id() == id && (*img)->arch() == image.arch()) {
+      found = got.path;
+      return std::shared_ptr<const Image>(std::move(img.value()));
+    }
+  }
+  // Most modules (the C library without its -dbgsym) have no debuginfo anywhere: only a
+  // server that failed is worth a warning, not one that answered "not found".
+  if (warnings != nullptr && !got.error.empty() && !got.not_found) {
+    const std::string line = "debuginfod: " + got.error;
+    // Once per core, not once per module.
+    if (std::find(warnings->begin(), warnings->end(), line) == warnings->end()) {
+      warnings->push_back(line);
+    }
   }
   return nullptr;
 }

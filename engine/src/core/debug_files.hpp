@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/debuginfod_fetch.hpp"
 #include "ehbt/core.hpp"
 
 namespace ehbt::core {
@@ -20,9 +21,13 @@ std::vector<std::string> debug_file_candidates(const Image& image, const std::st
                                                const TargetOptions& options);
 
 // Opens the first candidate that passes the checks; sets `found` to its path.
+// With a debuginfod session that is on, a debug file no directory holds is fetched by
+// build-id; a fetch that failed (other than "not found") is said in `warnings` when given.
 std::shared_ptr<const Image> find_debug_file(const Image& image, const std::string& core_path,
                                              const std::string& file_path,
-                                             const TargetOptions& options, std::string& found);
+                                             const TargetOptions& options, std::string& found,
+                                             DebuginfodSession* debuginfod = nullptr,
+                                             std::vector<std::string>* warnings = nullptr);
 
 // CRC-32 (the one .gnu_debuglink records) of a whole file; nothing when unreadable.
 std::optional<uint32_t> file_crc32(const std::string& path);
