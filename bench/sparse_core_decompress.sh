@@ -7,6 +7,8 @@
 # from /usr/bin/time. Usage: bench/sparse_core_decompress.sh [BUILD_DIR]
 set -euo pipefail
 build="$(cd "${1:-build}" && pwd)"
+ehbt="$build/engine/tools/ehbt"
+[ -x "$ehbt" ] || { echo "no $ehbt: build first" >&2; exit 2; }
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 cat > "$dir/big.c" <<'C'
@@ -37,7 +39,7 @@ for fmt in zstd xz lz4 gzip; do
     lz4) lz4 -q -c "$core" > "$dir/c.$fmt" ;;
     gzip) gzip -c "$core" > "$dir/c.$fmt" ;;
   esac
-  TMPDIR="$dir/tmp" /usr/bin/time -f '%e %M' -o "$dir/time" "$build/ehbt" core "$dir/c.$fmt" \
+  TMPDIR="$dir/tmp" /usr/bin/time -f '%e %M' -o "$dir/time" "$ehbt" core "$dir/c.$fmt" \
     > /dev/null 2>&1 &
   timer=$!
   peak=0
@@ -55,7 +57,7 @@ for fmt in zstd xz lz4 gzip; do
     sleep 0.05
   done
   wait "$timer" || true
-  read -r secs rss < "$dir/time"
+  read -r secs rss < <(tail -1 "$dir/time")
   mib=$(( $(stat -c %s "$core") / 1048576 ))
   printf '%-5s %8s bytes compressed  %6ss  %6.0f MiB/s  peak RSS %6s KiB  peak disk %6s KiB\n' \
     "$fmt" "$(stat -c %s "$dir/c.$fmt")" "$secs" "$(echo "$mib / ($secs + 0.001)" | bc -l)" \
