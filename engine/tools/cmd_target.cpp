@@ -45,8 +45,9 @@ constexpr std::string_view kOutputHelp = R"(options:
                      debuginfod's client caches ($DEBUGINFOD_CACHE_PATH, else
                      ~/.cache/debuginfod_client)
   --debuginfod-timeout S
-                     give up one fetch after S seconds (default 30); the trace is still
-                     printed, with a warning
+                     seconds all fetches for one target may take together (default 30);
+                     past them, or once a server refuses connections, nothing more is
+                     fetched and the trace is printed with a warning
   --exe PATH         use PATH as the main executable
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
@@ -244,16 +245,18 @@ int run_pid(const Command& self, std::span<const std::string> argv) {
 const std::string kCoreHelpText = help_text(kCoreHelp);
 const std::string kPidHelpText = help_text(kPidHelp);
 
-const CommandRegistrar kCore{Command{
-    "core", 10,
-    "ehbt core CORE [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
-    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-    "[--sframe-from-eh-frame [--sframe-version 2|3]]",
-    "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
+const CommandRegistrar kCore{
+    Command{"core", 10,
+            "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
+            "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
 
 const CommandRegistrar kPid{
     Command{"pid", 20,
-            "ehbt pid PID [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
