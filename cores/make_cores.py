@@ -285,6 +285,81 @@ def _buildid_variant(arch, exe, bins):
     bins["variant"] = variant
 
 
+def _split_debug(arch, exe, bins):
+    """The Debian -dbgsym layout: the binary stripped, its symbols and .debug_frame only in a
+    separate debug file, installed under debugroot/usr/lib/debug/.build-id/xx/rest.debug; a
+    copy named by the binary's .gnu_debuglink is kept in debuglink/ for the debuglink tests
+    (not next to the binary, so that the build-id lookup is tested alone)."""
+    unstripped = exe + ".unstripped"
+    shutil.copy2(exe, unstripped)
+    linkdir = os.path.join(OUT, arch, "debuglink")
+    os.makedirs(linkdir, exist_ok=True)
+    dbg = os.path.join(linkdir, os.path.basename(exe) + ".debug")
+    run([tool(arch, "objcopy"), "--only-keep-debug", exe, dbg])
+    run([tool(arch, "strip"), "-s", exe])
+    run([tool(arch, "objcopy"), "--add-gnu-debuglink=" + dbg, exe])
+    bid = build_id(arch, exe)
+    if not bid:
+        raise CaseError("no build-id")
+    root = os.path.join(OUT, arch, "debugroot")
+    shutil.rmtree(root, ignore_errors=True)
+    dest = os.path.join(root, "usr/lib/debug/.build-id", bid[:2], bid[2:] + ".debug")
+    os.makedirs(os.path.dirname(dest))
+    shutil.copy2(dbg, dest)
+    bins.update(unstripped=unstripped, gdb_exe=unstripped, symbol_file=unstripped,
+                debug_sysroot=root, debuglink_file=dbg)
+
+
+def _minidebuginfo(arch, exe, bins):
+    """Fedora's MiniDebugInfo: the binary stripped, and an xz-compressed ELF holding a .symtab
+    of the functions .dynsym lacks added as .gnu_debugdata."""
+    unstripped = exe + ".unstripped"
+    shutil.copy2(exe, unstripped)
+    dynamic = {n for _, _, _, n in nm_symbols(exe, dynamic=True)}
+    funcs = sorted({n for _, _, t, n in nm_symbols(exe) if t in "Tt" and n not in dynamic})
+    keep = exe + ".keep"
+    with open(keep, "w") as f:
+        f.write("\n".join(funcs) + "\n")
+    mini = exe + ".mini"
+    run([tool(arch, "objcopy"), "--only-keep-debug", exe, mini + ".full"])
+    run([tool(arch, "objcopy"), "-S", "--remove-section", ".gdb_index", "--remove-section",
+         ".comment", "--keep-symbols=" + keep, mini + ".full", mini])
+    run(["xz", "-f", mini])
+    run([tool(arch, "strip"), "-s", exe])
+    run([tool(arch, "objcopy"), "--add-section", ".gnu_debugdata=" + mini + ".xz", exe])
+    for leftover in (keep, mini + ".full", mini + ".xz"):
+        os.unlink(leftover)
+    bins.update(unstripped=unstripped, gdb_exe=unstripped, symbol_file=unstripped)
+
+
+def check_debugfile(arch, exe, bins):
+    for fn in ("fx_level3", "fx_level2", "fx_level1"):
+        addr, _ = symbol_address(bins["unstripped"], fn)
+        if fde_for(arch, exe, addr):
+            raise CaseError("%s has an FDE in the stripped binary" % fn)
+        # strip keeps .eh_frame: an FDE the unstripped build has lies in .debug_frame.
+        if not fde_for(arch, bins["unstripped"], addr):
+            raise CaseError("%s has no FDE in the unstripped build" % fn)
+    sections = run([tool(arch, "readelf"), "-SW", exe]).stdout
+    if ".symtab" in sections or ".gnu_debuglink" not in sections:
+        raise CaseError("the stripped binary has a .symtab or no .gnu_debuglink")
+    return "fx_* described by .debug_frame only, in the separate debug file"
+
+
+def check_minidebug(arch, exe, bins):
+    sections = run([tool(arch, "readelf"), "-SW", exe]).stdout
+    if ".gnu_debugdata" not in sections or ".symtab" in sections:
+        raise CaseError("no .gnu_debugdata, or a .symtab left")
+    return "stripped; fx_* named only by the .gnu_debugdata .symtab"
+
+
+def check_pltcrash(arch, exe, bins):
+    text = run([tool(arch, "objdump"), "-d", "-j", ".plt", exe]).stdout
+    if not re.search(r"^[0-9a-f]+ <getppid@plt>:", text, re.M):
+        raise CaseError("no getppid stub in .plt")
+    return "getppid's GOT page made unreadable: the fault is in the .plt stub"
+
+
 NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
 
 CASE_LIST = [
@@ -327,6 +402,17 @@ CASE_LIST = [
     Case("buildid", ["chain.c"], NATIVE_CHAIN, 11, post_build=None,
          note="crashed, then its executable moved to bin/buildid-good/; wrongroot/ holds a "
               "rebuilt variant (another build-id) at the original path"),
+    Case("debugfile", ["chain.c"], NATIVE_CHAIN, 11,
+         cflags=["-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
+         post_build=_split_debug, checks=[check_debugfile],
+         note="built without unwind tables, stripped: .debug_frame and .symtab only in a "
+              "separate debug file (build-id path under debugroot/, and by .gnu_debuglink)"),
+    Case("minidebug", ["chain.c"], NATIVE_CHAIN, 11, post_build=_minidebuginfo,
+         checks=[check_minidebug], note="stripped, with MiniDebugInfo (.gnu_debugdata)"),
+    Case("pltcrash", ["pltcrash.c"],
+         ["getppid@plt", "fx_pltcrash_caller", "fx_pltcrash_outer", "main"], 11,
+         ldflags=["-Wl,-z,lazy"], checks=[check_pltcrash],
+         note="SIGSEGV inside getppid's .plt stub (its GOT slot made unreadable)"),
     Case("pac", ["pac.c"], ["fx_pac_crash", "fx_pac_middle", "fx_pac_outer", "main"], 11,
          arches=("aarch64",), cflags=["-mbranch-protection=standard"], checks=[check_pac],
          qemu_cpu="max", expect_cpu={"aarch64": "max,pauth=off"},
@@ -515,8 +601,11 @@ class SymbolTables:
     """Acceptable ELF symbol names for a frame, from nm on the module file itself and on its
     separate debug file: GDB's minimal symbol and every alias at the same address."""
 
-    def __init__(self, arch):
+    def __init__(self, arch, symbol_files=None):
         self.arch = arch
+        # {module file: file nm reads instead}: a stripped binary whose names live elsewhere
+        # (a separate debug file, MiniDebugInfo) is checked against its unstripped build.
+        self.symbol_files = symbol_files or {}
         self.cache = {}
         self.demangled = {}
 
@@ -531,7 +620,8 @@ class SymbolTables:
 
     def tables(self, path):
         if path not in self.cache:
-            own = nm_symbols(path) + nm_symbols(path, dynamic=True)
+            src = self.symbol_files.get(path, path)
+            own = nm_symbols(src) + nm_symbols(path, dynamic=True)
             dbg = debug_file_for(self.arch, path)
             self.cache[path] = (own, nm_symbols(dbg) if dbg else [])
         return self.cache[path]
@@ -563,7 +653,8 @@ class SymbolTables:
         if not name or path is None or not os.path.exists(path):
             return ([name] if name else []), False
         if name.endswith("@plt"):
-            return [name], False  # synthetic: no symbol table holds PLT slots
+            # No symbol table holds PLT stubs; ehbt names them as GDB does (from .rela.plt).
+            return [name], True
         name = self.gdb_to_elf_name(name)
         own, dbg = self.tables(path)
         if name[:2] != "_Z" and "(" in name:
@@ -638,7 +729,8 @@ def verify_chain(case, frames):
 def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", extra_note=""):
     raw = json.load(open(raw_path))
     a = ARCHES[arch]
-    syms = SymbolTables(arch)
+    syms = SymbolTables(arch, {bins["exe"]: bins["symbol_file"]} if bins.get("symbol_file")
+                        else None)
     threads = []
     for t in raw["threads"]:
         frames = expected_frames(arch, t["frames"], bins, syms, a["sysroot"])
@@ -870,6 +962,9 @@ def do_case(arch, case):
         for t, c in zip(doc["threads"], crash_threads):
             t["tid"] = c["tid"]
     doc.update(exe_build_id_location(arch, bins, doc, raw))
+    for key in ("debug_sysroot", "debuglink_file"):
+        if key in bins:
+            doc[key] = bins[key]
     if "variant" in bins:
         doc["variant_sysroot"] = os.path.join(outdir, "wrongroot")
         doc["variant_file"] = bins["variant"]

@@ -2,6 +2,7 @@
 // `ehbt core CORE` and `ehbt pid PID`: unwind the threads of a core file or a live process and
 // print them as GDB-like text or as the ehbt-backtrace/1 JSON document.
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,9 @@ namespace {
 
 constexpr OptionSpec kOptions[] = {
     {"--sysroot", true, true},
+    {"--debug-dir", true, true},
+    {"--debuginfod", false, false},
+    {"--debuginfod-timeout", true, false},
     {"--exe", true, false},
     {"--json", false, false},
     {"--all-threads", false, false},
@@ -33,6 +37,19 @@ constexpr OptionSpec kOptions[] = {
 constexpr std::string_view kOutputHelp = R"(options:
   --sysroot DIR      look up every file the target names inside DIR first, as a chroot would
                      (links and '..' never lead out of DIR), then as named (may repeat)
+  --debug-dir DIR    look for separate debug files in DIR first, like GDB's
+                     debug-file-directory: DIR/.build-id/xx/rest.debug by build-id, then
+                     DIR/<module's directory>/<.gnu_debuglink name>; then usr/lib/debug in
+                     each --sysroot and on the host (may repeat)
+  --debuginfod       fetch by build-id from the servers in DEBUGINFOD_URLS (also on when
+                     that variable is set): the executable of a module whose file is missing
+                     or another build, the debuginfo no --debug-dir holds; cached as
+                     debuginfod's client caches ($DEBUGINFOD_CACHE_PATH, else
+                     ~/.cache/debuginfod_client)
+  --debuginfod-timeout S
+                     seconds all fetches for one target may take together (default 30);
+                     past them, or once a server refuses connections, nothing more is
+                     fetched and the trace is printed with a warning
   --exe PATH         use PATH as the main executable
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
@@ -83,7 +100,11 @@ exit status:
 )";
 
 constexpr std::string_view kCoreHelp =
-    "CORE is an ELF core file; the files it names are opened from --sysroot or as named.\n"
+    "CORE is an ELF core file, plain or compressed (zstd, xz, lz4 frame or gzip, told by\n"
+    "content: decompressed into a sparse temporary file in $TMPDIR, removed afterwards; a\n"
+    "truncated or corrupt stream is an error saying how many bytes were recovered). The\n"
+    "files it names are opened from --sysroot or as named; separate debug files (build-id\n"
+    "directory, then .gnu_debuglink with its CRC checked) supply .debug_frame and symbols.\n"
     "A file whose build-id differs from the core's record is reported with\n"
     "build_id_match false.\n\n";
 constexpr std::string_view kPidHelp =
@@ -104,6 +125,14 @@ struct OutputOptions {
 Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   OutputOptions o;
   o.target.sysroots = args.values("--sysroot");
+  o.target.debug_dirs = args.values("--debug-dir");
+  o.target.debuginfod = args.has("--debuginfod");
+  o.target.debuginfod_progress = !args.has("--json");
+  if (auto t = args.value("--debuginfod-timeout")) {
+    auto n = parse_decimal(*t);
+    if (!n || *n == 0 || *n > 86400) return unexpected("bad timeout '" + *t + "'");
+    o.target.debuginfod_timeout = static_cast<double>(*n);
+  }
   o.target.exe = args.value("--exe").value_or("");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
@@ -192,6 +221,10 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   const std::string& path = inv->operand;
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
+  if (!inv->options.json) {
+    for (const std::string& w : (*target)->warnings())
+      std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
   return print_target(std::move(*target), inv->options, path, path, std::nullopt);
 }
 
@@ -214,16 +247,18 @@ int run_pid(const Command& self, std::span<const std::string> argv) {
 const std::string kCoreHelpText = help_text(kCoreHelp);
 const std::string kPidHelpText = help_text(kPidHelp);
 
-const CommandRegistrar kCore{Command{
-    "core", 10,
-    "ehbt core CORE [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
-    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-    "[--sframe-from-eh-frame [--sframe-version 2|3]]",
-    "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
+const CommandRegistrar kCore{
+    Command{"core", 10,
+            "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
+            "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
 
 const CommandRegistrar kPid{
     Command{"pid", 20,
-            "ehbt pid PID [--sysroot DIR]... [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,

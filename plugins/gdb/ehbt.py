@@ -170,6 +170,16 @@ def _module_for_file(path, sections, images, read):
     return ehbt.Module(image, path=path, bias=bias)
 
 
+def _debug_dirs():
+    """GDB's debug-file-directory (colon-separated): where the engine looks for separate
+    debug files first, as GDB does."""
+    try:
+        dirs = gdb.parameter("debug-file-directory") or ""
+    except gdb.error:
+        return []
+    return [d for d in dirs.split(":") if d]
+
+
 def _sysroots():
     try:
         root = gdb.parameter("sysroot") or ""
@@ -198,7 +208,8 @@ class _Modules:
         if core not in self._cores:
             try:
                 exe = gdb.current_progspace().filename or ""
-                self._cores[core] = ehbt.open_core(core, _sysroots(), exe)
+                self._cores[core] = ehbt.open_core(core, _sysroots(), exe,
+                                                   debug_dirs=_debug_dirs())
             except (ehbt.Error, gdb.error):
                 self._cores[core] = None
         return self._cores[core]

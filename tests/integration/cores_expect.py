@@ -114,6 +114,8 @@ def run_ehbt(ehbt_bin, core, sysroots=(), exe=None, extra=()):
 def default_args(exp):
     """The sysroot and --exe a core needs as it lies in cores/out."""
     sysroots = [exp["sysroot"]] if exp.get("sysroot") else []
+    if exp.get("debug_sysroot"):  # where the case's separate debug file is installed
+        sysroots.append(exp["debug_sysroot"])
     exe = exp["exe_file"] if exp["exe_file"] != exp["exe"] else None  # the moved buildid exe
     return sysroots, exe
 

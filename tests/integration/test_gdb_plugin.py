@@ -65,6 +65,8 @@ def test_fixture_core_json_matches_expected(build_dir, tmp_path, arch, name):
     gdb = ce.MAKE.ARCHES[arch]["gdb"]
     h.need_gdb(gdb)
     pre = ["set sysroot " + exp["sysroot"]] if exp.get("sysroot") else []
+    if exp.get("debug_sysroot"):  # where GDB itself would be told to find the debug file
+        pre.append("set debug-file-directory %s/usr/lib/debug" % exp["debug_sysroot"])
     pre += ["file " + exp["exe_file"], "core " + exp["core"]]
     doc, text = gdb_json(build_dir, [], pre=pre, gdb=gdb, tmp=tmp_path)
     assert doc["format"] == "ehbt-backtrace/1" and doc["core"] == exp["core"]

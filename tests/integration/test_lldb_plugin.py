@@ -194,7 +194,10 @@ LLDB_CANNOT_OPEN = {}
 @pytest.mark.parametrize("arch,name", X86, ids=["%s-%s" % c for c in X86])
 def test_x86_64_core_json_matches_expected(build_dir, tmp_path, arch, name):
     exp = expected_or_fail(arch, name)
-    doc, text = ehbt_json(build_dir, tmp_path, core_setup(exp))
+    command = "ehbt --all --json"
+    if exp.get("debug_sysroot"):  # the debug file's tree, for the engine to search
+        command += " --sysroot %s" % exp["debug_sysroot"]
+    doc, text = ehbt_json(build_dir, tmp_path, core_setup(exp), command=command)
     assert doc["format"] == "ehbt-backtrace/1"
     assert doc["core"] == exp["core"], "the core LLDB mapped was not found: %s" % doc["core"]
     errors = ce.compare(exp, doc)
@@ -221,6 +224,8 @@ def test_qemu_core_json_matches_expected(build_dir, tmp_path, arch, name):
     exp = expected_or_fail(arch, name)
     command = "ehbt --all --json --sysroot %s" % exp["sysroot"] if exp.get("sysroot") else (
         "ehbt --all --json")
+    if exp.get("debug_sysroot"):  # the debug file's tree, for the engine to search
+        command += " --sysroot %s" % exp["debug_sysroot"]
     doc, text = ehbt_json(build_dir, tmp_path, core_setup(exp), command=command)
     assert doc["core"] == exp["core"]
     errors = ce.compare(exp, doc)

@@ -50,6 +50,17 @@ class ImageStore {
 struct TargetOptions {
   std::vector<std::string> sysroots;  // looked up first, in order
   std::string exe;                    // overrides the main executable's file
+  // Separate debug files: each directory is searched like GDB's debug-file-directory
+  // (DIR/.build-id/xx/rest.debug, DIR/<module dir>/<debuglink>), before usr/lib/debug
+  // inside each sysroot and on the host.
+  std::vector<std::string> debug_dirs;
+  // debuginfod: a module whose file is missing or whose build-id differs is fetched by
+  // build-id (the executable), and so is a debug file no directory holds (the debuginfo).
+  // On with `debuginfod`, or when DEBUGINFOD_URLS names a server. Each fetch gives up after
+  // debuginfod_timeout seconds; progress of long downloads goes to stderr when asked.
+  bool debuginfod = false;
+  double debuginfod_timeout = 30;
+  bool debuginfod_progress = false;
   Limits limits;
   ImageStore* store = nullptr;  // optional shared cache
 };
@@ -65,6 +76,8 @@ class Target {
   const std::string& executable() const { return executable_; }
   const ModuleSet& modules() const { return modules_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
+  // What could not be found or fetched (one line each, with the option that would help).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   virtual Memory& memory() = 0;
 
  protected:
@@ -75,6 +88,7 @@ class Target {
   std::string executable_;
   ModuleSet modules_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;
+  std::vector<std::string> warnings_;
 };
 
 // Opens an ELF core (mapped, not read whole). Errors are one line saying why the input is

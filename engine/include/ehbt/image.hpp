@@ -78,7 +78,8 @@ class Image {
 
   SectionRef eh_frame_hdr() const { return eh_frame_hdr_; }
   SectionRef eh_frame() const { return eh_frame_; }
-  SectionRef debug_frame() const { return debug_frame_; }
+  // The file's own .debug_frame, else its separate debug file's (attach_debug_file).
+  SectionRef debug_frame() const;
   SectionRef sframe() const { return sframe_; }
   SectionRef dynamic() const { return dynamic_; }
 
@@ -89,6 +90,16 @@ class Image {
   // The symbol that covers link_addr (.symtab, else .dynsym, else a build-id debug file's),
   // or nothing; never the nearest preceding symbol of another function. Loaded lazily.
   std::optional<Symbol> symbolize(uint64_t link_addr) const;
+
+  // .gnu_debuglink: the separate debug file's name ("" when absent) and the CRC-32 of that
+  // file's whole contents.
+  const std::string& debuglink() const { return debuglink_; }
+  uint32_t debuglink_crc() const { return debuglink_crc_; }
+  // The separate debug file that supplies the .debug_frame and .symtab this image lacks.
+  // Attached once, by whoever looked it up, before the image is unwound; a later call
+  // changes nothing and returns false.
+  bool attach_debug_file(std::shared_ptr<const Image> debug) const;
+  std::shared_ptr<const Image> debug_file() const;
 
   ImageCache* cache() const { return cache_.get(); }
   void set_cache(std::unique_ptr<ImageCache> cache) const { cache_ = std::move(cache); }
@@ -106,6 +117,8 @@ class Image {
   uint64_t min_vaddr_ = 0;
   std::vector<Segment> segments_;
   SectionRef eh_frame_hdr_, eh_frame_, debug_frame_, sframe_, dynamic_;
+  std::string debuglink_;
+  uint32_t debuglink_crc_ = 0;
 
  private:
   friend class ImageLoader;
@@ -123,6 +136,7 @@ struct Module {
   bool build_id_match = true;          // false: file found, but its build-id differs
   std::string file;                    // the file actually used ("" if none)
   std::string build_id;                // as recorded by the target (core), hex
+  std::string debug_file;              // separate debug file attached to image ("" if none)
 
   uint64_t to_link(uint64_t target_addr) const { return target_addr - bias; }
   bool contains(uint64_t target_addr) const { return target_addr >= start && target_addr < end; }

@@ -54,6 +54,15 @@ struct Limits {
   // in 16 bits; V2's 32-bit count is held to the same bound. FDE lookups in .sframe use
   // max_search_probes.
   uint32_t max_sframe_fres = 1u << 16;
+  // Compressed cores (zstd, xz, lz4, gzip) are decompressed into a sparse temporary file.
+  // Logical size of that file: real cores reach tens of GiB, mostly holes.
+  uint64_t max_decompressed_bytes = uint64_t{1} << 40;
+  // Bytes of data (non-zero blocks) written to it; 0 leaves the limit to the free space of
+  // $TMPDIR, less a 64 MiB reserve, which always applies.
+  uint64_t max_decompressed_disk_bytes = 0;
+  // Decoder memory: the zstd window and liblzma's memory limit (lz4 and gzip need at most a
+  // few MiB by their formats).
+  uint64_t max_decompressor_memory = 512u << 20;
 };
 
 }  // namespace ehbt

@@ -52,6 +52,10 @@ def same_file(a, b):
     return os.path.basename(a.path) == os.path.basename(b.path)
 
 
+def _debug_file(module):
+    return module.image is not None and module.image.debug_file is not None
+
+
 def merge_modules(from_debugger, from_core):
     """The debugger's modules plus those the engine found in the core that it does not cover.
 
@@ -63,7 +67,10 @@ def merge_modules(from_debugger, from_core):
         twin = [c for c in from_core if same_file(m, c)]
         if twin and all(c.bias != m.bias for c in twin):
             continue
-        merged.append(m)
+        # The same file where the engine placed it, but the engine also found its separate
+        # debug file (build-id directory, debuglink): its .debug_frame and symbols count.
+        richer = [c for c in twin if c.bias == m.bias and _debug_file(c) and not _debug_file(m)]
+        merged.append(richer[0] if richer else m)
     for c in from_core:
         if not any(m.start < c.end and c.start < m.end for m in merged):
             merged.append(c)

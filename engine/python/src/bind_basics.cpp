@@ -44,6 +44,9 @@ constexpr LimitField32 kLimit32[] = {
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},
     {"max_image_bytes", &Limits::max_image_bytes},
+    {"max_decompressed_bytes", &Limits::max_decompressed_bytes},
+    {"max_decompressed_disk_bytes", &Limits::max_decompressed_disk_bytes},
+    {"max_decompressor_memory", &Limits::max_decompressor_memory},
 };
 
 void apply_limit_fields(Limits& limits, const pyb::dict& fields) {

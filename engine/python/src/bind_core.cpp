@@ -19,9 +19,11 @@ Target& live(PyTarget& t) {
 }
 
 TargetOptions target_options(const std::vector<std::string>& sysroots, const std::string& exe,
-                             const Limits& limits, const std::shared_ptr<ImageStore>& store) {
+                             const Limits& limits, const std::shared_ptr<ImageStore>& store,
+                             const std::vector<std::string>& debug_dirs = {}) {
   TargetOptions o;
   o.sysroots = sysroots;
+  o.debug_dirs = debug_dirs;
   o.exe = exe;
   o.limits = limits;
   o.store = store.get();
@@ -104,6 +106,8 @@ void bind_core(pyb::module_& m) {
           "crashing_thread", [](PyTarget& t) { return live(t).crashing_thread(); },
           "Index into threads of the thread that took the signal.")
       .def_property_readonly("signal", [](PyTarget& t) { return live(t).signal(); })
+      // What could not be found or fetched, one line each (debuginfod failures).
+      .def_property_readonly("warnings", [](PyTarget& t) { return live(t).warnings(); })
       .def_property_readonly("executable", [](PyTarget& t) { return live(t).executable(); })
       .def_property_readonly(
           "modules", [](PyTarget& t) { return live(t).modules(); },
@@ -158,9 +162,12 @@ void bind_core(pyb::module_& m) {
   m.def(
       "open_core",
       [](const std::string& path, const std::vector<std::string>& sysroots, const std::string& exe,
-         const pyb::handle& limits, std::shared_ptr<ImageStore> store) {
+         const pyb::handle& limits, std::shared_ptr<ImageStore> store,
+         const std::vector<std::string>& debug_dirs, bool debuginfod, double debuginfod_timeout) {
         Limits l = limits_from_py(limits);
-        TargetOptions o = target_options(sysroots, exe, l, store);
+        TargetOptions o = target_options(sysroots, exe, l, store, debug_dirs);
+        o.debuginfod = debuginfod;
+        if (debuginfod_timeout > 0) o.debuginfod_timeout = debuginfod_timeout;
         Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
         {
           pyb::gil_scoped_release nogil;
@@ -170,7 +177,13 @@ void bind_core(pyb::module_& m) {
       },
       pyb::arg("path"), pyb::arg("sysroots") = std::vector<std::string>{}, pyb::arg("exe") = "",
       pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
-      "Opens an ELF core. Raises ehbt.Error (one line saying why) when unusable.");
+      pyb::arg("debug_dirs") = std::vector<std::string>{}, pyb::arg("debuginfod") = false,
+      pyb::arg("debuginfod_timeout") = 30.0,
+      "Opens an ELF core, plain or compressed (zstd, xz, lz4, gzip: told by content).\n"
+      "debug_dirs: directories searched first for separate debug files (like --debug-dir).\n"
+      "debuginfod: fetch missing files by build-id (also on when DEBUGINFOD_URLS is set);\n"
+      "debuginfod_timeout: seconds all fetches of this core may take together.\n"
+      "Raises ehbt.Error (one line saying why) when unusable.");
 
   m.def(
       "attach_process",

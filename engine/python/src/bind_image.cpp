@@ -149,6 +149,13 @@ void bind_image(pyb::module_& m) {
           "An image rebuilt from target memory, from the ELF header mapped at load_addr.")
       .def_property_readonly("name", &Image::name)
       .def_property_readonly("build_id", &Image::build_id)
+      // The separate debug file attached when a target resolved this image, or None.
+      .def_property_readonly("debug_file",
+                             [](const Image& i) -> std::optional<std::string> {
+                               auto d = i.debug_file();
+                               if (!d) return std::nullopt;
+                               return d->name();
+                             })
       .def_property_readonly("arch", &Image::arch)
       .def_property_readonly("big_endian", &Image::big_endian)
       .def_property_readonly("address_size", &Image::address_size)

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "core/core_memory.hpp"
+#include "core/core_source.hpp"
 #include "core/elf_core_file.hpp"
 #include "core/mapped_file.hpp"
 #include "core/module_discovery.hpp"
@@ -33,7 +34,7 @@ class CoreTarget final : public Target {
 
 Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::string& path,
                                                                 const TargetOptions& options) {
-  auto file = core::MappedFile::open(path);
+  auto file = core::open_core_source(path, options.limits);
   if (!file) return unexpected(file.error());
   auto parsed = core::parse_core(file->bytes(), options.limits);
   if (!parsed) return unexpected(path + ": " + parsed.error());
@@ -85,6 +86,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = kDefaultPageSize;
 
   core::ModuleResolver resolver(*t->memory_, pc.arch, pc.big_endian, options, page_size);
+  resolver.set_warnings(&t->warnings_);
   core::CoreMemory* mem = t->memory_.get();
   core::ModuleCollector collector(
       *t->memory_, resolver, pc.big_endian, options.limits,

@@ -15,6 +15,10 @@ namespace ehbt::core {
 Expected<MappedFile, std::string> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return unexpected(path + ": " + std::strerror(errno));
+  return adopt(fd, path);
+}
+
+Expected<MappedFile, std::string> MappedFile::adopt(int fd, const std::string& path) {
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     int e = errno;

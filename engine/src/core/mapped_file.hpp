@@ -13,6 +13,8 @@ namespace ehbt::core {
 class MappedFile {
  public:
   static Expected<MappedFile, std::string> open(const std::string& path);
+  // Maps an open descriptor and closes it; `name` is for messages.
+  static Expected<MappedFile, std::string> adopt(int fd, const std::string& name);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/byte_order.hpp"
+#include "core/debug_files.hpp"
 #include "core/sysroot_path.hpp"
 
 namespace ehbt::core {
@@ -272,12 +273,43 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     }
   }
   m.build_id_match = !file || match;
+  if (!match && debuginfod_.enabled() && !m.build_id.empty()) {
+    // The file is missing or another build: the servers may have the right one.
+    DebuginfodResult got = debuginfod_.fetch(m.build_id, DebuginfodKind::Executable);
+    std::shared_ptr<const Image> fetched = got.path.empty() ? nullptr : open_one(got.path);
+    if (fetched && fetched->build_id() == m.build_id && fetched->arch() == arch_) {
+      m.image = fetched;
+      m.file = got.path;
+      m.build_id_match = true;
+      r.file_usable = true;
+      file = fetched;
+      match = true;
+    } else if (warnings_ != nullptr) {
+      warnings_->push_back("debuginfod has no executable for " + hint.path + " (build-id " +
+                           m.build_id + "): " + (got.error.empty() ? "not found" : got.error));
+    }
+  }
   if (!m.image && elf) {
     // No usable file: rebuild what we can from the target's own memory (the vDSO, or text
     // pages a core happened to dump). Never from a mismatched file.
     uint64_t header = *bias + elf->header_vaddr();
     auto img = Image::from_memory(mem_, header, hint.path, options_.limits);
     if (img) m.image = std::shared_ptr<const Image>(std::move(img.value()));
+  }
+
+  if (m.image) {
+    // The separate debug file: .debug_frame where the image has no CFI, and .symtab. An image
+    // shared through the ImageStore keeps the one attached first.
+    if (auto existing = m.image->debug_file()) {
+      m.debug_file = existing->name();
+    } else if (!m.image->build_id().empty() || !m.image->debuglink().empty()) {
+      std::string dbg_path;
+      if (auto dbg = find_debug_file(*m.image, hint.path, m.file, options_, dbg_path, &debuginfod_,
+                                     warnings_)) {
+        m.image->attach_debug_file(dbg);
+        m.debug_file = dbg_path;
+      }
+    }
   }
 
   if (!elf && file) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/debuginfod_fetch.hpp"
 #include "core/target_elf.hpp"
 #include "ehbt/core.hpp"
 
@@ -48,7 +49,12 @@ class ModuleResolver {
  public:
   ModuleResolver(Memory& mem, Arch arch, bool big_endian, const TargetOptions& options,
                  uint64_t page_size)
-      : mem_(mem), arch_(arch), big_endian_(big_endian), options_(options), page_size_(page_size) {}
+      : mem_(mem),
+        arch_(arch),
+        big_endian_(big_endian),
+        options_(options),
+        page_size_(page_size),
+        debuginfod_(options) {}
 
   // Nothing when the hint does not lead to an ELF with a known bias and range.
   std::optional<ResolvedModule> resolve(const ModuleHint& hint);
@@ -58,6 +64,9 @@ class ModuleResolver {
   std::shared_ptr<const Image> open_file(const std::string& path, bool main_executable,
                                          std::string& found);
 
+  // Where to say what could not be found or fetched; none by default.
+  void set_warnings(std::vector<std::string>* warnings) { warnings_ = warnings; }
+
  private:
   std::shared_ptr<const Image> open_one(const std::string& file);
 
@@ -66,6 +75,8 @@ class ModuleResolver {
   bool big_endian_;
   const TargetOptions& options_;
   uint64_t page_size_;
+  std::vector<std::string>* warnings_ = nullptr;
+  DebuginfodSession debuginfod_;
 };
 
 // Removes the " (deleted)" suffix the kernel appends to names of unlinked files.

@@ -83,6 +83,27 @@ std::size_t Image::read(uint64_t link_addr, std::span<std::byte> out) const {
   return done;
 }
 
+SectionRef Image::debug_frame() const {
+  if (!debug_frame_.empty() || impl_ == nullptr) return debug_frame_;
+  std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  // A debug file has no debug file of its own: this never recurses further.
+  return impl_->debug_file ? impl_->debug_file->debug_frame_ : SectionRef{};
+}
+
+bool Image::attach_debug_file(std::shared_ptr<const Image> debug) const {
+  if (impl_ == nullptr || !debug || debug.get() == this) return false;
+  std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  if (impl_->debug_file) return false;
+  impl_->debug_file = std::move(debug);
+  return true;
+}
+
+std::shared_ptr<const Image> Image::debug_file() const {
+  if (impl_ == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  return impl_->debug_file;
+}
+
 std::optional<Symbol> Image::symbolize(uint64_t link_addr) const {
   if (impl_ == nullptr) return std::nullopt;
   std::call_once(impl_->symbols_once, [this] { ImageLoader::load_symbols(*this); });

@@ -82,6 +82,20 @@ void decompress_section(Elf_Scn* scn, bool gnu_style, std::span<const std::byte>
   out.assign(p, p + data->d_size);
 }
 
+// .gnu_debuglink: a NUL-terminated file name, padding to 4 bytes, then the CRC-32 of the
+// debug file in the object's byte order. Left empty when malformed.
+void read_debuglink(std::span<const std::byte> raw, bool big_endian, std::string& name,
+                    uint32_t& crc) {
+  const auto* p = reinterpret_cast<const char*>(raw.data());
+  const std::size_t len = strnlen(p, raw.size());
+  const std::size_t crc_at = (len + 4) & ~std::size_t{3};
+  if (len == 0 || len == raw.size() || crc_at + 4 > raw.size()) return;
+  auto value = elf::load_uint(raw, crc_at, 4, big_endian);
+  if (!value) return;
+  name.assign(p, len);
+  crc = static_cast<uint32_t>(*value);
+}
+
 }  // namespace
 
 namespace elf {
@@ -221,6 +235,10 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
       } else if (name == ".dynamic" && !facts.has_dynamic) {
         facts.has_dynamic = true;
         img.dynamic_ = SectionRef{sh.sh_addr, raw};
+      } else if (name == ".gnu_debuglink" && img.debuglink_.empty()) {
+        read_debuglink(raw, img.big_endian_, img.debuglink_, img.debuglink_crc_);
+      } else if (name == ".gnu_debugdata" && im.gnu_debugdata.empty()) {
+        im.gnu_debugdata = raw;
       } else if ((name == ".debug_frame" || name == ".zdebug_frame") && img.debug_frame_.empty()) {
         // FDE addresses in .debug_frame are absolute link-time addresses: no section base.
         const bool gnu = name == ".zdebug_frame";

@@ -50,6 +50,13 @@ struct Image::Impl {
   // False for a separate debug file opened only for its symbols (no further lookups).
   bool allow_debug_file = true;
 
+  // .gnu_debugdata (MiniDebugInfo: an xz-compressed ELF holding a small .symtab).
+  std::span<const std::byte> gnu_debugdata;
+
+  // Set once by Image::attach_debug_file; read under the lock.
+  mutable std::mutex debug_mu;
+  std::shared_ptr<const Image> debug_file;
+
   std::once_flag symbols_once;
   elf::SymbolTable symbols;
 };

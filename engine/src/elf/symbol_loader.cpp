@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loads an image's function symbols on first use: its own .symtab, else the .symtab of a
-// separate debug file found by build-id, else .dynsym. Debug files are looked up as
+// Loads an image's function symbols on first use: its own .symtab, else the .symtab of its
+// separate debug file (the one the module resolver attached -- see core/debug_files.hpp --
+// or, for an image opened on its own, one found by build-id as
 // <dir>/<first two hex digits>/<remaining digits>.debug under each directory of the
-// EHBT_DEBUG_DIR environment variable (':'-separated) and then /usr/lib/debug/.build-id.
+// EHBT_DEBUG_DIR environment variable (':'-separated) and then /usr/lib/debug/.build-id),
+// else MiniDebugInfo's .symtab together with .dynsym (MiniDebugInfo holds only what .dynsym
+// lacks). NAME@plt stubs are added in every case, as GDB shows them.
 #include <elf.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -11,6 +14,8 @@
 #include <string_view>
 
 #include "elf/image_impl.hpp"
+#include "elf/minidebuginfo.hpp"
+#include "elf/plt_symbols.hpp"
 
 namespace ehbt {
 namespace {
@@ -100,12 +105,18 @@ void ImageLoader::load_symbols(const Image& image) {
   Image::Impl& im = *image.impl_;
   elf::SymbolTable table(im.limits.max_symbols);
   bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, table, im.limits);
-  if (!found && im.allow_debug_file && !image.build_id().empty()) {
-    if (auto dbg = open_debug_file(image.build_id(), im.limits)) {
-      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
-    }
+  if (!found && im.allow_debug_file) {
+    std::shared_ptr<const Image> dbg = image.debug_file();
+    if (!dbg && !image.build_id().empty()) dbg = open_debug_file(image.build_id(), im.limits);
+    if (dbg) found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
   }
-  if (!found) add_symbols(im.elf.elf, SHT_DYNSYM, image, table, im.limits);
+  if (!found) {
+    if (auto mini = elf::open_minidebuginfo(im.gnu_debugdata, im.limits)) {
+      add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
+    }
+    add_symbols(im.elf.elf, SHT_DYNSYM, image, table, im.limits);
+  }
+  elf::add_plt_symbols(im.elf.elf, image, table, im.limits);
   table.finish();
   im.symbols = std::move(table);
 }

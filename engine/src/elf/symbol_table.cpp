@@ -47,8 +47,12 @@ bool SymbolTable::add(uint64_t start, uint64_t size, std::string_view name, uint
                       uint8_t type) {
   if (full()) return false;
   // A .symtab written by the static linker names versioned definitions `name@@VERSION` or
-  // `name@VERSION`; the symbol is `name` (as .dynsym and GDB show it).
-  if (auto at = name.find('@'); at != std::string_view::npos && at > 0) name = name.substr(0, at);
+  // `name@VERSION`; the symbol is `name` (as .dynsym and GDB show it). PLT stubs keep their
+  // `@plt` (plt_symbols.cpp): that is how GDB names them.
+  const bool plt_stub = name.size() > 4 && name.substr(name.size() - 4) == "@plt" &&
+                        name.find('@') == name.size() - 4;
+  if (auto at = name.find('@'); !plt_stub && at != std::string_view::npos && at > 0)
+    name = name.substr(0, at);
   if (name.empty() || name.size() > UINT32_MAX || names_.size() > UINT32_MAX - name.size())
     return true;  // skipped, not full
   Entry e{};

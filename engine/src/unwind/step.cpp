@@ -2,6 +2,7 @@
 #include "unwind/step.hpp"
 
 #include <string>
+#include <string_view>
 
 #include "arch/arch_ops.hpp"
 #include "unwind/apply_row.hpp"
@@ -167,6 +168,14 @@ StepOutcome sframe_miss(const arch::ArchOps& ops, const Frame& frame, const Modu
   return stop(corrupt ? StopReason::BadUnwindInfo : StopReason::NoUnwindInfo, std::move(detail));
 }
 
+// Whether link_addr lies in a PLT stub (the NAME@plt symbols plt_symbols.cpp synthesises).
+bool in_plt_stub(const Image& image, uint64_t link_addr) {
+  auto sym = image.symbolize(link_addr);
+  constexpr std::string_view kPlt = "@plt";
+  return sym && sym->name.size() > kPlt.size() &&
+         std::string_view(sym->name).substr(sym->name.size() - kPlt.size()) == kPlt;
+}
+
 StepOutcome frame_pointer_only(const arch::ArchOps& ops, const Frame& frame, Memory& mem,
                                const ModuleSet& modules, const Limits& limits, Frame& caller) {
   const arch::CodeHint hint = code_hint(frame, module_for(frame, modules), limits);
@@ -244,6 +253,16 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
   // 4. Heuristics.
   if (!options.frame_pointer_fallback || options.source != SourcePreference::Auto) {
     return stop(reason, std::move(detail));
+  }
+  if (image != nullptr && frame.exact_pc && in_plt_stub(*image, module->to_link(frame.pc))) {
+    // A PLT stub sets up no frame and (on aarch64 and s390x) has no CFI; it moves neither the
+    // stack pointer nor the return address, so the caller is where the call left it, as at
+    // a function's first instruction. GDB's PLT stub unwinders reason the same way.
+    auto rec = ops.entry_step(frame.regs, mem);
+    if (rec) {
+      auto out = finish(ops, std::move(*rec), FrameSource::Scan, false, mem, modules, caller);
+      if (out) return out;
+    }
   }
   if (module == nullptr && frame.exact_pc) {
     auto rec = ops.entry_step(frame.regs, mem);

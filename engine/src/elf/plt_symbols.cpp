@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// PLT stub symbols from .rela.plt / .rela.dyn and the stub sections.
+#include "elf/plt_symbols.hpp"
+
+#include <elf.h>
+#include <gelf.h>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "elf/image_impl.hpp"
+
+namespace ehbt::elf {
+namespace {
+
+struct Section {
+  uint64_t addr = 0;
+  std::span<const std::byte> bytes;
+  bool present = false;
+};
+
+struct Reloc {
+  uint64_t offset;  // GOT slot (link-time)
+  std::string name;
+};
+
+// The relocations of a SHT_RELA section that name a symbol, in table order.
+std::vector<Reloc> read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
+  std::vector<Reloc> out;
+  GElf_Shdr sh;
+  if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_RELA) return out;
+  Elf_Data* data = elf_getdata(scn, nullptr);
+  Elf_Scn* symscn = elf_getscn(e, sh.sh_link);
+  GElf_Shdr symsh;
+  if (data == nullptr || symscn == nullptr || gelf_getshdr(symscn, &symsh) == nullptr) return out;
+  Elf_Data* syms = elf_getdata(symscn, nullptr);
+  const std::size_t entsize = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
+  if (syms == nullptr || entsize == 0) return out;
+  const uint64_t count = std::min<uint64_t>(data->d_size / entsize, max);
+  for (uint64_t i = 0; i < count; ++i) {
+    GElf_Rela rela;
+    if (gelf_getrela(data, static_cast<int>(i), &rela) == nullptr) break;
+    const uint64_t symidx = GELF_R_SYM(rela.r_info);
+    GElf_Sym sym;
+    const char* name = nullptr;
+    if (symidx != 0 && gelf_getsym(syms, static_cast<int>(symidx), &sym) != nullptr) {
+      name = elf_strptr(e, symsh.sh_link, sym.st_name);
+    }
+    // Stubs without a symbol (IRELATIVE) keep their place in the order with an empty name.
+    out.push_back(Reloc{rela.r_offset, name != nullptr ? name : ""});
+  }
+  return out;
+}
+
+void add_stub(SymbolTable& table, uint64_t addr, uint64_t size, const std::string& name) {
+  if (name.empty()) return;
+  table.add(addr, size, name + "@plt", STB_LOCAL, STT_FUNC);
+}
+
+// x86-64: every stub (lazy .plt entry, .plt.sec or .plt.got) holds `jmp *disp32(%rip)`
+// (ff 25), possibly after endbr64 and a bnd prefix; the slot it reads names the function.
+std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>& by_slot,
+                         SymbolTable& table, uint64_t entry) {
+  std::size_t added = 0;
+  for (std::size_t off = 0; off + entry <= s.bytes.size() && !table.full(); off += entry) {
+    for (std::size_t i = off; i + 6 <= off + entry; ++i) {
+      if (s.bytes[i] != std::byte{0xff} || s.bytes[i + 1] != std::byte{0x25}) continue;
+      int32_t disp = 0;
+      for (int b = 0; b < 4; ++b) {
+        disp |= static_cast<int32_t>(static_cast<uint32_t>(s.bytes[i + 2 + b]) << (8 * b));
+      }
+      const uint64_t slot = s.addr + i + 6 + static_cast<int64_t>(disp);
+      auto it = by_slot.find(slot);
+      if (it != by_slot.end()) {
+        add_stub(table, s.addr + off, entry, it->second);
+        ++added;
+      }
+      break;
+    }
+  }
+  return added;
+}
+
+// aarch64 and s390x: a fixed-size header, then one stub per .rela.plt entry, in order.
+std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<Reloc>& relocs,
+                          SymbolTable& table) {
+  if (relocs.empty() || s.bytes.size() <= header) return 0;
+  const uint64_t body = s.bytes.size() - header;
+  // The stub size follows from the layout; a PLT that does not divide evenly is not one we
+  // understand, and naming its stubs would be a guess.
+  if (body % relocs.size() != 0) return 0;
+  const uint64_t entry = body / relocs.size();
+  if (entry < 8 || entry > 64) return 0;
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < relocs.size() && !table.full(); ++i) {
+    add_stub(table, s.addr + header + i * entry, entry, relocs[i].name);
+    ++added;
+  }
+  return added;
+}
+
+}  // namespace
+
+std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolTable& table, const Limits& limits) {
+  if (e == nullptr) return 0;
+  std::size_t shstrndx = 0;
+  if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
+  Section plt, plt_sec, plt_got;
+  std::vector<Reloc> jump_slots, glob_dat;
+  Elf_Scn* scn = nullptr;
+  for (uint32_t n = 0; n < kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    const char* cname = elf_strptr(e, shstrndx, sh.sh_name);
+    if (cname == nullptr) continue;
+    const std::string_view name(cname);
+    Section* target = name == ".plt"       ? &plt
+                      : name == ".plt.sec" ? &plt_sec
+                      : name == ".plt.got" ? &plt_got
+                                           : nullptr;
+    if (target != nullptr && sh.sh_type == SHT_PROGBITS) {
+      Elf_Data* d = elf_getdata(scn, nullptr);
+      if (d != nullptr && d->d_buf != nullptr) {
+        target->addr = sh.sh_addr;
+        target->bytes = {static_cast<const std::byte*>(d->d_buf), d->d_size};
+        target->present = true;
+      }
+    } else if (name == ".rela.plt") {
+      jump_slots = read_relocs(e, scn, limits.max_symbols);
+    } else if (name == ".rela.dyn" && image.arch() == Arch::X86_64) {
+      glob_dat = read_relocs(e, scn, limits.max_symbols);
+    }
+  }
+  switch (image.arch()) {
+    case Arch::X86_64: {
+      std::map<uint64_t, std::string> by_slot;
+      for (const auto* list : {&glob_dat, &jump_slots}) {
+        for (const Reloc& r : *list) {
+          if (!r.name.empty()) by_slot[r.offset] = r.name;
+        }
+      }
+      std::size_t added = 0;
+      // The lazy .plt holds the jumps unless .plt.sec (IBT) took them over; PLT0's jump
+      // reads a GOT slot no relocation names, so it stays nameless.
+      if (plt_sec.present) {
+        added += x86_64_stubs(plt_sec, by_slot, table, 16);
+      } else if (plt.present) {
+        added += x86_64_stubs(plt, by_slot, table, 16);
+      }
+      if (plt_got.present) {
+        // 8-byte stubs, 16 with IBT (endbr64 first).
+        const bool ibt = plt_got.bytes.size() >= 4 && plt_got.bytes[0] == std::byte{0xf3} &&
+                         plt_got.bytes[1] == std::byte{0x0f} && plt_got.bytes[2] == std::byte{0x1e};
+        added += x86_64_stubs(plt_got, by_slot, table, ibt ? 16 : 8);
+      }
+      return added;
+    }
+    case Arch::AArch64:
+      return plt.present ? ordered_stubs(plt, 32, jump_slots, table) : 0;
+    case Arch::S390x:
+      return plt.present ? ordered_stubs(plt, 32, jump_slots, table) : 0;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace ehbt::elf
