@@ -10,8 +10,8 @@ asked for it.
 A spool is not a tidy place, and the reader must never stall on it: everything is looked at
 with lstat/stat first and only regular files are ever opened (a FIFO would block open() until
 a writer came, a device could be a tape or a terminal). FIFOs, sockets, devices, dangling
-symlinks, unreadable files and compressed cores (which the engine cannot read yet) are
-failed inputs wherever they are found -- listed with their reason, exit status 1 -- because
+symlinks, unreadable files and compressed cores (which ehbt-triage cannot key by content yet)
+are failed inputs wherever they are found -- listed with their reason, exit status 1 -- because
 each is something a user expected to be triaged, or a sign that the spool is broken.
 """
 
@@ -68,7 +68,10 @@ def elf_kind(path):
         return False, "unreadable: %s" % (e.strerror or e)
     for magic, name in _COMPRESSED:
         if head.startswith(magic):
-            return False, "compressed core (%s): not supported yet, decompress it first" % name
+            # `ehbt core` reads them; triage would need the content key of the decompressed
+            # core, or a compressed copy of a stored core would be counted twice.
+            return False, ("compressed core (%s): ehbt-triage does not read compressed cores "
+                           "yet (ehbt core does); decompress it first" % name)
     if len(head) < 18:
         return False, "not an ELF core: %d bytes only" % len(head)
     if head[:4] != _ELF_MAGIC:
