@@ -4,9 +4,11 @@
 // the original's, holes must stay holes, and cut, corrupt or oversized streams must fail with
 // a message saying what happened and how much was recovered.
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 
 #include <memory>
+#include <ostream>
 
 #include "core/compression.hpp"
 #include "core/core_source.hpp"
@@ -24,6 +26,11 @@ struct Format {
   const char* name;      // as compression_name() says it
   const char* compress;  // shell command: stdin -> stdout
 };
+// Printed by name: gtest would otherwise print the pointers' bytes, which change with every
+// run (ASLR) and end up in the names ctest lists.
+void PrintTo(const Format& f, std::ostream* os) {
+  *os << f.name;
+}
 const Format kFormats[] = {
     {"zstd", "zstd -q -c"},
     {"xz", "xz -c -T1"},
