@@ -627,6 +627,8 @@ def test_signature_rule_on_documents():
     assert sigmod.frame_label(_f(None, module=None, pc="0x0")) == "0x0"
     assert sigmod.frame_label(_f(None, module=None, pc="0x7f12345678")) == sigmod.UNKNOWN
     assert sigmod.bare_name("(anonymous namespace)::g(char*)") == "(anonymous namespace)::g"
+    # A crash in a PLT stub is labelled as the stub, not as the function it leads to.
+    assert s.sign(_doc([_f("getppid@plt"), _f("caller")])) == "getppid@plt | caller"
 
 
 def _reference_sparse_sha256(path):

@@ -65,7 +65,10 @@ def _hex(value):
 
 
 def strip_version(symbol):
-    """``pthread_kill@@GLIBC_2.34`` -> ``pthread_kill`` (a leading '@' is kept as it is)."""
+    """``pthread_kill@@GLIBC_2.34`` -> ``pthread_kill`` (a leading '@' is kept as it is).
+    ``getppid@plt`` stays: a crash in the PLT stub is not a crash in the function."""
+    if symbol.endswith("@plt"):
+        return symbol
     at = symbol.find("@", 1)
     return symbol[:at] if at > 0 else symbol
 
