@@ -86,6 +86,7 @@ void decompress_section(Elf_Scn* scn, bool gnu_style, std::span<const std::byte>
 // debug file in the object's byte order. Left empty when malformed.
 void read_debuglink(std::span<const std::byte> raw, bool big_endian, std::string& name,
                     uint32_t& crc) {
+  if (raw.empty()) return;  // also no data pointer at all (a section outside the file)
   const auto* p = reinterpret_cast<const char*>(raw.data());
   const std::size_t len = strnlen(p, raw.size());
   const std::size_t crc_at = (len + 4) & ~std::size_t{3};
