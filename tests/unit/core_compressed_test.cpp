@@ -38,20 +38,8 @@ const Format kFormats[] = {
     {"gzip", "gzip -c"},
 };
 
-class CompressedCoreTest : public ::testing::TestWithParam<Format> {
+class CompressedCoreTest : public SharedNativeCoreTest<::testing::TestWithParam<Format>> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    core_ = new NativeCore(make_native_core(*dir_));
-  }
-  static void TearDownTestSuite() {
-    delete core_;
-    delete dir_;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(core_->error.empty()) << core_->error;
-    ASSERT_FALSE(core_->core.empty());
-  }
   // `input` compressed with this test's tool into dir_/<out>.
   std::string compress(const std::string& input, const std::string& out) {
     const std::string path = dir_->file(out);
@@ -62,12 +50,7 @@ class CompressedCoreTest : public ::testing::TestWithParam<Format> {
   static std::string bytes_of(const ehbt::core::MappedFile& f) {
     return {reinterpret_cast<const char*>(f.bytes().data()), f.bytes().size()};
   }
-
-  static TempDir* dir_;
-  static NativeCore* core_;
 };
-TempDir* CompressedCoreTest::dir_ = nullptr;
-NativeCore* CompressedCoreTest::core_ = nullptr;
 
 TEST_P(CompressedCoreTest, DecompressedBytesAreTheCore) {
   const std::string packed = compress(core_->core, "whole");

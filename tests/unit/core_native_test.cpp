@@ -21,20 +21,8 @@ using ReportT = ChildReport;
 
 const bool g_child = (run_child_if_requested(), true);
 
-class NativeCoreTest : public ::testing::Test {
+class NativeCoreTest : public SharedNativeCoreTest<> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    core_ = new NativeCore(make_native_core(*dir_));
-  }
-  static void TearDownTestSuite() {
-    delete core_;
-    delete dir_;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(core_->error.empty()) << core_->error;
-    ASSERT_FALSE(core_->core.empty());
-  }
   std::unique_ptr<ehbt::Target> open(const ehbt::TargetOptions& opts = {}) {
     auto t = ehbt::open_core(core_->core, opts);
     EXPECT_TRUE(t.has_value()) << (t ? "" : t.error());
@@ -53,12 +41,7 @@ class NativeCoreTest : public ::testing::Test {
     }
     return {};
   }
-
-  static TempDir* dir_;
-  static NativeCore* core_;
 };
-TempDir* NativeCoreTest::dir_ = nullptr;
-NativeCore* NativeCoreTest::core_ = nullptr;
 
 std::vector<std::byte> hex_bytes(const std::string& hex) {
   std::vector<std::byte> out;

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -390,6 +391,31 @@ inline NativeCore make_native_core(const TempDir& dir) {
   if (out.report.values.count("done") == 0) out.error = "child report incomplete";
   return out;
 }
+
+// A test suite whose tests share one native crash (making a core takes about a second): the
+// core is made once before the suite and its directory removed after it. Base is the gtest
+// fixture type (::testing::Test, or ::testing::TestWithParam<T> for parameterised suites).
+template <class Base = ::testing::Test>
+class SharedNativeCoreTest : public Base {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    core_ = new NativeCore(make_native_core(*dir_));
+  }
+  static void TearDownTestSuite() {
+    delete core_;
+    delete dir_;
+    core_ = nullptr;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(core_->error.empty()) << core_->error;
+    ASSERT_FALSE(core_->core.empty());
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline NativeCore* core_ = nullptr;
+};
 
 // ---- qemu-user cores -------------------------------------------------------------------------
 
