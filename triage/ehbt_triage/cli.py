@@ -2,8 +2,9 @@
 """Command-line arguments of ehbt-triage (see INTERFACES.md, "ehbt-triage").
 
 Exit status: 0 every core processed (partial traces included), 1 some cores could not be
-read (each listed with its reason), 2 usage error (bad option, bad --skip regex, a PATH that
-does not exist, a database or output file that cannot be opened).
+read (each listed with its reason) or were analysed without some of the files they name
+(missing modules: the signatures are less than they could be), 2 usage error (bad option, bad
+--skip regex, a PATH that does not exist, a database or output file that cannot be opened).
 
 Two commands share the program: ``ehbt-triage [options] PATH...`` (triage, unchanged) and
 ``ehbt-triage report [--since 7d] ...`` (a query over an existing store). A first argument
@@ -17,6 +18,7 @@ import re
 import sys
 
 from .signature import DEFAULT_TOP
+from .spool import DEFAULT_DIR
 from .version import version
 from .workers import DEFAULT_TIMEOUT
 
@@ -82,13 +84,28 @@ def parser():
                     "report the crash), groups equal signatures into buckets, and keeps "
                     "everything in a SQLite database (or a shared PostgreSQL one) across runs. "
                     "`ehbt-triage report --help`: what changed recently in a store.",
-        epilog="Exit status: 0 every core processed, 1 some cores could not be read, "
-               "2 usage error. A PATH literally named `report` must be written ./report.")
+        epilog="Exit status: 0 every core processed, 1 some cores could not be read or were "
+               "analysed without some of their files (missing modules), 2 usage error. "
+               "A PATH literally named `report` must be written ./report.")
     p.add_argument("--version", action="version", version="ehbt-triage " + version())
-    p.add_argument("paths", metavar="PATH", nargs="+",
-                   help="core files, or directories searched recursively for ELF cores")
+    p.add_argument("paths", metavar="PATH", nargs="*",
+                   help="core files (plain, or compressed with zstd, xz, lz4 or gzip), or "
+                        "directories searched recursively for them; with no PATH and no "
+                        "--coredump-dir, the systemd-coredump spool %s" % DEFAULT_DIR)
+    p.add_argument("--coredump-dir", metavar="DIR", action="append", default=[],
+                   help="a systemd-coredump spool (may repeat): its cores are named "
+                        "core.COMM.UID.BOOTID.PID.USEC[.zst|.xz|.lz4], and the process name, "
+                        "uid, boot id, pid and time are taken from that name and stored")
     p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
                    help="look up the files a core names under DIR first (may repeat)")
+    p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
+                   help="look for separate debug files in DIR first, like GDB's "
+                        "debug-file-directory: DIR/.build-id/xx/rest.debug, then the "
+                        ".gnu_debuglink name under DIR (may repeat)")
+    p.add_argument("--debuginfod", action="store_true",
+                   help="fetch missing executables, libraries and debug files by build-id "
+                        "from the servers in DEBUGINFOD_URLS (also on when DEBUGINFOD_URLS is "
+                        "set), cached as debuginfod's client caches them")
     p.add_argument("--db", metavar="FILE|URL", default=None, help=_DB_HELP)
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON object per core to FILE")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")

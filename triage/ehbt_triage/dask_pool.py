@@ -21,16 +21,20 @@ import os
 import uuid
 
 from . import helper
-from .content_hash import sparse_sha256
+from .plain_core import DecompressError
 
 
 def hash_core(path):
     """Runs on a worker: (sha256, size, mtime), or ("fail", reason) for an unreadable file."""
     try:
         st = os.stat(path)
-        return sparse_sha256(path), st.st_size, st.st_mtime
+        from .workers import content_key
+
+        return content_key(path), st.st_size, st.st_mtime
     except OSError as e:
         return ("fail", "unreadable on the worker: %s" % (e.strerror or e))
+    except DecompressError as e:
+        return ("fail", str(e))
 
 
 def _reason(exc):

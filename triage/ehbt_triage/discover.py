@@ -7,24 +7,29 @@ is skipped with a note. A file named explicitly on the command line that is not 
 not skipped silently: it becomes a failed entry ("not an ELF core: ..."), because the user
 asked for it.
 
+A file compressed with zstd, xz, lz4 or gzip (told by its first bytes, as the engine tells
+them) is taken as a core too: whether it holds one is known once it is decompressed (by the
+worker, plain_core.py), and a compressed file that does not is a failed input.
+
 A spool is not a tidy place, and the reader must never stall on it: everything is looked at
 with lstat/stat first and only regular files are ever opened (a FIFO would block open() until
 a writer came, a device could be a tape or a terminal). FIFOs, sockets, devices, dangling
-symlinks, unreadable files and compressed cores (which ehbt-triage cannot key by content yet)
-are failed inputs wherever they are found -- listed with their reason, exit status 1 -- because
-each is something a user expected to be triaged, or a sign that the spool is broken.
+symlinks, unreadable files and bzip2-compressed files (a format neither the engine nor
+systemd-coredump uses) are failed inputs wherever they are found -- listed with their reason,
+exit status 1 -- because each is something a user expected to be triaged, or a sign that the
+spool is broken.
 """
 
 import os
 import stat
 import struct
 
+from .plain_core import compression_of
+
 ET_CORE = 4
 _ELF_MAGIC = b"\x7fELF"
 
-# What systemd-coredump, apport and friends compress cores with.
-_COMPRESSED = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
-               (b"\x04\x22\x4d\x18", "lz4"), (b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"))
+_BZIP2 = b"BZh"
 
 
 def special_kind(mode):
@@ -52,7 +57,8 @@ def read_head(path, size):
 
 
 def elf_kind(path):
-    """(True, '') for an ELF core, else (False, why not)."""
+    """(True, '' or the compression format) for an ELF core or a compressed file, else
+    (False, why not)."""
     try:
         st = os.stat(path)
     except OSError as e:
@@ -66,12 +72,11 @@ def elf_kind(path):
         head = read_head(path, 18)
     except OSError as e:
         return False, "unreadable: %s" % (e.strerror or e)
-    for magic, name in _COMPRESSED:
-        if head.startswith(magic):
-            # `ehbt core` reads them; triage would need the content key of the decompressed
-            # core, or a compressed copy of a stored core would be counted twice.
-            return False, ("compressed core (%s): ehbt-triage does not read compressed cores "
-                           "yet (ehbt core does); decompress it first" % name)
+    fmt = compression_of(head)
+    if fmt:
+        return True, fmt
+    if head.startswith(_BZIP2):
+        return False, "compressed core (bzip2): not a format ehbt reads; decompress it first"
     if len(head) < 18:
         return False, "not an ELF core: %d bytes only" % len(head)
     if head[:4] != _ELF_MAGIC:
@@ -97,6 +102,7 @@ class Discovery:
 
     def __init__(self):
         self.cores = []
+        self.compression = {}  # core path -> format, for compressed ones
         self.rejected = []
         self.skipped = []
         self.missing = []
@@ -114,6 +120,8 @@ def discover(paths):
         ok, why = elf_kind(path)
         if ok:
             found.cores.append(path)
+            if why:
+                found.compression[path] = why
         elif explicit or not _is_plain_non_core(why):
             found.rejected.append((path, why))
         else:

@@ -66,30 +66,60 @@ def store_size():
     return len(_store) if _store is not None else None
 
 
-def analyze_core(path, sysroots, exe=None, timeout=None):
-    """The ehbt-backtrace/1 document of the core at `path`, every thread unwound.
+def analyze_core(path, sysroots, exe=None, timeout=None, debug_dirs=(), debuginfod=False,
+                 name=None):
+    """The ehbt-backtrace/1 document of the core at `path`, every thread unwound, with the
+    engine's warnings (``warnings``: [{"kind", "message", ...}]).
 
-    Raises AnalysisError when the core cannot be used at all. `timeout` bounds the CLI
-    fallback; the in-process path is bounded by the worker's caller, which kills it.
+    `name` is the core as the user named it, when `path` is a plain copy of it (a
+    decompressed core): the document's "core" and any error say `name`. Raises AnalysisError
+    when the core cannot be used at all. `timeout` bounds the CLI fallback; the in-process
+    path is bounded by the worker's caller, which kills it.
     """
-    if mode() == "python":
-        return _analyze_in_process(path, list(sysroots), exe)
-    return _analyze_with_cli(path, list(sysroots), exe, timeout)
+    name = name or path
+    try:
+        if mode() == "python":
+            doc = _analyze_in_process(path, list(sysroots), exe, list(debug_dirs), debuginfod)
+        else:
+            doc = _analyze_with_cli(path, list(sysroots), exe, timeout, list(debug_dirs),
+                                    debuginfod)
+    except AnalysisError as e:
+        raise AnalysisError(str(e).replace(path, name)) from None
+    doc["core"] = name
+    return doc
 
 
-def _analyze_in_process(path, sysroots, exe):
+def warning_record(w):
+    """An engine warning as a dict: ehbt.Warning objects (kind, message, path, option) give
+    their as_dict(); plain strings (older engines) become {"kind": None, "message": text}."""
+    if isinstance(w, dict):
+        return w
+    if hasattr(w, "as_dict"):
+        return w.as_dict()
+    return {"kind": None, "message": str(w)}
+
+
+def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
     global _store
     ehbt = _ehbt
     if _store is None:
         _store = ehbt.ImageStore()
+    extra = {}
+    if debug_dirs:
+        extra["debug_dirs"] = debug_dirs
+    if debuginfod:
+        extra["debuginfod"] = True
     try:
-        target = ehbt.open_core(path, sysroots, exe or "", store=_store)
+        target = ehbt.open_core(path, sysroots, exe or "", store=_store, **extra)
     except ehbt.Error as e:
         raise AnalysisError(str(e) or "unusable core") from None
     try:
         if hasattr(ehbt.Backtrace, "records"):
-            return fast_document(target, path)
-        return ehbt.report.target_document(target, threads="all", core=path)
+            doc = fast_document(target, path)
+        else:
+            doc = ehbt.report.target_document(target, threads="all", core=path)
+        doc["warnings"] = [warning_record(w) for w in getattr(target, "warnings", None) or []]
+        return doc
     finally:
         target.close()
 
@@ -154,7 +184,7 @@ def _die_with_parent_fn():
     return die_with_parent
 
 
-def _analyze_with_cli(path, sysroots, exe, timeout):
+def _analyze_with_cli(path, sysroots, exe, timeout, debug_dirs=(), debuginfod=False):
     import json
     import subprocess
 
@@ -164,6 +194,10 @@ def _analyze_with_cli(path, sysroots, exe, timeout):
     cmd = [cli, "core", path, "--json", "--all-threads"]
     for s in sysroots:
         cmd += ["--sysroot", s]
+    for d in debug_dirs:
+        cmd += ["--debug-dir", d]
+    if debuginfod:
+        cmd.append("--debuginfod")
     if exe:
         cmd += ["--exe", exe]
     try:
@@ -185,4 +219,10 @@ def _analyze_with_cli(path, sysroots, exe, timeout):
         raise AnalysisError("ehbt printed no JSON document (%s)" % e) from None
     if not isinstance(doc, dict) or doc.get("format") != "ehbt-backtrace/1":
         raise AnalysisError("ehbt printed an unexpected document")
+    # The CLI prints warnings as `warning:` lines on stderr; its JSON may carry them too.
+    warnings = doc.get("warnings")
+    if warnings is None:
+        warnings = [{"kind": None, "message": line[len("warning:"):].strip()}
+                    for line in err if line.startswith("warning:")]
+    doc["warnings"] = [warning_record(w) for w in warnings]
     return doc

@@ -63,20 +63,28 @@ def _clip(text, width):
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def bucket_flags(bucket):
+    """'partial', 'unreliable', both ('partial,unreliable') or '-' for a bucket row."""
+    flags = [name for name in ("partial", "unreliable") if bucket.get(name)]
+    return ",".join(flags) or "-"
+
+
 def bucket_table(buckets, run_counts, run_cores, out):
     """The table of the buckets this run's cores fall into, most cores first."""
     out.write("\nBuckets of the %d core(s) analysed or seen in this run "
-              "(count = all cores with that signature in the database, run = in this run):\n"
+              "(count = all cores with that signature in the database, run = in this run; "
+              "flags: partial = some walks stopped early, unreliable = no frame named):\n"
               % run_cores)
     if not buckets:
         out.write("  (none)\n")
         return
     sig_width = min(100, max(len("signature"), max(len(b["signature"]) for b in buckets)))
-    out.write("%6s %5s  %-*s  %s\n" % ("count", "run", sig_width, "signature", "example core"))
+    out.write("%6s %5s  %-18s  %-*s  %s\n" % ("count", "run", "flags", sig_width, "signature",
+                                              "example core"))
     for b in buckets:
-        out.write("%6d %5d  %-*s  %s\n" % (b["count"], run_counts.get(b["id"], 0), sig_width,
-                                           _clip(b["signature"], sig_width),
-                                           b.get("example_path") or "-"))
+        out.write("%6d %5d  %-18s  %-*s  %s\n" % (
+            b["count"], run_counts.get(b["id"], 0), bucket_flags(b), sig_width,
+            _clip(b["signature"], sig_width), b.get("example_path") or "-"))
 
 
 def failures(failed, rejected, out):

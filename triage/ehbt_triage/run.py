@@ -6,15 +6,16 @@ Only this (parent) process writes the database, one transaction per core as resu
 so the database is consistent whenever the run stops.
 """
 
+import json
 import os
 import sys
 
-from . import engine, jsonl, report_text
+from . import engine, jsonl, report_text, spool
 from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .discover import discover
 from .outputs import check_output
-from .signature import Signer, crashing_thread, frame_key, module_names
-from .store import StoreError, default_path, describe, is_url, open_store
+from .signature import Signer, crashing_thread, frame_key, missing_modules, module_names
+from .store import SPOOL_FIELDS, StoreError, default_path, describe, is_url, open_store
 from .workers import WorkerPool
 
 _MAX_NOTES = 3
@@ -36,12 +37,29 @@ def _signal_from_row(row):
             "address": row["fault_addr"]}
 
 
+def core_info(path, sha256, size, mtime, compression=None):
+    """What the store keeps about a core besides its analysis: core_time is the time in a
+    systemd-coredump file name when the name is one (a copy keeps it; the mtime changes),
+    else the file's mtime; the spool fields are null for other names."""
+    info = {"path": path, "sha256": sha256, "size": size, "core_time": mtime,
+            "compression": compression}
+    meta = spool.parse_name(os.path.basename(path))
+    for key in SPOOL_FIELDS:
+        if key != "compression":
+            info[key] = meta[key] if meta else None
+    if meta:
+        info["core_time"] = meta["core_time"]
+    return info
+
+
 class Run:
-    def __init__(self, args, store, signer, paths, writer):
+    def __init__(self, args, store, signer, paths, writer, compression=None):
         self.args = args
         self.store = store
         self.signer = signer
         self.paths = paths
+        self.compression = compression or {}
+        self.missing = []  # (path, [module paths]) of ok cores analysed without some files
         self.writer = writer
         self.info = {}  # task -> {path, sha256, size, core_time}
         self.inflight = {}  # sha256 -> task being analysed in this run
@@ -63,11 +81,12 @@ class Run:
             st = os.stat(path)
         except OSError:
             return False
-        return self.store.known_file(path, st.st_size, st.st_mtime)
+        info = core_info(path, None, st.st_size, st.st_mtime)
+        return self.store.known_file(path, st.st_size, info["core_time"])
 
     def on_hash(self, task, sha256, size, mtime):
         path = self.paths[task]
-        self.info[task] = {"path": path, "sha256": sha256, "size": size, "core_time": mtime}
+        self.info[task] = core_info(path, sha256, size, mtime, self.compression.get(path))
         row = self.store.core_by_hash(sha256)
         if row is not None and row["status"] == "ok":
             self._seen_before(path, row)
@@ -101,28 +120,40 @@ class Run:
         doc = result["doc"]
         rows = result.get("rows")
         build_ids = module_names(doc) if rows is None else None
+        missing = missing_modules(doc)
+        info = dict(info, unreliable=bool(result.get("unreliable")), missing_modules=missing,
+                    warnings=doc.get("warnings") or [])
         core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
                                                   lambda f: frame_key(f, build_ids), rows=rows)
         self.stats["ok"] += 1
         self._count(core_id, bucket_id)
+        if missing:
+            self.missing.append((info["path"], missing))
         if self.writer:
             thread = crashing_thread(doc) or {}
             self.writer.write(jsonl.record(
                 info["path"], info["sha256"], "ok", doc.get("executable"), doc.get("signal"),
                 result["signature"], bucket_id, thread.get("tid"), thread.get("frames", []),
-                result.get("stop_reason")))
+                result.get("stop_reason"), info=info, unreliable=info["unreliable"],
+                missing_modules=missing, warnings=info["warnings"]))
 
     def _seen_before(self, path, row):
         self.stats["seen"] += 1
         self.progress.seen += 1
         self._count(row["id"], row["bucket_id"])
+        missing = _json_list(row.get("missing_modules"))
+        if missing:
+            self.missing.append((path, missing))
         if self.writer:
             tid, stop, frames = self.store.crashing_frames(row["id"])
             for f in frames:
                 f["index"] = f.pop("idx")
+            info = dict(row, path=path)
             self.writer.write(jsonl.record(
                 path, row["sha256"], "seen_before", row["executable"], _signal_from_row(row),
-                row["signature"], row["bucket_id"], tid, frames, stop))
+                row["signature"], row["bucket_id"], tid, frames, stop, info=info,
+                unreliable=row.get("unreliable"), missing_modules=missing,
+                warnings=_json_list(row.get("warnings"))))
 
     def _failed(self, path, info, reason):
         self.failed.append((path, reason))
@@ -132,8 +163,10 @@ class Run:
         if info is not None:
             self.store.record_failed(info, reason)
         if self.writer:
-            self.writer.write(jsonl.record(path, info["sha256"] if info else None, "failed",
-                                           error=reason))
+            if info is None:
+                info = core_info(path, None, None, None, self.compression.get(path))
+            self.writer.write(jsonl.record(path, info["sha256"], "failed", error=reason,
+                                           info=info))
 
     def resolve_duplicates(self):
         """Copies of a core analysed in this same run: they count as seen before now."""
@@ -147,6 +180,28 @@ class Run:
                              % (row["error"] if row else "not analysed"))
 
 
+def _json_list(text):
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _note_missing(missing, out):
+    """Which cores were analysed without some of the files they name, and what would help."""
+    if not missing:
+        return
+    out.write("\nAnalysed without some of their files (%d core(s); their signatures may be "
+              "less than they could be -- give --sysroot, --debug-dir or --debuginfod):\n"
+              % len(missing))
+    for path, modules in sorted(missing)[:20]:
+        more = " (+%d more)" % (len(modules) - 3) if len(modules) > 3 else ""
+        out.write("  %s: %s%s\n" % (path, ", ".join(modules[:3]), more))
+    if len(missing) > 20:
+        out.write("  ... and %d more cores\n" % (len(missing) - 20))
+
+
 def _usage(text):
     sys.stderr.write("ehbt-triage: error: %s\n" % text)
     return EXIT_USAGE
@@ -155,7 +210,10 @@ def _usage(text):
 def run(args):
     # Nothing is opened before the outputs are known to be usable: a wrong --html must not
     # cost a whole batch, and a FIFO among the inputs must not stop the run (discover.py).
-    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if not args.paths and not args.coredump_dir:
+        args.coredump_dir = [spool.DEFAULT_DIR]
+    inputs = list(args.paths) + list(args.coredump_dir)
+    missing = [p for p in inputs if not os.path.lexists(p)]
     if missing:
         for p in missing:
             sys.stderr.write("ehbt-triage: error: %s: no such file or directory\n" % p)
@@ -190,11 +248,13 @@ def run(args):
     if engine.mode() == "cli" and not engine.find_cli():
         return _usage("no engine: the ehbt Python package is not importable and no ehbt "
                       "binary was found (set EHBT_BIN)")
+    options = {"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
+               "debuginfod": args.debuginfod}
     if args.scheduler:
         try:
             from .dask_pool import DaskPool
 
-            pool = DaskPool(args.scheduler, {"sysroots": args.sysroot}, signer,
+            pool = DaskPool(args.scheduler, options, signer,
                             timeout=args.timeout, retries=args.retries)
             engine_line += "; analysed on " + pool.describe()
         except ImportError as e:
@@ -203,17 +263,18 @@ def run(args):
         except (OSError, TimeoutError) as e:
             return _usage("--scheduler %s: cannot connect: %s" % (args.scheduler, e))
     else:
-        pool = WorkerPool(args.jobs, {"sysroots": args.sysroot}, signer, timeout=args.timeout)
+        pool = WorkerPool(args.jobs, options, signer, timeout=args.timeout)
 
-    found = discover(args.paths)
+    found = discover(inputs)
     _note_skipped(found.skipped)
 
-    state = Run(args, store, signer, found.cores, writer)
+    state = Run(args, store, signer, found.cores, writer, found.compression)
     for path, why in found.rejected:
         state.failed.append((path, why))
         state.stats["failed"] += 1
         if writer:
-            writer.write(jsonl.record(path, None, "failed", error=why))
+            writer.write(jsonl.record(path, None, "failed", error=why,
+                                      info=core_info(path, None, None, None)))
 
     try:
         if args.scheduler:
@@ -231,6 +292,7 @@ def run(args):
     buckets = store.buckets_with_cores(state.core_ids)
     report_text.bucket_table(buckets, state.bucket_run_counts, len(state.core_ids), out)
     report_text.failures(sorted(state.failed), [], out)
+    _note_missing(state.missing, out)
     total = len(found.cores) + len(found.rejected)
     stats = dict(state.stats, total=total, rate=state.progress.rate(),
                  worker_rss_mib=state.worker_rss_kib / 1024.0)
@@ -247,4 +309,4 @@ def run(args):
             return EXIT_FAILED
     out.flush()
     store.close()
-    return EXIT_FAILED if state.failed else EXIT_OK
+    return EXIT_FAILED if state.failed or state.missing else EXIT_OK

@@ -5,16 +5,32 @@ The rule (kept in one place so the report, the store and the docs agree):
 
 1. The crashing thread is the one marked ``crashing`` in the ehbt-backtrace/1 document, else
    the first thread.
-2. Every frame gets a label: its symbol (without an ``@VERSION``/``@@VERSION`` suffix, so
-   ``__libc_start_main@@GLIBC_2.34`` reads ``__libc_start_main``) when the engine found one, else
-   ``<module basename>+0x<module_offset>`` (an offset in the module's own ELF address space,
-   so the label does not move with ASLR), else ``<unknown>`` for a pc outside every module
-   (``0x0`` .. ``0xfff`` are kept as they are: a jump through a null pointer is stable).
-3. From the top (frame 0), the leading run of frames whose label matches the skip list is
-   dropped (see skiplist.txt for how a pattern matches). Only that leading run: a skip-listed
+2. Every frame gets a label: its symbol when the engine found one -- without an
+   ``@VERSION``/``@@VERSION`` suffix (``__libc_start_main@@GLIBC_2.34`` reads
+   ``__libc_start_main``; ``NAME@plt`` stays) and without the suffixes compilers give their
+   copies of a function (``.cold``, ``.constprop.N``, ``.isra.N``, ``.part.N``,
+   ``.lto_priv.N``, ``.clone.N``, ``.llvm.N``, and C++'s `` [clone .cold]``), so
+   ``parse.constprop.0.isra.0`` reads ``parse`` -- else ``<module basename>+0x<module_offset>``
+   (an offset in the module's own ELF address space, so the label does not move with ASLR),
+   else ``<unknown>`` for a pc outside every module (``0x0`` .. ``0xfff`` are kept as they
+   are: a jump through a null pointer is stable).
+3. From the top (frame 0), the leading run of crash-reporting frames is dropped: frames whose
+   label matches the skip list's [crash-reporting] patterns, and, between them, frames without
+   a symbol in a runtime library (libc, libpthread, ld.so, libstdc++, libgcc_s) or in the
+   module of a skip-listed frame of the same run -- inside ``pthread_kill`` or ``abort``
+   where the library has no symbol for its internal function. The run ends at its last
+   skip-listed frame: an unnamed frame that no skip-listed frame follows stays. A skip-listed
    frame further down stays. If every frame matches, none is dropped.
-4. The next ``top`` labels (default 5) are joined with `` | ``.
-5. Unless the signal is SIGABRT (the skipped frames already say "abort"), the signal name is
+4. Frames that start a process or thread (the [process-start] patterns: ``_start``,
+   ``__libc_start_main``, ``start_thread``, ``clone3`` ...) end the stack: they and the frames
+   below them are dropped (unless nothing would be left).
+5. The next ``top`` labels (default 5) are joined with `` | ``. When none of them comes from a
+   symbol, the signature is *unreliable*: module offsets say little across builds and none of
+   them names the crash, so it is written ``?EXE/ARCH: label | label`` (EXE the executable's
+   basename, or ``?`` when unknown; a frame outside every module as ``<unknown>@0xPC``) and
+   marked unreliable in the store, the JSONL and the report -- two crashes of different
+   programs or architectures never share it.
+6. Unless the signal is SIGABRT (the skipped frames already say "abort"), the signal name is
    put in front, followed by a space: ``SIGSEGV@0x0`` when the fault address lies in the
    null page (< 4096), else the plain name (``SIGSEGV``, ``SIGBUS``, ...). No signal: nothing.
 
@@ -33,13 +49,30 @@ SEPARATOR = " | "
 _SKIPLIST_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skiplist.txt")
 
 
-def load_skiplist(path=_SKIPLIST_FILE):
-    """The patterns of a skip-list file: one regex per line, '#' comments and blanks ignored."""
+CRASH_REPORTING = "crash-reporting"
+PROCESS_START = "process-start"
+_RUNTIME_MODULE = re.compile(r"(libc|libpthread|libstdc\+\+|libgcc_s|ld-linux[-.a-z0-9_]*|ld|"
+                             r"libc\.musl-[a-z0-9_]+|ld-musl-[a-z0-9_]+)([-.].*)?\.so(\.[0-9.]+)?")
+_COMPILER_SUFFIX = re.compile(
+    r"(?:\.(?:cold|constprop|isra|part|lto_priv|clone|llvm|localalias|specialized)"
+    r"(?:\.[0-9]+)*)+$")
+_CLONE_SUFFIX = re.compile(r"(?: \[clone \.[^\]]*\])+$")
+
+
+def load_skiplist(path=_SKIPLIST_FILE, section=CRASH_REPORTING):
+    """The patterns of one section of a skip-list file: one regex per line, '#' comments and
+    blanks ignored; ``[NAME]`` starts section NAME (lines before any header belong to
+    [crash-reporting])."""
     patterns = []
+    current = CRASH_REPORTING
     with open(path, encoding="utf-8") as f:
         for line in f:
             text = line.strip()
-            if text and not text.startswith("#"):
+            if not text or text.startswith("#"):
+                continue
+            if text.startswith("[") and text.endswith("]"):
+                current = text[1:-1].strip()
+            elif current == section:
                 patterns.append(text)
     return patterns
 
@@ -73,6 +106,17 @@ def strip_version(symbol):
     return symbol[:at] if at > 0 else symbol
 
 
+def normalise(symbol):
+    """The symbol as a signature spells it: no @VERSION, no compiler copy suffix
+    (``f.constprop.0.isra.0``, ``f.cold``, ``ns::f(int) [clone .cold]`` -> ``f``/``ns::f(int)``)."""
+    text = strip_version(symbol)
+    if text.endswith("@plt"):
+        return text
+    text = _CLONE_SUFFIX.sub("", text)
+    stripped = _COMPILER_SUFFIX.sub("", text)
+    return stripped or text
+
+
 def bare_name(symbol):
     """The symbol without a trailing C++ parameter list / qualifiers and without @VERSION:
     ``ns::f(int) const`` -> ``ns::f``; ``raise@@GLIBC_2.2.5`` -> ``raise``."""
@@ -103,7 +147,7 @@ def frame_label(frame):
     """The frame as the signature spells it (rule 2)."""
     symbol = frame.get("symbol")
     if symbol:
-        return strip_version(symbol)
+        return normalise(symbol)
     module = frame.get("module")
     offset = _hex(frame.get("module_offset"))
     if module and offset is not None:
@@ -124,6 +168,16 @@ def frame_key(frame, build_ids):
     return "%s+0x%x" % (bid, offset)
 
 
+def _unknown_pc(frame):
+    pc = _hex(frame.get("pc"))
+    return "%s@0x%x" % (UNKNOWN, pc) if pc is not None else UNKNOWN
+
+
+def _module_base(frame):
+    module = frame.get("module") if frame else None
+    return os.path.basename(module) if module else None
+
+
 class Signer:
     """Computes signatures with one skip list and one frame count."""
 
@@ -133,31 +187,120 @@ class Signer:
         self.top = top
         patterns = (load_skiplist() if use_default else []) + list(extra_skip)
         self.patterns = compile_patterns(patterns)
+        self.start_patterns = compile_patterns(
+            load_skiplist(section=PROCESS_START) if use_default else [])
+
+    @staticmethod
+    def _matches(patterns, label):
+        candidates = {label, bare_name(label)}
+        return any(p.fullmatch(c) for p in patterns for c in candidates)
 
     def skipped(self, label):
-        """True when a pattern matches the label (whole label, or its bare name)."""
-        candidates = {label, bare_name(label)}
-        return any(p.fullmatch(c) for p in self.patterns for c in candidates)
+        """True when a crash-reporting pattern matches the label (whole label, or its bare
+        name)."""
+        return self._matches(self.patterns, label)
 
-    def first_kept(self, labels):
-        """Index of the first label after the leading skip-listed run (0 when all match)."""
+    def process_start(self, label):
+        return self._matches(self.start_patterns, label)
+
+    def first_kept(self, labels, frames=None):
+        """Index of the first label after the leading crash-reporting run (0 when all match).
+        With `frames` (the frames the labels belong to), unnamed frames of a runtime library
+        or of a skip-listed frame's module may sit inside the run (rule 3)."""
+        last = -1
+        skip_modules = set()
         for i, label in enumerate(labels):
-            if not self.skipped(label):
-                return i
-        return 0
+            frame = frames[i] if frames is not None and i < len(frames) else None
+            if self.skipped(label):
+                last = i
+                if _module_base(frame):
+                    skip_modules.add(_module_base(frame))
+                continue
+            if frame is not None and not frame.get("symbol") and _module_base(frame):
+                base = _module_base(frame)
+                later = self._skip_module_follows(labels, frames, i)
+                if later and (_RUNTIME_MODULE.fullmatch(base) or base in skip_modules
+                              or base == later):
+                    continue  # inside the reporting machinery; kept if nothing skipped follows
+            break
+        start = last + 1
+        return 0 if start >= len(labels) else start
 
-    def frames_part(self, frames):
+    def _skip_module_follows(self, labels, frames, i):
+        """The module basename of the next skip-listed frame after i in the leading run of
+        skip-listed or unnamed frames ("" when it has no module), else None."""
+        for j in range(i + 1, len(labels)):
+            if self.skipped(labels[j]):
+                return _module_base(frames[j]) or ""
+            if frames[j].get("symbol"):
+                return None
+        return None
+
+    def chosen(self, frames):
+        """(labels, frames) the signature is made of (rules 2-5, before joining)."""
         labels = [frame_label(f) for f in frames]
-        if not labels:
-            return NO_FRAMES
-        start = self.first_kept(labels)
-        return SEPARATOR.join(labels[start:start + self.top])
+        start = self.first_kept(labels, frames)
+        end = len(labels)
+        for i in range(start, len(labels)):
+            if self.process_start(labels[i]):
+                end = i
+                break
+        if end == start:  # the crash is in the start code itself: keep what there is
+            end = len(labels)
+        stop = min(end, start + self.top)
+        return labels[start:stop], frames[start:stop]
+
+    def frames_part(self, frames, executable=None, arch=None):
+        return self._frames_part(frames, executable, arch)[0]
+
+    def _frames_part(self, frames, executable, arch):
+        if not frames:
+            return NO_FRAMES, True
+        labels, picked = self.chosen(frames)
+        if any(f.get("symbol") for f in picked):
+            return SEPARATOR.join(labels), False
+        # Nothing names the crash: the program, its architecture, and where each pc lies --
+        # an absolute pc for a frame outside every module (unstable under ASLR, but two
+        # different crashes must not share a bucket because neither could be named).
+        exact = [_unknown_pc(f) if label == UNKNOWN else label
+                 for label, f in zip(labels, picked)]
+        exe = os.path.basename(executable) if executable else "?"
+        where = "%s/%s" % (exe, arch) if arch else exe
+        return "?%s: %s" % (where, SEPARATOR.join(exact)), True
+
+    def sign_with_trust(self, doc):
+        """(signature, unreliable) of an ehbt-backtrace/1 document: unreliable when no frame
+        of the signature has a symbol (rule 5)."""
+        thread = crashing_thread(doc)
+        frames = thread.get("frames", []) if thread else []
+        text, unreliable = self._frames_part(frames, doc.get("executable"), doc.get("arch"))
+        return signal_prefix(doc.get("signal")) + text, unreliable
 
     def sign(self, doc):
         """The signature of an ehbt-backtrace/1 document."""
-        thread = crashing_thread(doc)
-        frames = thread.get("frames", []) if thread else []
-        return signal_prefix(doc.get("signal")) + self.frames_part(frames)
+        return self.sign_with_trust(doc)[0]
+
+
+COMPLETE_STOPS = ("outermost", "max_frames")
+
+
+def is_partial(stop_reason):
+    """A crashing thread whose walk ended before the outermost frame (or the frame cap)."""
+    return stop_reason is not None and stop_reason not in COMPLETE_STOPS
+
+
+def missing_modules(doc):
+    """Paths of the modules the engine could not find a file for, and the engine's warnings
+    about missing or mismatched files: what makes a signature less than it could be."""
+    # "[vdso]" and the like are mapped by the kernel and never have a file.
+    missing = [m.get("path") for m in doc.get("modules") or []
+               if not m.get("file") and not (m.get("path") or "[").startswith("[")]
+    for w in doc.get("warnings") or []:
+        kind = w.get("kind") if isinstance(w, dict) else None
+        if kind and kind.startswith(("missing", "mismatch")) and w.get("path"):
+            if w["path"] not in missing:
+                missing.append(w["path"])
+    return missing
 
 
 def crashing_thread(doc):

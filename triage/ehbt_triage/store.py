@@ -12,7 +12,11 @@ Rules:
 - A core stored as ``failed`` is analysed again by a later run (the engine or the timeout may
   have changed); its row is replaced in the same transaction that writes the new result.
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
-  and last_seen are the oldest and newest core_time (the core file's mtime) among them.
+  and last_seen are the oldest and newest core_time among them (core_time: the time in a
+  systemd-coredump file name, else the core file's mtime).
+- Schema version 2 added the spool columns of ``cores`` (process_name, uid, boot_id, pid,
+  compression) and what makes a signature less trustworthy (unreliable, missing_modules,
+  warnings); a version-1 store is migrated in place when it is opened (MIGRATIONS).
 
 The same schema and rules hold for PostgreSQL (store_pg.py, for several runs on several
 machines sharing one store); open_store() picks the implementation from the --db value.
@@ -25,7 +29,28 @@ import os
 import sqlite3
 import time
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Columns added after version 1: (name, SQLite type, PostgreSQL type). A store made by an
+# older version gets them with ALTER TABLE when it is opened (NULL in its old rows).
+MIGRATIONS = (("process_name", "TEXT", "TEXT"), ("uid", "INTEGER", "BIGINT"),
+              ("boot_id", "TEXT", "TEXT"), ("pid", "INTEGER", "BIGINT"),
+              ("compression", "TEXT", "TEXT"), ("unreliable", "INTEGER", "INTEGER"),
+              ("missing_modules", "TEXT", "TEXT"), ("warnings", "TEXT", "TEXT"))
+SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
+COMPLETE_STOPS = "('outermost', 'max_frames')"
+
+# Per bucket: what the report shows beside the signature. partial: its ok cores whose
+# crashing thread's walk stopped early; unreliable: its signature names no frame.
+BUCKET_SELECT = (
+    "SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, b.example_core_id, "
+    "c.path AS example_path, c.executable, c.arch, c.signal, c.signal_code, c.fault_addr, "
+    "(SELECT COUNT(*) FROM cores p WHERE p.bucket_id = b.id AND p.status = 'ok' "
+    " AND p.stop_reason IS NOT NULL AND p.stop_reason NOT IN " + COMPLETE_STOPS + ") "
+    "AS partial, "
+    "(SELECT COALESCE(MAX(u.unreliable), 0) FROM cores u WHERE u.bucket_id = b.id "
+    " AND u.status = 'ok') AS unreliable "
+    "FROM buckets b LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -57,7 +82,15 @@ CREATE TABLE IF NOT EXISTS cores (
   stop_reason TEXT,
   signature TEXT,
   bucket_id INTEGER REFERENCES buckets(id),
-  analysed_at REAL NOT NULL
+  analysed_at REAL NOT NULL,
+  process_name TEXT,
+  uid INTEGER,
+  boot_id TEXT,
+  pid INTEGER,
+  compression TEXT,
+  unreliable INTEGER,
+  missing_modules TEXT,
+  warnings TEXT
 );
 CREATE TABLE IF NOT EXISTS threads (
   id INTEGER PRIMARY KEY,
@@ -123,10 +156,24 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)",
-                            (str(SCHEMA_VERSION),))
+            self._migrate()
         except sqlite3.Error as e:
             raise StoreError("%s: %s" % (path, e)) from None
+
+    def _migrate(self):
+        """Brings a store of an older schema up to SCHEMA_VERSION (in one transaction)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(cores)")}
+            for name, sqlite_type, _ in MIGRATIONS:
+                if name not in have:
+                    self.db.execute("ALTER TABLE cores ADD COLUMN %s %s" % (name, sqlite_type))
+            self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)",
+                            (str(SCHEMA_VERSION),))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def close(self):
         self.db.close()
@@ -171,9 +218,7 @@ class Store:
     def buckets_with_cores(self, core_ids=None):
         """Buckets (dicts, with an example core path) sorted by count, then signature.
         With core_ids: only the buckets those cores fall into."""
-        sql = ("SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, "
-               "b.example_core_id, c.path AS example_path FROM buckets b "
-               "LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
+        sql = BUCKET_SELECT
         args = []
         if core_ids is not None:
             ids = sorted(set(core_ids))
@@ -187,6 +232,18 @@ class Store:
         cur = self._exec(sql, args)
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def bucket_cores(self, bucket_id):
+        """Every ok core of a bucket (dicts of the cores row), oldest core_time first."""
+        cur = self._exec("SELECT * FROM cores WHERE bucket_id = ? AND status = 'ok' "
+                         "ORDER BY core_time, path", (bucket_id,))
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def failed_cores(self):
+        """(path, error) of every core stored as failed."""
+        return [tuple(r) for r in self._exec(
+            "SELECT path, error FROM cores WHERE status = 'failed' ORDER BY path").fetchall()]
 
     def core_times(self, bucket_id=None):
         """core_time of every ok core (of one bucket)."""
@@ -230,6 +287,7 @@ class Store:
             rows = document_rows(doc, frame_key or (lambda f: None))
         sig = doc.get("signal") or {}
         now = time.time()
+        extra = extra_columns(info)
         try:
             self._begin()
             old = self.db.execute("SELECT id, status FROM cores WHERE sha256 = ?",
@@ -247,11 +305,12 @@ class Store:
             core_id = self.db.execute(
                 "INSERT INTO cores(sha256, path, size, executable, arch, signal, signal_number, "
                 "signal_code, fault_addr, core_time, status, error, stop_reason, signature, "
-                "bucket_id, analysed_at) VALUES (?,?,?,?,?,?,?,?,?,?,'ok',NULL,?,?,?,?)",
+                "bucket_id, analysed_at, %s) VALUES (?,?,?,?,?,?,?,?,?,?,'ok',NULL,?,?,?,?,%s)"
+                % (", ".join(EXTRA_COLUMNS), ",".join("?" * len(EXTRA_COLUMNS))),
                 (info["sha256"], info["path"], info.get("size"), doc.get("executable"),
                  doc.get("arch"), sig.get("name"), sig.get("number"), sig.get("code"),
                  sig.get("address"), info.get("core_time"), crashing, signature, bucket_id,
-                 now)).lastrowid
+                 now) + extra).lastrowid
             self._insert_rows(core_id, rows)
             self._refresh_bucket(bucket_id, core_id)
             self.db.execute("COMMIT")
@@ -275,10 +334,11 @@ class Store:
             if old is not None:
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
             core_id = self.db.execute(
-                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at) "
-                "VALUES (?,?,?,?,'failed',?,?)",
+                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at, "
+                "%s) VALUES (?,?,?,?,'failed',?,?,%s)"
+                % (", ".join(EXTRA_COLUMNS), ",".join("?" * len(EXTRA_COLUMNS))),
                 (info["sha256"], info["path"], info.get("size"), info.get("core_time"), error,
-                 now)).lastrowid
+                 now) + extra_columns(info)).lastrowid
             self.db.execute("COMMIT")
             return core_id
         except BaseException:
@@ -312,6 +372,22 @@ class Store:
             "             AND status = 'ok'), "
             "example_core_id = COALESCE(example_core_id, :c) WHERE id = :b",
             {"b": bucket_id, "c": core_id})
+
+
+EXTRA_COLUMNS = tuple(name for name, _, _ in MIGRATIONS)
+
+
+def extra_columns(info):
+    """The values of EXTRA_COLUMNS for a core's info dict (lists stored as JSON text)."""
+    values = []
+    for name in EXTRA_COLUMNS:
+        v = info.get(name)
+        if isinstance(v, (list, dict)):
+            v = json.dumps(v, sort_keys=True)
+        elif isinstance(v, bool):
+            v = int(v)
+        values.append(v)
+    return tuple(values)
 
 
 def document_rows(doc, frame_key):

@@ -16,7 +16,8 @@ A transaction that still collides (deadlock, serialization failure) is simply ru
 
 import time
 
-from .store import SCHEMA_VERSION, Store, StoreError, _crashing_stop, document_rows
+from .store import (BUCKET_SELECT, EXTRA_COLUMNS, MIGRATIONS, SCHEMA_VERSION, Store,
+                    StoreError, _crashing_stop, document_rows, extra_columns)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -48,7 +49,15 @@ CREATE TABLE IF NOT EXISTS cores (
   stop_reason TEXT,
   signature TEXT,
   bucket_id BIGINT REFERENCES buckets(id),
-  analysed_at DOUBLE PRECISION NOT NULL
+  analysed_at DOUBLE PRECISION NOT NULL,
+  process_name TEXT,
+  uid BIGINT,
+  boot_id TEXT,
+  pid BIGINT,
+  compression TEXT,
+  unreliable INTEGER,
+  missing_modules TEXT,
+  warnings TEXT
 );
 CREATE TABLE IF NOT EXISTS threads (
   id BIGSERIAL PRIMARY KEY,
@@ -93,8 +102,13 @@ class PgStore(Store):
             with self.db.transaction():
                 self.db.execute("SELECT pg_advisory_xact_lock(7217)")
                 self.db.execute(SCHEMA)
+                # A store of an older schema gets the newer columns (see store.MIGRATIONS).
+                for name, _, pg_type in MIGRATIONS:
+                    self.db.execute("ALTER TABLE cores ADD COLUMN IF NOT EXISTS %s %s"
+                                    % (name, pg_type))
                 self.db.execute("INSERT INTO meta(key, value) VALUES ('schema', %s) "
-                                "ON CONFLICT DO NOTHING", (str(SCHEMA_VERSION),))
+                                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                                (str(SCHEMA_VERSION),))
         except psycopg.Error as e:
             raise StoreError("%s: %s" % (url, str(e).strip().splitlines()[0] if str(e)
                                          else type(e).__name__)) from None
@@ -105,9 +119,7 @@ class PgStore(Store):
     def buckets_with_cores(self, core_ids=None):
         """As in SQLite, but the ids travel as one array: a run of 100 000 cores would pass
         PostgreSQL's 65 535 parameters per statement."""
-        sql = ("SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, "
-               "b.example_core_id, c.path AS example_path FROM buckets b "
-               "LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
+        sql = BUCKET_SELECT
         args = ()
         if core_ids is not None:
             ids = sorted(set(core_ids))
@@ -151,12 +163,13 @@ class PgStore(Store):
             got = db.execute(
                 "INSERT INTO cores(sha256, path, size, executable, arch, signal, signal_number, "
                 "signal_code, fault_addr, core_time, status, error, stop_reason, signature, "
-                "bucket_id, analysed_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,'ok',NULL,%s,%s,"
-                "%s,%s) ON CONFLICT (sha256) DO NOTHING RETURNING id",
+                "bucket_id, analysed_at, %s) VALUES (%%s,%%s,%%s,%%s,%%s,%%s,%%s,%%s,%%s,%%s,"
+                "'ok',NULL,%%s,%%s,%%s,%%s,%s) ON CONFLICT (sha256) DO NOTHING RETURNING id"
+                % (", ".join(EXTRA_COLUMNS), ",".join(["%s"] * len(EXTRA_COLUMNS))),
                 (info["sha256"], info["path"], info.get("size"), doc.get("executable"),
                  doc.get("arch"), sig.get("name"), sig.get("number"), sig.get("code"),
                  sig.get("address"), info.get("core_time"), _crashing_stop(doc), signature,
-                 bucket_id, time.time())).fetchone()
+                 bucket_id, time.time()) + extra_columns(info)).fetchone()
             if got is None:
                 # Another run committed this content after our SELECT: theirs counts.
                 raise _Lost()
@@ -187,11 +200,12 @@ class PgStore(Store):
             if old is not None:
                 db.execute("DELETE FROM cores WHERE id = %s", (old[0],))
             got = db.execute(
-                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at) "
-                "VALUES (%s,%s,%s,%s,'failed',%s,%s) ON CONFLICT (sha256) DO NOTHING "
-                "RETURNING id",
+                "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at, "
+                "%s) VALUES (%%s,%%s,%%s,%%s,'failed',%%s,%%s,%s) ON CONFLICT (sha256) "
+                "DO NOTHING RETURNING id"
+                % (", ".join(EXTRA_COLUMNS), ",".join(["%s"] * len(EXTRA_COLUMNS))),
                 (info["sha256"], info["path"], info.get("size"), info.get("core_time"), error,
-                 time.time())).fetchone()
+                 time.time()) + extra_columns(info)).fetchone()
             if got is None:
                 raise _Lost()
             return got[0]

@@ -36,6 +36,7 @@ import time
 
 from . import engine
 from .content_hash import sparse_sha256
+from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
 from .store import document_rows
 
@@ -106,13 +107,55 @@ def _test_fault(path):
             hog.append(bytearray(32 << 20))
 
 
-def _analyse(path, options, signer):
-    """The result dict of one core (no exception escapes for an unusable core)."""
+def open_plain(path):
+    """(PlainCore, sha256) of a core, compressed or not; raises OSError or DecompressError.
+    A compressed core is decompressed once, here: hashed and then analysed from the copy."""
+    plain = PlainCore(path)
+    try:
+        return plain, sparse_sha256(plain.path)
+    except BaseException:
+        plain.close()
+        raise
+
+
+def content_key(path):
+    """The content key of the core at `path` (of its decompressed content when compressed)."""
+    plain, digest = open_plain(path)
+    plain.close()
+    return digest
+
+
+def _analyse(path, options, signer, plain=None):
+    """The result dict of one core (no exception escapes for an unusable core). `plain`: the
+    core already made plain (open_plain), else it is opened here."""
+    own = plain is None
+    try:
+        if own:
+            plain = PlainCore(path)
+    except (OSError, DecompressError) as e:
+        return {"error": _unreadable(e)}
+    try:
+        return _analyse_plain(path, options, signer, plain)
+    finally:
+        if own:
+            plain.close()
+
+
+def _unreadable(e):
+    if isinstance(e, DecompressError):
+        return str(e)
+    return "unreadable: %s" % (e.strerror or e)
+
+
+def _analyse_plain(path, options, signer, plain):
     try:
         _test_fault(path)
         # The CLI fallback gets a little less than the parent's deadline, so that it can say
         # "timed out" itself and its child is reaped.
-        doc = engine.analyze_core(path, options["sysroots"], timeout=options["timeout"] * 0.9)
+        doc = engine.analyze_core(plain.path, options["sysroots"],
+                                  timeout=options["timeout"] * 0.9,
+                                  debug_dirs=options.get("debug_dirs", ()),
+                                  debuginfod=options.get("debuginfod", False), name=path)
     except engine.AnalysisError as e:
         return {"error": str(e)}
     except MemoryError:
@@ -125,9 +168,10 @@ def _analyse(path, options, signer):
     # keeps the message small and the parent's share of the work per core low.
     build_ids = module_names(doc)
     rows = document_rows(doc, lambda f: frame_key(f, build_ids))
-    signature = signer.sign(doc)
+    signature, unreliable = signer.sign_with_trust(doc)
     doc["threads"] = [thread] if thread else []
     return {"error": None, "doc": doc, "signature": signature, "rows": rows,
+            "unreliable": unreliable, "compression": plain.compression,
             "stop_reason": thread.get("stop_reason") if thread else None}
 
 
@@ -155,22 +199,23 @@ def worker_main(conn, options, signer, die_with_parent=True):
             continue
         try:
             st = os.stat(path)
-            digest = sparse_sha256(path)
-        except OSError as e:
-            conn.send(("fail", task, "unreadable: %s" % (e.strerror or e)))
+            plain, digest = open_plain(path)
+        except (OSError, DecompressError) as e:
+            conn.send(("fail", task, _unreadable(e)))
             continue
-        conn.send(("hash", task, digest, st.st_size, st.st_mtime))
-        try:
-            answer = conn.recv()
-        except (EOFError, OSError):
-            return
-        if answer is None:
-            return
-        if answer[0] != "go":
-            continue
-        if delay > 0:
-            time.sleep(delay)
-        result = _analyse(path, options, signer)
+        with plain:
+            conn.send(("hash", task, digest, st.st_size, st.st_mtime))
+            try:
+                answer = conn.recv()
+            except (EOFError, OSError):
+                return
+            if answer is None:
+                return
+            if answer[0] != "go":
+                continue
+            if delay > 0:
+                time.sleep(delay)
+            result = _analyse(path, options, signer, plain)
         result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         conn.send(("done", task, result))
 
