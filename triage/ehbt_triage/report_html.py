@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """--html FILE: one self-contained page (inline CSS, inline JS, inline SVG; no network).
 
-It shows the whole database, not only this run: every bucket (count, cores of this run, first
-and last core time, signature, an example core) with the example's crashing stack behind a
-<details> toggle (modules and offsets), a per-day histogram of core times drawn as SVG, and
-the cores that failed. The small script only filters and sorts the table; without it the page
-reads the same.
+It shows the whole database, not only this run: every bucket (count, cores of this run,
+partial/unreliable markers, executable, architecture, signal with code and address, first and
+last core time, a cores-per-day trend as a small SVG, signature) with the example's crashing
+stack and every core of the bucket behind <details> toggles, a per-day histogram of all core
+times, and the cores that failed. The counts at the top are the store's, and the failed count
+is the length of the failed list below it (cores stored as failed, plus this run's inputs that
+failed before they could be stored). The small script only filters and sorts the table;
+without it the page reads the same.
 """
 
 import datetime
@@ -18,6 +21,7 @@ from .signature import DEFAULT_TOP, frame_label
 DAY = 86400.0
 MAX_BARS = 120
 MAX_STACK = 40  # frames shown per example stack
+MAX_CORES = 10000  # cores listed per bucket (a bigger bucket says how many more it has)
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;background:#fff;
@@ -36,6 +40,10 @@ table.stack{font-size:.9em}table.stack code{white-space:nowrap}
 td.ex{max-width:22em}
 table.stack tr.skipped{color:#999}table.stack tr.insig td:first-child{border-left:3px solid #4a78b5}
 .fail{color:#a00}
+.flag{display:inline-block;font-size:.8em;padding:0 .4em;margin:0 .2em .2em 0;border-radius:.6em;
+color:#fff;white-space:nowrap}.flag.partial{background:#b5651d}.flag.unreliable{background:#a00}
+table.cores{font-size:.85em;width:auto}table.cores td,table.cores th{cursor:auto;background:none}
+svg.trend .bar{fill:#4a78b5}
 svg .bar{fill:#4a78b5}svg .bar:hover{fill:#e08a2c}svg text{font-size:10px;fill:#555}
 input#filter{margin:.3em 0 .6em;padding:.3em;width:40em;max-width:100%}
 """
@@ -138,7 +146,7 @@ def _stack(store, core_id, signer):
     the leading skipped ones greyed."""
     tid, stop, frames = store.crashing_frames(core_id)
     labels = [frame_label(f) for f in frames]
-    start = signer.first_kept(labels) if signer and labels else 0
+    start = signer.first_kept(labels, frames) if signer and labels else 0
     top = signer.top if signer else DEFAULT_TOP
     rows = ['<table class="stack"><tr><th>#</th><th>symbol</th><th>module</th>'
             '<th>offset</th><th>build-id key</th><th>via</th></tr>']
@@ -159,6 +167,73 @@ def _stack(store, core_id, signer):
     rows.append("</table><div class=\"meta\">thread %s, walk stopped: %s; grey: frames skipped "
                 "as crash reporting, marked: frames in the signature</div>" % (_e(tid), _e(stop)))
     return "".join(rows)
+
+
+def trend_svg(times):
+    """A bucket's cores per day (weeks past MAX_BARS days), as a small inline SVG."""
+    bins, width = histogram_bins(times)
+    if not bins:
+        return ""
+    peak = max(c for _, c in bins)
+    bar_w = max(1.0, min(6.0, 120.0 / len(bins)))
+    h = 20
+    parts = ['<svg class="trend" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+             'role="img" aria-label="cores per %s">' % (int(bar_w * len(bins)) + 1, h,
+                                                        "day" if width == 1 else "week")]
+    for i, (day, count) in enumerate(bins):
+        bh = max(1.0, h * count / peak) if count else 0
+        parts.append('<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f">'
+                     '<title>%s: %d</title></rect>' % (i * bar_w, h - bh, max(0.8, bar_w - 0.5),
+                                                        bh, day.isoformat(), count))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _signal_text(b):
+    """'SIGSEGV (code 1) at 0x0' from a bucket row (its example core's signal)."""
+    if not b.get("signal"):
+        return "no signal"
+    text = b["signal"]
+    if b.get("signal_code") is not None:
+        text += " (code %s)" % b["signal_code"]
+    if b.get("fault_addr"):
+        text += " at " + b["fault_addr"]
+    return text
+
+
+def _flags_html(b):
+    out = []
+    if b.get("partial"):
+        out.append('<span class="flag partial" title="%d core(s) of this bucket: the walk of '
+                   'the crashing thread stopped before the outermost frame">partial</span>'
+                   % b["partial"])
+    if b.get("unreliable"):
+        out.append('<span class="flag unreliable" title="no frame of the signature has a '
+                   'name: keyed by executable and module offsets">unreliable</span>')
+    return "".join(out)
+
+
+def _cores_table(cores):
+    rows = ['<table class="cores"><tr><th>core</th><th>core time (UTC)</th><th>process</th>'
+            '<th>pid</th><th>uid</th><th>compression</th><th>walk stopped</th></tr>']
+    for c in cores[:MAX_CORES]:
+        rows.append("<tr><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                    "<td>%s</td><td>%s</td></tr>" % (
+                        _e(c["path"]), _e(_fmt_time(c["core_time"])), _e(c.get("process_name")),
+                        _e(c.get("pid")), _e(c.get("uid")), _e(c.get("compression")),
+                        _e(c.get("stop_reason"))))
+    if len(cores) > MAX_CORES:
+        rows.append('<tr><td colspan="7">... %d more cores</td></tr>' % (len(cores) - MAX_CORES))
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def failed_list(store, failed):
+    """[(path, reason)]: the cores stored as failed and this run's failed inputs, one entry per
+    path (this run's reason wins: it is the newer one)."""
+    merged = dict(store.failed_cores())
+    merged.update(dict(failed))
+    return sorted(merged.items())
 
 
 def recent_html(result, window):
@@ -186,8 +261,7 @@ def recent_html(result, window):
 def render(store, run_counts, failed, engine_line, signer=None, now=None, recent=None):
     buckets = store.buckets_with_cores()
     times = store.core_times()
-    db_failed = store.db.execute(
-        "SELECT path, error FROM cores WHERE status = 'failed' ORDER BY path").fetchall()
+    failures = failed_list(store, failed)
     total_ok = sum(b["count"] for b in buckets)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
            '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -196,7 +270,7 @@ def render(store, run_counts, failed, engine_line, signer=None, now=None, recent
     out.append('<div class="meta">%d analysed core(s) in %d bucket(s), %d failed &middot; '
                'database <code>%s</code> &middot; generated %s UTC &middot; %s &middot; '
                'page <span id="js-ok">static</span></div>' % (
-                   total_ok, len(buckets), len(db_failed), _e(store.path),
+                   total_ok, len(buckets), len(failures), _e(store.path),
                    _e(_fmt_time(now or time.time())), _e(engine_line)))
     if recent is None:
         from .recent import changes
@@ -207,27 +281,30 @@ def render(store, run_counts, failed, engine_line, signer=None, now=None, recent
     out.append(histogram_svg(times))
     out.append("<h2>Buckets</h2>")
     out.append('<input id="filter" type="search" placeholder="filter by signature, core ...">')
-    out.append('<table id="buckets"><thead><tr><th>count</th><th>this run</th>'
-               '<th>first seen</th><th>last seen</th><th>signature</th><th>example core</th>'
+    out.append('<table id="buckets"><thead><tr><th>count</th><th>this run</th><th>flags</th>'
+               '<th>executable</th><th>arch</th><th>signal</th>'
+               '<th>first seen</th><th>last seen</th><th>cores per day</th><th>signature</th>'
                "</tr></thead><tbody>")
     for b in buckets:
+        cores = store.bucket_cores(b["id"])
+        bucket_times = [c["core_time"] for c in cores if c["core_time"] is not None]
         out.append(
             '<tr class="bucket" data-bucket="%d"><td class="n">%d</td><td class="n">%d</td>'
-            '<td data-key="%s">%s</td><td data-key="%s">%s</td>'
-            '<td><details><summary class="sig">%s</summary>%s</details></td>'
-            '<td class="ex"><code>%s</code></td></tr>' % (
-                b["id"], b["count"], run_counts.get(b["id"], 0), _e(b["first_seen"] or 0),
-                _e(_fmt_time(b["first_seen"])), _e(b["last_seen"] or 0),
-                _e(_fmt_time(b["last_seen"])), _e(b["signature"]),
-                _stack(store, b["example_core_id"], signer), _e(b["example_path"])))
+            '<td class="flags">%s</td><td><code>%s</code></td><td>%s</td><td class="signal">%s'
+            '</td><td data-key="%s">%s</td><td data-key="%s">%s</td><td>%s</td>'
+            '<td><details><summary class="sig">%s</summary>%s'
+            '<details class="all-cores"><summary>all %d core(s)</summary>%s</details>'
+            '</details></td></tr>' % (
+                b["id"], b["count"], run_counts.get(b["id"], 0), _flags_html(b),
+                _e(b.get("executable")), _e(b.get("arch")), _e(_signal_text(b)),
+                _e(b["first_seen"] or 0), _e(_fmt_time(b["first_seen"])),
+                _e(b["last_seen"] or 0), _e(_fmt_time(b["last_seen"])),
+                trend_svg(bucket_times), _e(b["signature"]),
+                _stack(store, b["example_core_id"], signer), len(cores), _cores_table(cores)))
     out.append("</tbody></table>")
-    if failed or db_failed:
-        out.append("<h2>Failed cores</h2><ul>")
-        listed = set()
-        for path, reason in list(failed) + list(db_failed):
-            if (path, reason) in listed:
-                continue
-            listed.add((path, reason))
+    if failures:
+        out.append('<h2>Failed cores (%d)</h2><ul id="failed">' % len(failures))
+        for path, reason in failures:
             out.append('<li class="fail"><code>%s</code>: %s</li>' % (_e(path), _e(reason)))
         out.append("</ul>")
     out.append("<script>%s</script></body></html>\n" % _JS)
