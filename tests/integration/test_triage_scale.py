@@ -2,7 +2,7 @@
 """ehbt-triage beyond one machine (issue #17), against the real components started here as a
 user would start them (scale_services.py): a dask scheduler with two dask-worker processes,
 and a PostgreSQL server run by an unprivileged user. Also the spool reader (special files,
-dangling symlinks, unreadable and compressed files) and `report --since`."""
+dangling symlinks, unreadable files; a gzip copy of a core counted once) and `report --since`."""
 
 import os
 import shutil
@@ -296,13 +296,16 @@ def test_spool_special_and_unreadable_files_fail_alone(tool_env, user, cores):
         for name, why in (("fifo.core", "a FIFO, not opened"), ("socket.core", "a socket"),
                           ("dangling.core", "dangling symlink"),
                           ("secret.core", "Permission denied"),
-                          ("packed.core.gz", "compressed core (gzip)"),
                           ("named.fifo", "a FIFO, not opened")):
             line = [ln for ln in failed.splitlines() if name + ":" in ln]
             assert line and why in line[0], (name, failed)
         recs = _jsonl_by_core(os.path.join(out, "o.jsonl"))
         for g in good:
-            assert recs[os.path.basename(g)]["status"] == "ok"
+            assert recs[os.path.basename(g)]["status"] in ("ok", "seen_before")
+        # The gzip core is read, and is the same core as its plain original: counted once.
+        packed, plain = recs["packed.core.gz"], recs[os.path.basename(good[1])]
+        assert packed["sha256"] == plain["sha256"] and packed["compression"] == "gzip"
+        assert {packed["status"], plain["status"]} == {"ok", "seen_before"}
         con = sqlite3.connect(os.path.join(out, "db"))
         assert con.execute("SELECT COUNT(*) FROM cores WHERE status = 'ok'").fetchone()[0] == 3
         con.close()

@@ -148,7 +148,9 @@ class Run:
             tid, stop, frames = self.store.crashing_frames(row["id"])
             for f in frames:
                 f["index"] = f.pop("idx")
-            info = dict(row, path=path)
+            # This file's own name and format (a .zst copy of a plain core keeps its own).
+            info = core_info(path, row["sha256"], None, row["core_time"],
+                             self.compression.get(path))
             self.writer.write(jsonl.record(
                 path, row["sha256"], "seen_before", row["executable"], _signal_from_row(row),
                 row["signature"], row["bucket_id"], tid, frames, stop, info=info,
