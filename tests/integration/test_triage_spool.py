@@ -349,3 +349,59 @@ def test_version_1_sqlite_store_is_migrated(tool_env, spool, tmp_path):
                        (str(d / name),)).fetchone() == (manifest[name]["pid"],
                                                         manifest[name]["process_name"], "lz4")
     con.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL: the same columns, and a version-1 store migrated
+
+
+@pytest.fixture(scope="module")
+def postgres(request):
+    import scale_services as svc
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg not installed (scripts/install-deps.sh installs python3-psycopg)")
+    pg = svc.Postgres(svc.unprivileged_user())
+    request.addfinalizer(pg.stop)
+    return pg.start()
+
+
+def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, postgres, tmp_path):
+    import psycopg
+
+    d, manifest = spool
+    url = postgres.fresh_db("spool")
+    with psycopg.connect(url, autocommit=True) as c:  # a store made by schema version 1
+        c.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        c.execute("INSERT INTO meta VALUES ('schema', '1')")
+        c.execute("CREATE TABLE buckets (id BIGSERIAL PRIMARY KEY, signature TEXT NOT NULL "
+                  "UNIQUE, first_seen DOUBLE PRECISION, last_seen DOUBLE PRECISION, count BIGINT "
+                  "NOT NULL DEFAULT 0, example_core_id BIGINT)")
+        c.execute(V1_CORES.replace("INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY")
+                  .replace(" REAL", " DOUBLE PRECISION"))
+        c.execute("INSERT INTO cores(sha256, path, status, error, analysed_at) "
+                  "VALUES ('00', '/old.core', 'failed', 'old failure', 1.0)")
+    proc = triage(tool_env, "--coredump-dir", d, "--db", url, "--jsonl", tmp_path / "o.jsonl",
+                  "-j", "2")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    recs = {os.path.basename(r["core"]): r for r in read_jsonl(tmp_path / "o.jsonl")}
+    with psycopg.connect(url) as c:
+        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+        assert c.execute("SELECT error FROM cores WHERE path = '/old.core'").fetchone()[0] == \
+            "old failure"
+        for name, m in manifest.items():
+            if recs[name]["status"] != "ok":
+                continue
+            row = c.execute("SELECT process_name, uid, boot_id, pid, core_time, compression "
+                            "FROM cores WHERE sha256 = %s", (recs[name]["sha256"],)).fetchone()
+            if m["uid"] is None:
+                assert row[:4] == (None, None, None, None), name
+            else:
+                assert row[:5] == (m["process_name"], m["uid"], m["boot_id"], m["pid"],
+                                   m["core_time"]), name
+            assert row[5] == m["compression"], name
+        # The plain core and its .zst copy: one core.
+        assert c.execute("SELECT COUNT(*) FROM cores WHERE status = 'ok'").fetchone()[0] == \
+            len(manifest) - 1
