@@ -233,6 +233,8 @@ def test_signature_skips_unnamed_libc_frames_inside_the_reporting_run():
         "app+0x44 | abort | main"
     assert s.sign(_doc([_f(None, LIBC, "0x1"), _f("f"), _f("main")])) == \
         "libc.so.6+0x1 | f | main"
+    # main's caller is start code even without a name.
+    assert s.sign(_doc([_f("f"), _f("main"), _f(None, LIBC, "0x27780")])) == "f | main"
     # Thread start frames are dropped too.
     assert s.sign(_doc([_f("worker"), _f("start_thread", LIBC), _f("clone3", LIBC)])) == "worker"
 
@@ -405,3 +407,28 @@ def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, post
         # The plain core and its .zst copy: one core.
         assert c.execute("SELECT COUNT(*) FROM cores WHERE status = 'ok'").fetchone()[0] == \
             len(manifest) - 1
+
+
+ABORTS = [(a, n) for a in ("aarch64", "s390x", "x86_64") for n in ("threads", "noreturn",
+                                                                     "terminate")]
+
+
+@pytest.mark.parametrize("arch,name", ABORTS, ids=["%s-%s" % c for c in ABORTS])
+def test_abort_cores_with_sysroots_start_at_the_programs_frames(tool_env, fixture_cores, arch,
+                                                                name, tmp_path):
+    """With the libraries found (sysroot) but libc without .symtab, the abort path starts with
+    unnamed libc frames (__pthread_kill_implementation): the signature still begins where
+    GDB shows the program's own first function, and holds no process-start frame."""
+    exp = ce.expected_case(fixture_cores, arch, name, pytest.skip)
+    args = ["--sysroot", exp["sysroot"]] if exp["sysroot"] else []
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", *args,
+                  exp["core"])
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    (rec,) = read_jsonl(tmp_path / "o.jsonl")
+    want = [f for f in gdb_identity(exp) if f != "_start"]
+    got = [re.sub(r"\.cold$", "", x) for x in rec["signature"].split(" | ")]
+    assert got[:len(want)] == want, (rec["signature"], want)
+    assert not rec["unreliable"]
+    assert not any(x in rec["signature"] for x in ("__libc_start", "_start", "start_thread"))
+    if "main" in want:  # nothing below main, named or not
+        assert rec["signature"].endswith("main"), rec["signature"]

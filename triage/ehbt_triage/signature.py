@@ -23,7 +23,8 @@ The rule (kept in one place so the report, the store and the docs agree):
    frame further down stays. If every frame matches, none is dropped.
 4. Frames that start a process or thread (the [process-start] patterns: ``_start``,
    ``__libc_start_main``, ``start_thread``, ``clone3`` ...) end the stack: they and the frames
-   below them are dropped (unless nothing would be left).
+   below them are dropped (unless nothing would be left). So are the frames below ``main``:
+   its caller is the C runtime's start code, also where libc has no symbol for it.
 5. The next ``top`` labels (default 5) are joined with `` | ``. When none of them comes from a
    symbol, the signature is *unreliable*: module offsets say little across builds and none of
    them names the crash, so it is written ``?EXE/ARCH: label | label`` (EXE the executable's
@@ -244,6 +245,9 @@ class Signer:
         for i in range(start, len(labels)):
             if self.process_start(labels[i]):
                 end = i
+                break
+            if bare_name(labels[i]) == "main":
+                end = i + 1  # main's caller is the C runtime's start code, named or not
                 break
         if end == start:  # the crash is in the start code itself: keep what there is
             end = len(labels)
