@@ -11,6 +11,7 @@ core (<name>.expected.json), and the fixture programs' own function names.
 """
 
 import json
+import shutil
 import os
 import re
 import sqlite3
@@ -432,3 +433,44 @@ def test_abort_cores_with_sysroots_start_at_the_programs_frames(tool_env, fixtur
     assert not any(x in rec["signature"] for x in ("__libc_start", "_start", "start_thread"))
     if "main" in want:  # nothing below main, named or not
         assert rec["signature"].endswith("main"), rec["signature"]
+
+
+def test_debuginfod_fetches_the_missing_executable(tool_env, fixture_cores, tmp_path):
+    """A real debuginfod server (test_debuginfod's) serving the buildid case's executable,
+    which is missing where its core names it: with --debuginfod the signature names GDB's
+    functions; without a server the core is keyed by offsets, unreliable, and exit 1."""
+    import test_debuginfod as dbg
+
+    if shutil.which("debuginfod") is None:
+        pytest.skip("debuginfod not installed (scripts/install-deps.sh installs it)")
+    exp = ce.expected_case(fixture_cores, "x86_64", "buildid", pytest.skip)
+    gen = dbg.server.__wrapped__(fixture_cores, _Factory(tmp_path))
+    url = next(gen)
+    try:
+        env = dict(tool_env, **{k: v for k, v in dbg.env_for(url, tmp_path / "cache").items()
+                               if k.startswith("DEBUGINFOD")})
+        proc = triage(env, "--db", tmp_path / "a.db", "--jsonl", tmp_path / "a.jsonl",
+                      "--debuginfod", exp["core"])
+    finally:
+        gen.close()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (rec,) = read_jsonl(tmp_path / "a.jsonl")
+    assert rec["signature"].split(" ", 1)[1].startswith(" | ".join(gdb_identity(exp))), rec
+    assert not rec["unreliable"] and not rec["missing_modules"]
+    env = {k: v for k, v in tool_env.items() if not k.startswith("DEBUGINFOD")}
+    proc = triage(env, "--db", tmp_path / "b.db", "--jsonl", tmp_path / "b.jsonl", exp["core"])
+    assert proc.returncode == 1 and "Analysed without some of their files" in proc.stdout
+    (rec,) = read_jsonl(tmp_path / "b.jsonl")
+    assert rec["unreliable"] and rec["missing_modules"], rec
+
+
+class _Factory:
+    """The one method of pytest's tmp_path_factory the server fixture uses."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def mktemp(self, name):
+        d = self.base / name
+        d.mkdir()
+        return d
