@@ -28,7 +28,6 @@ FORMATS = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
            (b"\x04\x22\x4d\x18", "lz4"), (b"\x1f\x8b", "gzip"))
 _TOOLS = {"zstd": ["zstd", "-d", "-c", "-q"], "xz": ["xz", "-d", "-c", "-q", "-T1"],
           "lz4": ["lz4", "-d", "-c", "-q"], "gzip": ["gzip", "-d", "-c", "-q"]}
-_DEBIAN = {"zstd": "zstd", "xz": "xz-utils", "lz4": "lz4", "gzip": "gzip"}
 _RESERVE = 64 << 20  # free space left in the temporary directory, as the engine leaves it
 _ZERO = bytes(BLOCK)
 
@@ -125,28 +124,33 @@ def _decompress(path, fmt, out):
             raise DecompressError("cannot run %s: %s" % (cmd[0], e.strerror or e)) from None
     size = written = 0
     fd = out.fileno()
-    pending = bytearray()
+    # One reused 1 MiB buffer, filled from the pipe and written out block by block at its
+    # offset: no copy per block, and zero blocks are compared in place and never written.
+    buf = bytearray(16 * BLOCK)
+    view = memoryview(buf)
     try:
-        while True:
-            chunk = proc.stdout.read(16 * BLOCK)
-            if chunk:
-                pending += chunk
-            # Whole blocks go out as they fill; the last (short) one at the end.
-            while len(pending) >= BLOCK or (not chunk and pending):
-                block = bytes(pending[:BLOCK])
-                del pending[:BLOCK]
-                if size + len(block) > max_bytes:
-                    raise DecompressError("%s core larger than %d bytes decompressed "
-                                          "(Limits.max_decompressed_bytes)" % (fmt, max_bytes))
-                if block != _ZERO[:len(block)]:
-                    if disk_cap is not None and written + len(block) > disk_cap:
-                        raise DecompressError("%s core needs more than %d bytes of data on disk "
-                                              "in %s" % (fmt, disk_cap, tempfile.gettempdir()))
-                    os.pwrite(fd, block, size)
-                    written += len(block)
-                size += len(block)
-            if not chunk:
-                break
+        eof = False
+        while not eof:
+            fill = 0
+            while fill < len(buf):
+                got = proc.stdout.readinto(view[fill:])
+                if not got:
+                    eof = True
+                    break
+                fill += got
+            if size + fill > max_bytes:
+                raise DecompressError("%s core larger than %d bytes decompressed "
+                                      "(Limits.max_decompressed_bytes)" % (fmt, max_bytes))
+            for off in range(0, fill, BLOCK):
+                n = min(BLOCK, fill - off)
+                if buf.startswith(_ZERO if n == BLOCK else _ZERO[:n], off, off + n):
+                    continue
+                if disk_cap is not None and written + n > disk_cap:
+                    raise DecompressError("%s core needs more than %d bytes of data on disk "
+                                          "in %s" % (fmt, disk_cap, tempfile.gettempdir()))
+                os.pwrite(fd, view[off:off + n], size + off)
+                written += n
+            size += fill
         err = proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
         code = proc.wait()
     finally:
@@ -160,7 +164,3 @@ def _decompress(path, fmt, out):
         raise DecompressError("corrupt or truncated %s stream (%d bytes recovered): %s"
                               % (fmt, size, why))
     os.ftruncate(fd, size)  # a trailing hole has no data to write
-
-
-def install_hint(fmt):
-    return "the %s tool (Debian: %s)" % (_TOOLS[fmt][0], _DEBIAN[fmt])
