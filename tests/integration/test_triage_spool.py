@@ -474,3 +474,39 @@ class _Factory:
         d = self.base / name
         d.mkdir()
         return d
+
+
+@pytest.mark.parametrize("fmt", ["zstd", "xz", "lz4", "gzip"])
+def test_decompressed_copy_is_sparse_and_keyed_like_the_original(tmp_path, fmt, monkeypatch):
+    """plain_core on a 256 MiB file that is mostly holes: the key equals the original's
+    content key, the copy holds only the data blocks on disk, and it is gone when closed."""
+    from ehbt_triage import content_hash
+    from ehbt_triage.plain_core import PlainCore
+
+    if shutil.which({"xz": "xz"}.get(fmt, fmt)) is None:
+        pytest.skip("%s not installed" % fmt)
+    orig = tmp_path / "sparse.core"
+    with open(orig, "wb") as f:
+        f.write(b"\x7fELF" + bytes(range(256)) * 64)
+        for mib in (3, 77, 200):
+            f.seek(mib << 20)
+            f.write(os.urandom(100000))  # crosses 64 KiB blocks
+        f.truncate(256 << 20)
+    packed = tmp_path / "sparse.core.packed"
+    cmd = {"zstd": ["zstd", "-q", "-c"], "xz": ["xz", "-c", "-T1", "-0"], "lz4": ["lz4", "-q", "-c"],
+           "gzip": ["gzip", "-c", "-1"]}[fmt]
+    with open(packed, "wb") as out:
+        subprocess.run(cmd + [str(orig)], stdout=out, check=True)
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    with PlainCore(str(packed)) as plain:
+        assert plain.compression == fmt and plain.path != str(packed)
+        assert os.listdir(tmp) == []  # never linked into a directory: gone with the worker
+        assert content_hash.sparse_sha256(plain.path) == content_hash.sparse_sha256(str(orig))
+        st = os.stat(plain.path)
+        assert st.st_size == 256 << 20
+        assert st.st_blocks * 512 < 4 << 20  # ~0.4 MiB of data, not 256 MiB
+    assert plain._file is None and os.listdir(tmp) == []
