@@ -184,6 +184,7 @@ def test_html_report_shows_every_core_and_agreeing_counts(spool, spool_run):
         assert ">%s<" % m["arch"] in row
         if m["core_time"] is not None:
             assert '<svg class="trend"' in row
+            assert "<code>%s</code>" % m["boot_id"] in row and "<td>%d</td>" % m["pid"] in row
         if rec["partial"]:
             assert 'class="flag partial"' in row, name
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")

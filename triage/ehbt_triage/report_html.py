@@ -215,15 +215,16 @@ def _flags_html(b):
 
 def _cores_table(cores):
     rows = ['<table class="cores"><tr><th>core</th><th>core time (UTC)</th><th>process</th>'
-            '<th>pid</th><th>uid</th><th>compression</th><th>walk stopped</th></tr>']
+            '<th>pid</th><th>uid</th><th>boot id</th><th>compression</th><th>walk stopped</th>'
+            '</tr>']
     for c in cores[:MAX_CORES]:
         rows.append("<tr><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                    "<td>%s</td><td>%s</td></tr>" % (
+                    "<td><code>%s</code></td><td>%s</td><td>%s</td></tr>" % (
                         _e(c["path"]), _e(_fmt_time(c["core_time"])), _e(c.get("process_name")),
-                        _e(c.get("pid")), _e(c.get("uid")), _e(c.get("compression")),
-                        _e(c.get("stop_reason"))))
+                        _e(c.get("pid")), _e(c.get("uid")), _e(c.get("boot_id")),
+                        _e(c.get("compression")), _e(c.get("stop_reason"))))
     if len(cores) > MAX_CORES:
-        rows.append('<tr><td colspan="7">... %d more cores</td></tr>' % (len(cores) - MAX_CORES))
+        rows.append('<tr><td colspan="8">... %d more cores</td></tr>' % (len(cores) - MAX_CORES))
     rows.append("</table>")
     return "".join(rows)
 
