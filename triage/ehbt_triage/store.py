@@ -20,8 +20,8 @@ Rules:
 
 The same schema and rules hold for PostgreSQL (store_pg.py, for several runs on several
 machines sharing one store); open_store() picks the implementation from the --db value.
-The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, core_times,
-recent_cores, record_ok, record_failed, close.
+The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, bucket_cores,
+failed_cores, core_times, recent_cores, record_ok, record_failed, close.
 """
 
 import json
