@@ -177,7 +177,8 @@ def test_html_report_shows_every_core_and_agreeing_counts(spool, spool_run):
     for name, rec in recs.items():
         if rec["status"] != "ok":
             continue
-        row = page.split('<tr class="bucket" data-bucket="%d"' % rec["bucket"])[1].split('<tr class="bucket"')[0]
+        row = page.split('<tr class="bucket" data-bucket="%d"' % rec["bucket"])[1]
+        row = row.split('<tr class="bucket"')[0]
         assert "<code>%s</code>" % (d / name) in row, name
         assert rec["signal"] is None or rec["signal"]["name"] in row
         m = manifest[name]
@@ -373,7 +374,7 @@ def postgres(request):
 
 
 def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, postgres, tmp_path):
-    import psycopg
+    import psycopg  # noqa: F811 (the fixture checked that it is there)
 
     d, manifest = spool
     url = postgres.fresh_db("spool")
@@ -494,8 +495,8 @@ def test_decompressed_copy_is_sparse_and_keyed_like_the_original(tmp_path, fmt, 
             f.write(os.urandom(100000))  # crosses 64 KiB blocks
         f.truncate(256 << 20)
     packed = tmp_path / "sparse.core.packed"
-    cmd = {"zstd": ["zstd", "-q", "-c"], "xz": ["xz", "-c", "-T1", "-0"], "lz4": ["lz4", "-q", "-c"],
-           "gzip": ["gzip", "-c", "-1"]}[fmt]
+    cmd = {"zstd": ["zstd", "-q", "-c"], "xz": ["xz", "-c", "-T1", "-0"],
+           "lz4": ["lz4", "-q", "-c"], "gzip": ["gzip", "-c", "-1"]}[fmt]
     with open(packed, "wb") as out:
         subprocess.run(cmd + [str(orig)], stdout=out, check=True)
     import tempfile

@@ -3,8 +3,8 @@
 
 Modules: cli (arguments), discover (which files are cores; never opens special files),
 spool (systemd-coredump file names), plain_core (a compressed core decompressed once, for its
-content key and the engine), outputs (output paths checked before work), engine (the one adapter to the engine: core ->
-ehbt-backtrace/1 dict), workers (killable local worker processes), dask_pool + helper (the
+content key and the engine), outputs (output paths checked before work), engine (the one
+adapter to the engine: core -> ehbt-backtrace/1 dict), workers (killable local worker processes), dask_pool + helper (the
 dask.distributed executor), signature, store (the store API and SQLite), store_pg
 (PostgreSQL), run (one run), recent (`report --since`), report_text, report_html, jsonl,
 version.
