@@ -231,6 +231,8 @@ class _Modules:
             target = self.core_target(core)
             if target is not None:
                 modules = debugger_support.merge_modules(modules, list(target.modules))
+        elif inferior.pid:
+            modules = debugger_support.respell_live_modules(modules, inferior.pid)
         self._set = ehbt.ModuleSet(modules)
         self._key = key
         return self._set
@@ -398,19 +400,19 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
     def _parse(arg):
         opts = {"all": False, "json": False, "full": False, "n": 0, "compare": False,
                 "version": False}
-        argv = gdb.string_to_argv(arg)
+        try:
+            argv = gdb.string_to_argv(arg)
+        except (gdb.error, ValueError) as e:
+            raise gdb.GdbError(debugger_support.one_line(e))
         i = 0
         while i < len(argv):
             a = argv[i]
             if a == "-n":
-                if i + 1 >= len(argv):
-                    raise gdb.GdbError("ehbt: -n needs a number")
                 try:
-                    opts["n"] = int(argv[i + 1], 0)
-                except ValueError:
-                    raise gdb.GdbError("ehbt: -n needs a number, not '%s'" % argv[i + 1])
-                if opts["n"] <= 0:
-                    raise gdb.GdbError("ehbt: -n needs a positive number")
+                    opts["n"] = debugger_support.parse_count(
+                        "-n", argv[i + 1] if i + 1 < len(argv) else None)
+                except ValueError as e:
+                    raise gdb.GdbError(str(e))
                 i += 2
                 continue
             if a.startswith("-") and a[1:] in opts and a != "-n":
@@ -421,6 +423,16 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
         return opts
 
     def invoke(self, arg, from_tty):
+        # Every failure is one line: GDB prints a GdbError's message alone, without the
+        # Python traceback any other exception would bring.
+        try:
+            self._invoke(arg)
+        except (gdb.GdbError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001  (no traceback reaches the user)
+            raise gdb.GdbError(debugger_support.one_line(e))
+
+    def _invoke(self, arg):
         opts = self._parse(arg)
         if opts["version"]:
             gdb.write("ehbt %s\n" % ehbt.__version__)
@@ -434,6 +446,8 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             selected_frame = gdb.selected_frame()
         except gdb.error:
             selected_frame = None  # GDB cannot make frame 0; the engine may still
+        # The signal of the stop: the thread GDB selected when the program stopped took it.
+        signal, signal_tid = _stop_signal(selected_thread)
         threads = [selected_thread]
         if opts["all"]:
             threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
@@ -442,9 +456,8 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             for thread in threads:
                 thread.switch()
                 arch, backtrace = _unwind_selected_thread(opts["n"])
-                signal = _signal_of_selected_thread()
                 compare = _compare_lines(backtrace, opts["n"] or 2048) if opts["compare"] else None
-                results.append((thread, arch, backtrace, signal, compare))
+                results.append((thread, arch, backtrace, compare))
         finally:
             selected_thread.switch()
             try:
@@ -453,45 +466,66 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             except gdb.error:
                 pass
         if opts["json"]:
-            gdb.write(report.dumps(self._document(results)) + "\n")
+            gdb.write(report.dumps(self._document(results, signal, signal_tid)) + "\n")
             return
         regnames_ = None
-        for thread, arch, backtrace, _signal, compare in results:
+        out = []
+        for thread, arch, backtrace, compare in results:
             if opts["all"]:
-                gdb.write("\nThread %d (LWP %d):\n" % (thread.num, _thread_tid(thread)))
+                tid = _thread_tid(thread)
+                out += ["", report.thread_header(tid, tid == signal_tid, signal)]
             if opts["full"]:
                 regnames_ = regnames.dwarf_names(arch)
-            lines = compare if compare is not None else report.format_text(
+            out += compare if compare is not None else report.format_text(
                 backtrace, full=opts["full"], regnames=regnames_)
-            gdb.write("\n".join(lines) + "\n")
+        gdb.write("\n".join(out) + "\n")
 
     @staticmethod
-    def _document(results):
-        core = _modules.core
-        crashing_tid = None
-        core_signal = None
-        if core:
-            target = _modules.core_target(core)
-            if target is not None and target.threads:
-                crashing_tid = target.threads[target.crashing_thread].tid
-                sig = target.signal
-                if sig is not None:
-                    core_signal = report.signal_record(sig.number, sig.code, sig.address)
-        threads = []
-        signal = None
-        arch = results[0][1] if results else "x86_64"
-        for thread, _arch, backtrace, thread_signal, _cmp in results:
-            tid = _thread_tid(thread)
-            crashing = tid == crashing_tid
-            if crashing or (signal is None and thread_signal is not None):
-                signal = thread_signal or signal
-            threads.append(report.thread_record(tid, backtrace, crashing=crashing,
-                                                name=thread.name))
+    def _document(results, signal, signal_tid):
         inferior = gdb.selected_inferior()
+        modules = _modules.get(inferior)
+        core = _modules.core
+        target = _modules.core_target(core) if core else None
+        threads = []
+        arch = results[0][1] if results else "x86_64"
+        for thread, _arch, backtrace, _cmp in results:
+            tid = _thread_tid(thread)
+            threads.append(report.thread_record(tid, backtrace, crashing=tid == signal_tid))
+        if target is not None:
+            executable = target.executable or gdb.current_progspace().filename
+            warnings = list(target.warnings)
+        else:
+            executable = gdb.current_progspace().filename
+            if inferior.pid and not core:
+                executable = debugger_support.live_executable(inferior.pid, executable)
+            warnings = []
         return report.document(
-            arch, threads, modules=_modules.get(inferior).modules,
-            executable=gdb.current_progspace().filename, core=core,
-            signal=core_signal or signal)
+            arch, threads, modules=modules.modules, executable=executable or None, core=core,
+            signal=signal, pid=None if core else inferior.pid, warnings=warnings)
+
+
+def _stop_signal(thread):
+    """(signal record, tid of the thread that took it) of the program's stop, or (None, None).
+
+    A core: the signal the core records (NT_SIGINFO) and its crashing thread, from the
+    engine's own reader (GDB marks every thread of a core with the signal). A live process:
+    the siginfo the kernel gave the thread GDB selected at the stop (a breakpoint is the
+    SIGTRAP of its trap instruction, as the kernel reports it)."""
+    _modules.get(gdb.selected_inferior())
+    core = _modules.core
+    if core:
+        target = _modules.core_target(core)
+        if target is None or not target.threads or target.signal is None:
+            return None, None
+        return report.target_signal(target), target.threads[target.crashing_thread].tid
+    current = gdb.selected_thread()
+    try:
+        thread.switch()
+        signal = _signal_of_selected_thread()
+    finally:
+        if current is not None:
+            current.switch()
+    return signal, (_thread_tid(thread) if signal is not None else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,6 +554,7 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         self.cache = {}
         self.walks = 0
         self._types = {}
+        self._save_group = {}  # architecture name -> names of the registers GDB saves
         # One walk covers the whole stack of any sane program; a deeper one is resumed
         # from the last frame computed, when GDB asks for it.
         self._unwinder = ehbt.Unwinder(ehbt.Limits(max_frames=1 << 16))
@@ -583,6 +618,7 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         cfa, func, saved = row
         info = pending_frame.create_unwind_info(_FrameId(gdb.Value(cfa), gdb.Value(func)))
         value = gdb.Value
+        supplied = set()
         for name, v in saved:
             # A 64-bit integer value has every register's size here; cast only if GDB
             # insists on the register's own type.
@@ -590,7 +626,31 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
                 info.add_saved_register(name, value(v))
             except ValueError:
                 info.add_saved_register(name, value(v).cast(self._types[name]))
+            supplied.add(name)
+        self._carry_unchanged(pending_frame, info, supplied)
         return info
+
+    def _carry_unchanged(self, pending_frame, info, supplied):
+        """Every register the walk did not determine is the caller's unchanged, as GDB's own
+        DWARF unwinder takes a register without a CFI rule (same value). GDB reads a register
+        a Python unwinder leaves out as <optimized out>: without this, arguments kept in
+        callee-saved or vector registers, and entry values computed from them, would show
+        less with this unwinder than without it."""
+        arch = pending_frame.architecture()
+        names = self._save_group.get(arch.name())
+        if names is None:
+            try:
+                names = [r.name for r in arch.registers("save")]
+            except (gdb.error, ValueError, AttributeError):
+                names = []
+            self._save_group[arch.name()] = names
+        for name in names:
+            if name in supplied:
+                continue
+            try:
+                info.add_saved_register(name, pending_frame.read_register(name))
+            except (gdb.error, ValueError):
+                continue  # <unavailable> here, or not a register GDB lets an unwinder set
 
 
 def _install():
