@@ -285,7 +285,6 @@ class _Context:
         self.walks_done = 0
         self.sysroots = ()  # the last --sysroot list given to the command (the recognizer's)
         self.core_errors = {}  # core path -> why the engine could not open it
-        self.source_type = None  # SBType of ehbt_source (_source_type)
 
     def core_path(self, process, explicit=None):
         if explicit:
@@ -735,35 +734,45 @@ def _make_value(target, name, raw, sbtype):
     return target.CreateValueFromData(name, data, sbtype)
 
 
+_source_types = {}  # debugger id -> SBType of $ehbt_source_t
+
+
 def _source_type(target):
-    """The SBType $ehbt_source_t (char[_SOURCE_LEN]) of a target, declared on first use.
+    """The SBType $ehbt_source_t (char[_SOURCE_LEN]), declared once per debugger.
 
     LLDB 16's Python API makes no new types; a persistent typedef declared through the
-    expression parser (no code runs, so this works on cores too) gives ehbt_source a type name
-    no program has. Falls back to the plain char array if the declaration fails."""
-    options = lldb.SBExpressionOptions()
-    options.SetAllowJIT(False)
-    options.SetTryAllThreads(False)
-    options.SetSuppressPersistentResult(True)
-    probe = "(%s *)0" % _SOURCE_TYPE
-    value = target.EvaluateExpression(probe, options)
-    if not value.GetError().Success():
-        target.EvaluateExpression("typedef char %s[%d];" % (_SOURCE_TYPE, _SOURCE_LEN), options)
-        value = target.EvaluateExpression(probe, options)
-    if value.GetError().Success():
-        pointee = value.GetType().GetPointeeType()
-        if pointee.IsValid() and pointee.GetByteSize() == _SOURCE_LEN:
-            return pointee
-    return target.GetBasicType(lldb.eBasicTypeChar).GetArrayType(_SOURCE_LEN)
+    expression parser gives ehbt_source a type name no program has. It is declared in the
+    debugger's dummy target, which has no process: declaring it in the user's target would
+    let LLDB allocate expression memory by calling mmap inside a live process (and so change
+    its state, down to the siginfo of its stop). Falls back to a plain char array."""
+    debugger = target.GetDebugger()
+    found = _source_types.get(debugger.GetID())
+    if found is None:
+        found = target.GetBasicType(lldb.eBasicTypeChar).GetArrayType(_SOURCE_LEN)
+        dummy = debugger.GetDummyTarget()
+        options = lldb.SBExpressionOptions()
+        options.SetAllowJIT(False)
+        options.SetTryAllThreads(False)
+        probe = "(%s *)0" % _SOURCE_TYPE
+        if dummy.IsValid():
+            value = dummy.EvaluateExpression(probe, options)
+            if not value.GetError().Success():
+                dummy.EvaluateExpression("typedef char %s[%d];" % (_SOURCE_TYPE, _SOURCE_LEN),
+                                         options)
+                value = dummy.EvaluateExpression(probe, options)
+            pointee = value.GetType().GetPointeeType() if value.GetError().Success() else None
+            if pointee is not None and pointee.IsValid() and \
+                    pointee.GetByteSize() == _SOURCE_LEN:
+                found = pointee
+        _source_types[debugger.GetID()] = found
+    return found
 
 
-def _annotation_values(target, cfa, source, agrees, ctx):
+def _annotation_values(target, cfa, source, agrees):
     size = target.GetAddressByteSize()
     pointer = target.GetBasicType(lldb.eBasicTypeVoid).GetPointerType()
     text = source.encode()[:_SOURCE_LEN - 1].ljust(_SOURCE_LEN, b"\0")
-    if ctx.source_type is None:
-        ctx.source_type = _source_type(target)
-    chars = ctx.source_type
+    chars = _source_type(target)
     boolean = target.GetBasicType(lldb.eBasicTypeBool)
     return [
         _make_value(target, "ehbt_cfa", _value_bytes(target, cfa, size), pointer),
@@ -780,8 +789,8 @@ class EhbtFrameRecognizer:
             found = _annotation(frame)
             if found is None:
                 return []
-            process = frame.GetThread().GetProcess()
-            return _annotation_values(process.GetTarget(), *found, _context(process))
+            target = frame.GetThread().GetProcess().GetTarget()
+            return _annotation_values(target, *found)
         except Exception:  # noqa: BLE001  (never break LLDB's frame machinery)
             return []
 

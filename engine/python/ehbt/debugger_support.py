@@ -61,6 +61,10 @@ def _debug_file(module):
     return module.image is not None and module.image.debug_file is not None
 
 
+def _same_real_file(a, b):
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def merge_modules(from_debugger, from_core):
     """The debugger's modules plus those the engine found in the core that it does not cover.
 
@@ -84,6 +88,8 @@ def merge_modules(from_debugger, from_core):
         placed = [c for c in twin if c.bias == m.bias]
         if placed:
             m.path = placed[0].path
+            if m.file and placed[0].file and _same_real_file(m.file, placed[0].file):
+                m.file = placed[0].file  # one file, through a symlink: the engine's spelling
         merged.append(m)
     for c in from_core:
         if not any(m.start < c.end and c.start < m.end for m in merged):
@@ -181,6 +187,8 @@ def respell_live_modules(modules, pid):
         if m.path.startswith("/"):
             spelled = files.get(os.path.realpath(m.path))
             if spelled:
+                if m.file and _same_real_file(m.file, spelled):
+                    m.file = spelled
                 m.path = spelled
     return modules
 
