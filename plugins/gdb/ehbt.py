@@ -27,10 +27,16 @@ What the engine is given:
   file list (qemu-user) still get their shared libraries; a file both know but place
   differently is placed where the engine says (GDB may have left a PIE unrelocated).
 
+Output is ehbt.report's: the CLI's frame, signal-frame, stop and thread lines, and its
+ehbt-backtrace/1 document on one line (docs/gdb.md, "One voice"). Separate debug files are
+looked for in GDB's debug-file-directory.
+
 The unwinder (registered disabled) walks the whole stack once per stop in C++ and answers
-GDB frame by frame from a (pc, sp) table. It declines frames the engine could not step past,
-and signal trampolines inside a known file (GDB's own sigtramp unwinder shows them as
-"<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
+GDB frame by frame from a (pc, sp) table: the caller's pc, every register the engine
+recovered, and every other register GDB saves carried unchanged (GDB's DWARF unwinder's rule
+for a register without one), so variables never show less than without it. It declines
+frames the engine could not step past, and signal trampolines inside a known file (GDB's own
+sigtramp unwinder shows them as "<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
 made up from DW_TAG_call_site debug info on top of GDB's own DWARF unwinder.
 """
 

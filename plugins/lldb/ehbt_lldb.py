@@ -27,10 +27,13 @@ What the engine is given:
   replaced by the engine's record of it (reported with build_id_match false).
   The core file is the one named by --core, or else the ELF core LLDB has mapped into its own
   address space (found in /proc/self/maps and matched by thread ids);
-- symbols: SBTarget.ResolveLoadAddress at the frame's lookup address (pc for frame 0 and for a
-  frame a signal interrupted, pc-1 for callers, so a call that is the last instruction of its
-  function is not taken for the next function); LLDB's ELF symbol (not its synthesized
-  ___lldb_unnamed_symbol names) when it has one, else the engine's own.
+- symbols: the engine's (what the CLI prints); where the engine has none, LLDB's ELF symbol
+  (not its synthesized ___lldb_unnamed_symbol names) at the frame's lookup address (pc for
+  frame 0 and for a frame a signal interrupted, pc-1 for callers);
+- debug files: LLDB's target.debug-file-search-paths, searched by the engine for separate
+  debug files (build-id directory, .gnu_debuglink) of a core's modules.
+
+Output is ehbt.report's, the CLI's lines and document (docs/lldb.md, "One voice").
 
 The recognizer: registered for every frame with a module (`frame recognizer add -x -f false`),
 except those LLDB's own assert recognizer handles (raise, gsignal, pthread_kill in libc.so.6),
@@ -38,7 +41,8 @@ so that LLDB still selects the frame that called abort() on SIGABRT. For each of
 it returns three values, which `frame variable` lists:
   ehbt_cfa     the engine's CFA for the stack frame at that depth,
   ehbt_source  how the engine found that frame (context, eh_frame, debug_frame, sframe,
-               signal, frame_pointer, scan; "none" where the engine has no frame there),
+               signal, frame_pointer, scan; "none" where the engine has no frame there), of
+               the type $ehbt_source_t, which its string summary is bound to,
   ehbt_agrees  whether LLDB's frame and the engine's at the same stack depth have the same pc
                and found the same caller (the same pc, or neither found one): false marks the
                frame where LLDB's unwinder and the engine part ways.
