@@ -160,3 +160,34 @@ def test_lldb_is_installed():
     import shutil
 
     assert shutil.which(LLDB), "lldb-16 is not installed (scripts/install-deps.sh lists it)"
+
+
+def test_live_breakpoint_same_document_in_gdb_and_lldb(build_dir, tmp_path):
+    """The same program stopped at the same breakpoint (both debuggers disable ASLR, so the
+    code addresses agree): GDB's and LLDB's documents differ only in the pid, the tid and the
+    CFAs (each debugger gives the program another environment, which moves its stack). Both
+    name the
+    process by "pid" and give the stop's real signal (the breakpoint's SIGTRAP)."""
+    exe = h.compile_chain(tmp_path / "chain")
+    gdb_file, lldb_file = tmp_path / "gdb.json", tmp_path / "lldb.json"
+    out = h.run_gdb(build_dir, [exe], [
+        "break bottom", "run",
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(gdb_file),
+        "kill"])
+    assert gdb_file.exists(), out[-3000:]
+    out = run_lldb(build_dir, tmp_path, [
+        "breakpoint set -n bottom", "process launch",
+        "ehbt_test_capture %s ehbt --json" % lldb_file, "process kill"],
+        pre=["target create %s" % exe])
+    assert lldb_file.exists(), out[-3000:]
+    docs = [the_document(f.read_text()) for f in (gdb_file, lldb_file)]
+    for doc in docs:
+        assert "core" not in doc and doc["pid"] > 0
+        assert doc["signal"]["name"] == "SIGTRAP", doc["signal"]
+        (thread,) = doc["threads"]
+        assert thread["crashing"] is True
+        doc.pop("pid")
+        thread.pop("tid")
+        for frame in thread["frames"]:
+            frame.pop("cfa")
+    assert docs[0] == docs[1]
