@@ -33,7 +33,7 @@ looked for in GDB's debug-file-directory.
 
 The unwinder (registered disabled) walks the whole stack once per stop in C++ and answers
 GDB frame by frame from a (pc, sp) table: the caller's pc, every register the engine
-recovered, and every other register GDB saves carried unchanged (GDB's DWARF unwinder's rule
+recovered, and every other general register carried unchanged (GDB's DWARF unwinder's rule
 for a register without one), so variables never show less than without it. It declines
 frames the engine could not step past, and signal trampolines inside a known file (GDB's own
 sigtramp unwinder shows them as "<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
@@ -560,7 +560,6 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         self.cache = {}
         self.walks = 0
         self._types = {}
-        self._save_group = {}  # architecture name -> names of the registers GDB saves
         # One walk covers the whole stack of any sane program; a deeper one is resumed
         # from the last frame computed, when GDB asks for it.
         self._unwinder = ehbt.Unwinder(ehbt.Limits(max_frames=1 << 16))
@@ -571,8 +570,8 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
     def __call__(self, pending_frame):
         try:
             return self._unwind(pending_frame)
-        except (gdb.error, gdb.MemoryError, ehbt.Error, ValueError, TypeError, KeyError):
-            return None  # never break GDB's own frame machinery
+        except Exception:  # noqa: BLE001  (never break GDB's frame machinery, no traceback)
+            return None
 
     def _walk(self, pending_frame, arch):
         regs, types = _read_registers(pending_frame, arch)
@@ -605,6 +604,9 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
             sym = frame.symbolize()
             saved = [(pc_name, caller.pc)]
             saved += [(names[n], v) for n, v in caller.regs.items() if n in names]
+            # GDB's s390 finds a caller's pc through its pseudo register "pc" (pswa with the
+            # addressing-mode bit masked), which an unwinder must supply by that name.
+            saved += [(alias, caller.pc) for alias in regnames.pc_pseudo_names(arch)]
             self.cache[key] = (frame.cfa, sym[1] if sym else frame.pc, saved)
         return types
 
@@ -633,30 +635,24 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
             except ValueError:
                 info.add_saved_register(name, value(v).cast(self._types[name]))
             supplied.add(name)
-        self._carry_unchanged(pending_frame, info, supplied)
+        self._carry_unchanged(pending_frame, info, supplied, arch)
         return info
 
-    def _carry_unchanged(self, pending_frame, info, supplied):
-        """Every register the walk did not determine is the caller's unchanged, as GDB's own
-        DWARF unwinder takes a register without a CFI rule (same value). GDB reads a register
-        a Python unwinder leaves out as <optimized out>: without this, arguments kept in
-        callee-saved or vector registers, and entry values computed from them, would show
-        less with this unwinder than without it."""
-        arch = pending_frame.architecture()
-        names = self._save_group.get(arch.name())
-        if names is None:
-            try:
-                names = [r.name for r in arch.registers("save")]
-            except (gdb.error, ValueError, AttributeError):
-                names = []
-            self._save_group[arch.name()] = names
-        for name in names:
+    def _carry_unchanged(self, pending_frame, info, supplied, arch):
+        """Every general register the walk did not determine is the caller's unchanged, as
+        GDB's own DWARF unwinder takes a register without a CFI rule (same value). GDB reads a
+        register a Python unwinder leaves out as <optimized out>: without this, arguments
+        kept in registers, and entry values computed from them, would show less with this
+        unwinder than without it. Only the general registers (ehbt.regnames): carrying GDB's
+        other raw and pseudo registers (s390x floating-point, vector, pswm, cc) made GDB 13
+        stop unwinding on s390x."""
+        for name in regnames.general_registers(arch):
             if name in supplied:
                 continue
             try:
                 info.add_saved_register(name, pending_frame.read_register(name))
             except (gdb.error, ValueError):
-                continue  # <unavailable> here, or not a register GDB lets an unwinder set
+                continue  # <unavailable> here
 
 
 def _install():

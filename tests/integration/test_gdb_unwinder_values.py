@@ -28,8 +28,13 @@ import json
 
 def ehbt_test_record(path, levels):
     frames = []
-    gdb.execute("frame 0", to_string=True)
-    frame = gdb.newest_frame()
+    try:
+        gdb.execute("frame 0", to_string=True)
+        frame = gdb.newest_frame()
+    except gdb.error as e:  # GDB cannot make frame 0 of this core
+        with open(path, "w") as f:
+            json.dump({"frames": [], "bt": "", "error": str(e)}, f)
+        return
     level = 0
     while frame is not None and level < levels:
         frame.select()
@@ -105,6 +110,14 @@ def by_function(frames):
 
 CASES = [c for c in ce.ALL_CASES]
 
+# Cores whose frame 0 GDB 13 cannot make at all, with its error: nothing to compare there.
+# The s390x qemu cores of PIE executables: GDB does not relocate the executable (qemu writes
+# no file list and GDB finds no link map it trusts) and says "PC not saved". The static one
+# needs no relocation and is compared. Checked both ways: a case that starts to work fails
+# here until it is taken off the list.
+GDB_CANNOT_UNWIND = {("s390x", c): "PC not saved" for _, c in ce.ALL_CASES
+                     if _ == "s390x" and c != "static"}
+
 
 @pytest.mark.parametrize("arch,name", CASES, ids=["%s-%s" % c for c in CASES])
 def test_unwinder_never_shows_less(build_dir, tmp_path, arch, name):
@@ -125,6 +138,10 @@ def test_unwinder_never_shows_less(build_dir, tmp_path, arch, name):
         "python print('WALKS', gdb._ehbt_plugin_state['unwinder'].walks)"], gdb=gdb)
     assert alone.exists() and ehbt.exists(), out[-3000:]
     before, after = json.loads(alone.read_text()), json.loads(ehbt.read_text())
+    if (arch, name) in GDB_CANNOT_UNWIND:
+        assert GDB_CANNOT_UNWIND[(arch, name)] in before.get("error", ""), before
+        return
+    assert "error" not in before, before
     walks = re.findall(r"^WALKS (\d+)", out, re.M)
     assert walks and int(walks[0]) >= 1, "the ehbt unwinder never ran:\n" + out[-3000:]
 
