@@ -36,8 +36,10 @@ GDB frame by frame from a (pc, sp) table: the caller's pc, every register the en
 recovered, and every other general register carried unchanged (GDB's DWARF unwinder's rule
 for a register without one), so variables never show less than without it. It declines
 frames the engine could not step past, and signal trampolines inside a known file (GDB's own
-sigtramp unwinder shows them as "<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
-made up from DW_TAG_call_site debug info on top of GDB's own DWARF unwinder.
+sigtramp unwinder shows them as "<signal handler called>"), and frames of functions GDB has
+debug info for whose caller the engine found from CFI: GDB's DWARF unwinder applies the same
+rows there and adds what only it can, tail-call frames and entry values from DW_TAG_call_site
+debug info.
 """
 
 import os
@@ -546,6 +548,18 @@ class _FrameId:
         self.pc = pc
 
 
+# Where the engine found a caller from the same unwind tables GDB's DWARF unwinder reads.
+_CFI_SOURCES = ("eh_frame", "debug_frame")
+
+
+def _has_debug_info(pc):
+    """Whether GDB has line/debug information for the function at pc."""
+    try:
+        return gdb.find_pc_line(pc).symtab is not None
+    except (gdb.error, RuntimeError):
+        return False
+
+
 class EhbtUnwinder(gdb.unwinder.Unwinder):
     """Unwinds GDB's frames with the engine.
 
@@ -601,6 +615,13 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
                     self.cache[key] = None  # the walk ends here: GDB's unwinders decide
                 continue
             caller = frames[i + 1]
+            if caller.source in _CFI_SOURCES and _has_debug_info(frame.lookup_pc):
+                # GDB's own DWARF unwinder applies the same CFI rows here, and only it adds
+                # what the function's debug info knows beyond them: the tail-call frames
+                # between it and its caller, and the entry values of its parameters
+                # (no_tid@entry=0) found at the call site. Leave such frames to GDB.
+                self.cache[key] = None
+                continue
             sym = frame.symbolize()
             saved = [(pc_name, caller.pc)]
             saved += [(names[n], v) for n, v in caller.regs.items() if n in names]
