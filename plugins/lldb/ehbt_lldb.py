@@ -393,7 +393,7 @@ def _unwind(debugger, target, process, thread, ctx, max_frames=0, sysroots=(), c
 
 
 # ---------------------------------------------------------------------------------------------
-# Output: LLDB's bt look, and the ehbt-backtrace/1 document.
+# Output: the CLI's lines and the ehbt-backtrace/1 document (ehbt.report).
 
 
 def _symbol_fallback(target):
