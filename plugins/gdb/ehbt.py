@@ -671,7 +671,14 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
             if name in supplied:
                 continue
             try:
-                info.add_saved_register(name, pending_frame.read_register(name))
+                value = pending_frame.read_register(name)
+                # A register GDB's unwinder of the frame below left undefined (s390x's
+                # call-clobbered r0-r5) stays so: carrying its <not saved> made GDB fail later
+                # ("register has not been saved in frame" in info frame).
+                if value.is_optimized_out:
+                    continue
+                value.fetch_lazy()
+                info.add_saved_register(name, value)
             except (gdb.error, ValueError):
                 continue  # <unavailable> here
 

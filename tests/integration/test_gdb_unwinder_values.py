@@ -120,23 +120,13 @@ CASES = [c for c in ce.ALL_CASES]
 
 # Cores whose frame 0 GDB 13 cannot make at all, with its error: nothing to compare there.
 # Most s390x qemu cores of PIE executables: GDB does not relocate the executable (qemu writes
-# no file list and GDB finds no link map it trusts) and says "PC not saved"; on nounwind and
-# overflow it makes unnamed frames, compared as far as they go, and the static core needs no
-# relocation. Checked both ways: a case that starts to work fails here until it is taken off.
+# no file list and GDB finds no link map it trusts) and says "PC not saved"; on nounwind it
+# makes unnamed frames, compared as far as they go, and the static core needs no relocation. Checked both ways: a case that starts to work fails here until it is taken off.
 GDB_CANNOT_UNWIND = {("s390x", c): "PC not saved" for _, c in ce.ALL_CASES
                      if _ == "s390x" and c not in ("static", "nounwind")}
 
-# Known, not yet fixed: on the s390x static core, with the unwinder enabled, `info frame` at
-# fx_level1 fails ("register has not been saved in frame") while GDB alone prints it; bt, the
-# arguments and locals are the same. It happens only while the engine supplies the frames
-# past main (__libc_start_call_main, no debug info); declining every frame makes it go away.
-# strict: the test fails once it is fixed, so the mark must go.
-KNOWN = {("s390x", "static"): "info frame at fx_level1 fails with the unwinder (s390x)"}
 
-
-@pytest.mark.parametrize("arch,name", [
-    pytest.param(*c, marks=pytest.mark.xfail(reason=KNOWN[c], strict=True)) if c in KNOWN else c
-    for c in CASES], ids=["%s-%s" % c for c in CASES])
+@pytest.mark.parametrize("arch,name", CASES, ids=["%s-%s" % c for c in CASES])
 def test_unwinder_never_shows_less(build_dir, tmp_path, arch, name):
     path = ce.expected_path(arch, name)
     assert path.exists(), "no fixture core (run cores/make-cores.sh %s)" % arch
