@@ -191,3 +191,29 @@ def test_live_breakpoint_same_document_in_gdb_and_lldb(build_dir, tmp_path):
         for frame in thread["frames"]:
             frame.pop("cfa")
     assert docs[0] == docs[1]
+
+
+def test_python_report_of_a_live_process_has_the_clis_keys(build_dir, ehbt_bin, tmp_path):
+    """ehbt.report.target_document of a live process names it by "pid" (no "core"), as
+    `ehbt pid PID --json` does: the same top-level and thread keys."""
+    import time
+
+    ehbt = h.import_ehbt(build_dir)
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.3)  # let it reach its nanosleep
+        cli_doc = json.loads(subprocess.run([str(ehbt_bin), "pid", str(proc.pid), "--json"],
+                                            capture_output=True, text=True,
+                                            timeout=60).stdout)
+        target = ehbt.attach_process(proc.pid)
+        try:
+            doc = ehbt.report.target_document(target)
+        finally:
+            target.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert doc["pid"] == cli_doc["pid"] == proc.pid and "core" not in doc
+    assert set(doc) - {"warnings"} == set(cli_doc) - {"warnings"}
+    assert set(doc["threads"][0]) - {"name"} == set(cli_doc["threads"][0])
+    assert doc["executable"] == cli_doc["executable"]

@@ -149,10 +149,11 @@ def target_document(target, threads="crashing", options=None, limits=None, core=
         records.append(thread_record(t.tid, bt, crashing=(i == target.crashing_thread
                                                           and target.signal is not None),
                                      name=t.name))
+    live = core is None and not target.path and target.pid
     return document(
         target.arch, records, modules=target.modules, executable=target.executable or None,
         core=core if core is not None else (target.path or None),
-        signal=target_signal(target))
+        signal=target_signal(target), pid=target.pid if live else None)
 
 
 def dumps(doc):
