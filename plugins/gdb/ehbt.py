@@ -27,11 +27,19 @@ What the engine is given:
   file list (qemu-user) still get their shared libraries; a file both know but place
   differently is placed where the engine says (GDB may have left a PIE unrelocated).
 
+Output is ehbt.report's: the CLI's frame, signal-frame, stop and thread lines, and its
+ehbt-backtrace/1 document on one line (docs/gdb.md, "One voice"). Separate debug files are
+looked for in GDB's debug-file-directory.
+
 The unwinder (registered disabled) walks the whole stack once per stop in C++ and answers
-GDB frame by frame from a (pc, sp) table. It declines frames the engine could not step past,
-and signal trampolines inside a known file (GDB's own sigtramp unwinder shows them as
-"<signal handler called>"). While it is enabled GDB shows no tail-call frames: those are
-made up from DW_TAG_call_site debug info on top of GDB's own DWARF unwinder.
+GDB frame by frame from a (pc, sp) table: the caller's pc, every register the engine
+recovered, and every other general register carried unchanged (GDB's DWARF unwinder's rule
+for a register without one), so variables never show less than without it. It declines
+frames the engine could not step past, and signal trampolines inside a known file (GDB's own
+sigtramp unwinder shows them as "<signal handler called>"), and frames of functions GDB has
+debug info for whose caller the engine found from CFI: GDB's DWARF unwinder applies the same
+rows there and adds what only it can, tail-call frames and entry values from DW_TAG_call_site
+debug info.
 """
 
 import os
@@ -231,6 +239,8 @@ class _Modules:
             target = self.core_target(core)
             if target is not None:
                 modules = debugger_support.merge_modules(modules, list(target.modules))
+        elif inferior.pid:
+            modules = debugger_support.respell_live_modules(modules, inferior.pid)
         self._set = ehbt.ModuleSet(modules)
         self._key = key
         return self._set
@@ -398,19 +408,19 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
     def _parse(arg):
         opts = {"all": False, "json": False, "full": False, "n": 0, "compare": False,
                 "version": False}
-        argv = gdb.string_to_argv(arg)
+        try:
+            argv = gdb.string_to_argv(arg)
+        except (gdb.error, ValueError) as e:
+            raise gdb.GdbError(debugger_support.one_line(e))
         i = 0
         while i < len(argv):
             a = argv[i]
             if a == "-n":
-                if i + 1 >= len(argv):
-                    raise gdb.GdbError("ehbt: -n needs a number")
                 try:
-                    opts["n"] = int(argv[i + 1], 0)
-                except ValueError:
-                    raise gdb.GdbError("ehbt: -n needs a number, not '%s'" % argv[i + 1])
-                if opts["n"] <= 0:
-                    raise gdb.GdbError("ehbt: -n needs a positive number")
+                    opts["n"] = debugger_support.parse_count(
+                        "-n", argv[i + 1] if i + 1 < len(argv) else None)
+                except ValueError as e:
+                    raise gdb.GdbError(str(e))
                 i += 2
                 continue
             if a.startswith("-") and a[1:] in opts and a != "-n":
@@ -421,6 +431,16 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
         return opts
 
     def invoke(self, arg, from_tty):
+        # Every failure is one line: GDB prints a GdbError's message alone, without the
+        # Python traceback any other exception would bring.
+        try:
+            self._invoke(arg)
+        except (gdb.GdbError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001  (no traceback reaches the user)
+            raise gdb.GdbError(debugger_support.one_line(e))
+
+    def _invoke(self, arg):
         opts = self._parse(arg)
         if opts["version"]:
             gdb.write("ehbt %s\n" % ehbt.__version__)
@@ -434,6 +454,8 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             selected_frame = gdb.selected_frame()
         except gdb.error:
             selected_frame = None  # GDB cannot make frame 0; the engine may still
+        # The signal of the stop: the thread GDB selected when the program stopped took it.
+        signal, signal_tid = _stop_signal(selected_thread)
         threads = [selected_thread]
         if opts["all"]:
             threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
@@ -442,9 +464,8 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             for thread in threads:
                 thread.switch()
                 arch, backtrace = _unwind_selected_thread(opts["n"])
-                signal = _signal_of_selected_thread()
                 compare = _compare_lines(backtrace, opts["n"] or 2048) if opts["compare"] else None
-                results.append((thread, arch, backtrace, signal, compare))
+                results.append((thread, arch, backtrace, compare))
         finally:
             selected_thread.switch()
             try:
@@ -453,45 +474,66 @@ stopped before the outermost frame. See also: enable unwinder global ehbt."""
             except gdb.error:
                 pass
         if opts["json"]:
-            gdb.write(report.dumps(self._document(results)) + "\n")
+            gdb.write(report.dumps(self._document(results, signal, signal_tid)) + "\n")
             return
         regnames_ = None
-        for thread, arch, backtrace, _signal, compare in results:
+        out = []
+        for thread, arch, backtrace, compare in results:
             if opts["all"]:
-                gdb.write("\nThread %d (LWP %d):\n" % (thread.num, _thread_tid(thread)))
+                tid = _thread_tid(thread)
+                out += ["", report.thread_header(tid, tid == signal_tid, signal)]
             if opts["full"]:
                 regnames_ = regnames.dwarf_names(arch)
-            lines = compare if compare is not None else report.format_text(
+            out += compare if compare is not None else report.format_text(
                 backtrace, full=opts["full"], regnames=regnames_)
-            gdb.write("\n".join(lines) + "\n")
+        gdb.write("\n".join(out) + "\n")
 
     @staticmethod
-    def _document(results):
-        core = _modules.core
-        crashing_tid = None
-        core_signal = None
-        if core:
-            target = _modules.core_target(core)
-            if target is not None and target.threads:
-                crashing_tid = target.threads[target.crashing_thread].tid
-                sig = target.signal
-                if sig is not None:
-                    core_signal = report.signal_record(sig.number, sig.code, sig.address)
-        threads = []
-        signal = None
-        arch = results[0][1] if results else "x86_64"
-        for thread, _arch, backtrace, thread_signal, _cmp in results:
-            tid = _thread_tid(thread)
-            crashing = tid == crashing_tid
-            if crashing or (signal is None and thread_signal is not None):
-                signal = thread_signal or signal
-            threads.append(report.thread_record(tid, backtrace, crashing=crashing,
-                                                name=thread.name))
+    def _document(results, signal, signal_tid):
         inferior = gdb.selected_inferior()
+        modules = _modules.get(inferior)
+        core = _modules.core
+        target = _modules.core_target(core) if core else None
+        threads = []
+        arch = results[0][1] if results else "x86_64"
+        for thread, _arch, backtrace, _cmp in results:
+            tid = _thread_tid(thread)
+            threads.append(report.thread_record(tid, backtrace, crashing=tid == signal_tid))
+        if target is not None:
+            executable = target.executable or gdb.current_progspace().filename
+            warnings = list(target.warnings)
+        else:
+            executable = gdb.current_progspace().filename
+            if inferior.pid and not core:
+                executable = debugger_support.live_executable(inferior.pid, executable)
+            warnings = []
         return report.document(
-            arch, threads, modules=_modules.get(inferior).modules,
-            executable=gdb.current_progspace().filename, core=core,
-            signal=core_signal or signal)
+            arch, threads, modules=modules.modules, executable=executable or None, core=core,
+            signal=signal, pid=None if core else inferior.pid, warnings=warnings)
+
+
+def _stop_signal(thread):
+    """(signal record, tid of the thread that took it) of the program's stop, or (None, None).
+
+    A core: the signal the core records (NT_SIGINFO) and its crashing thread, from the
+    engine's own reader (GDB marks every thread of a core with the signal). A live process:
+    the siginfo the kernel gave the thread GDB selected at the stop (a breakpoint is the
+    SIGTRAP of its trap instruction, as the kernel reports it)."""
+    _modules.get(gdb.selected_inferior())
+    core = _modules.core
+    if core:
+        target = _modules.core_target(core)
+        if target is None or not target.threads or target.signal is None:
+            return None, None
+        return report.target_signal(target), target.threads[target.crashing_thread].tid
+    current = gdb.selected_thread()
+    try:
+        thread.switch()
+        signal = _signal_of_selected_thread()
+    finally:
+        if current is not None:
+            current.switch()
+    return signal, (_thread_tid(thread) if signal is not None else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,6 +546,18 @@ class _FrameId:
     def __init__(self, sp, pc):
         self.sp = sp
         self.pc = pc
+
+
+# Where the engine found a caller from the same unwind tables GDB's DWARF unwinder reads.
+_CFI_SOURCES = ("eh_frame", "debug_frame")
+
+
+def _has_debug_info(pc):
+    """Whether GDB has line/debug information for the function at pc."""
+    try:
+        return gdb.find_pc_line(pc).symtab is not None
+    except (gdb.error, RuntimeError):
+        return False
 
 
 class EhbtUnwinder(gdb.unwinder.Unwinder):
@@ -530,8 +584,8 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
     def __call__(self, pending_frame):
         try:
             return self._unwind(pending_frame)
-        except (gdb.error, gdb.MemoryError, ehbt.Error, ValueError, TypeError, KeyError):
-            return None  # never break GDB's own frame machinery
+        except Exception:  # noqa: BLE001  (never break GDB's frame machinery, no traceback)
+            return None
 
     def _walk(self, pending_frame, arch):
         regs, types = _read_registers(pending_frame, arch)
@@ -561,9 +615,19 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
                     self.cache[key] = None  # the walk ends here: GDB's unwinders decide
                 continue
             caller = frames[i + 1]
+            if caller.source in _CFI_SOURCES and _has_debug_info(frame.lookup_pc):
+                # GDB's own DWARF unwinder applies the same CFI rows here, and only it adds
+                # what the function's debug info knows beyond them: the tail-call frames
+                # between it and its caller, and the entry values of its parameters
+                # (no_tid@entry=0) found at the call site. Leave such frames to GDB.
+                self.cache[key] = None
+                continue
             sym = frame.symbolize()
             saved = [(pc_name, caller.pc)]
             saved += [(names[n], v) for n, v in caller.regs.items() if n in names]
+            # GDB's s390 finds a caller's pc through its pseudo register "pc" (pswa with the
+            # addressing-mode bit masked), which an unwinder must supply by that name.
+            saved += [(alias, caller.pc) for alias in regnames.pc_pseudo_names(arch)]
             self.cache[key] = (frame.cfa, sym[1] if sym else frame.pc, saved)
         return types
 
@@ -583,6 +647,7 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         cfa, func, saved = row
         info = pending_frame.create_unwind_info(_FrameId(gdb.Value(cfa), gdb.Value(func)))
         value = gdb.Value
+        supplied = set()
         for name, v in saved:
             # A 64-bit integer value has every register's size here; cast only if GDB
             # insists on the register's own type.
@@ -590,7 +655,32 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
                 info.add_saved_register(name, value(v))
             except ValueError:
                 info.add_saved_register(name, value(v).cast(self._types[name]))
+            supplied.add(name)
+        self._carry_unchanged(pending_frame, info, supplied, arch)
         return info
+
+    def _carry_unchanged(self, pending_frame, info, supplied, arch):
+        """Every general register the walk did not determine is the caller's unchanged, as
+        GDB's own DWARF unwinder takes a register without a CFI rule (same value). GDB reads a
+        register a Python unwinder leaves out as <optimized out>: without this, arguments
+        kept in registers, and entry values computed from them, would show less with this
+        unwinder than without it. Only the general registers (ehbt.regnames): carrying GDB's
+        other raw and pseudo registers (s390x floating-point, vector, pswm, cc) made GDB 13
+        stop unwinding on s390x."""
+        for name in regnames.general_registers(arch):
+            if name in supplied:
+                continue
+            try:
+                value = pending_frame.read_register(name)
+                # A register GDB's unwinder of the frame below left undefined (s390x's
+                # call-clobbered r0-r5) stays so: carrying its <not saved> made GDB fail later
+                # ("register has not been saved in frame" in info frame).
+                if value.is_optimized_out:
+                    continue
+                value.fetch_lazy()
+                info.add_saved_register(name, value)
+            except (gdb.error, ValueError):
+                continue  # <unavailable> here
 
 
 def _install():

@@ -27,10 +27,13 @@ What the engine is given:
   replaced by the engine's record of it (reported with build_id_match false).
   The core file is the one named by --core, or else the ELF core LLDB has mapped into its own
   address space (found in /proc/self/maps and matched by thread ids);
-- symbols: SBTarget.ResolveLoadAddress at the frame's lookup address (pc for frame 0 and for a
-  frame a signal interrupted, pc-1 for callers, so a call that is the last instruction of its
-  function is not taken for the next function); LLDB's ELF symbol (not its synthesized
-  ___lldb_unnamed_symbol names) when it has one, else the engine's own.
+- symbols: the engine's (what the CLI prints); where the engine has none, LLDB's ELF symbol
+  (not its synthesized ___lldb_unnamed_symbol names) at the frame's lookup address (pc for
+  frame 0 and for a frame a signal interrupted, pc-1 for callers);
+- debug files: LLDB's target.debug-file-search-paths, searched by the engine for separate
+  debug files (build-id directory, .gnu_debuglink) of a core's modules.
+
+Output is ehbt.report's, the CLI's lines and document (docs/lldb.md, "One voice").
 
 The recognizer: registered for every frame with a module (`frame recognizer add -x -f false`),
 except those LLDB's own assert recognizer handles (raise, gsignal, pthread_kill in libc.so.6),
@@ -38,7 +41,8 @@ so that LLDB still selects the frame that called abort() on SIGABRT. For each of
 it returns three values, which `frame variable` lists:
   ehbt_cfa     the engine's CFA for the stack frame at that depth,
   ehbt_source  how the engine found that frame (context, eh_frame, debug_frame, sframe,
-               signal, frame_pointer, scan; "none" where the engine has no frame there),
+               signal, frame_pointer, scan; "none" where the engine has no frame there), of
+               the type $ehbt_source_t, which its string summary is bound to,
   ehbt_agrees  whether LLDB's frame and the engine's at the same stack depth have the same pc
                and found the same caller (the same pc, or neither found one): false marks the
                frame where LLDB's unwinder and the engine part ways.
@@ -64,6 +68,7 @@ s390x, a signal trampoline outside any module); ehbt_agrees would then be moot.
 """
 
 import os
+import re
 import shlex
 import struct
 import sys
@@ -100,10 +105,11 @@ _ET_CORE = 4
 _ALIASES = {"x29": ("fp",), "x30": ("lr",), "sp": ("x31",), "pc": ("x32",)}
 # One walk covers the whole stack of any sane program (the recognizer's walks).
 _RECOGNIZER_LIMITS = {"max_frames": 1 << 16}
-# ehbt_source is a char array of this length; a type summary shows it as a string. An unusual
-# length, so that the summary hardly ever meets a program's own arrays (and shows those as
-# LLDB would anyway: the characters up to the first NUL).
+# ehbt_source is a char array of this length, of a type of its own ($ehbt_source_t, a typedef
+# declared in the target's scratch context): its type summary (a string) applies to ehbt's
+# values only, never to a char array of the user's program.
 _SOURCE_LEN = 19
+_SOURCE_TYPE = "$ehbt_source_t"
 
 
 class _Error(Exception):
@@ -210,6 +216,17 @@ def _platform_sysroot(debugger):
     return None
 
 
+def _debug_dirs(debugger):
+    """LLDB's target.debug-file-search-paths: where the engine looks for separate debug files
+    first (DIR/.build-id/xx/rest.debug, DIR/<debuglink>), as LLDB itself does."""
+    values = lldb.SBDebugger.GetInternalVariableValue("target.debug-file-search-paths",
+                                                      debugger.GetInstanceName())
+    text = " ".join(values.GetStringAtIndex(i) for i in range(values.GetSize()))
+    # LLDB lists a file-list setting as "[0]: /a  [1]: /b" on one line.
+    parts = re.split(r"\s*\[\d+\]: ", text)
+    return tuple(p.strip() for p in parts if p.strip())
+
+
 def _mapped_cores():
     """ELF core files mapped into LLDB's own address space (LLDB maps the core it reads)."""
     paths = []
@@ -271,6 +288,7 @@ class _Context:
         self.walks = {}  # (pid, stop id, tid) -> {"first": [...], "walk": Backtrace}
         self.walks_done = 0
         self.sysroots = ()  # the last --sysroot list given to the command (the recognizer's)
+        self.core_errors = {}  # core path -> why the engine could not open it
 
     def core_path(self, process, explicit=None):
         if explicit:
@@ -291,17 +309,19 @@ class _Context:
             self.core_paths[tids] = found
         return self.core_paths[tids]
 
-    def core_target(self, path, sysroots, exe):
-        key = (path, tuple(sysroots), exe)
+    def core_target(self, path, sysroots, exe, debug_dirs=()):
+        key = (path, tuple(sysroots), exe, tuple(debug_dirs))
         if key not in self.cores:
             try:
-                self.cores[key] = ehbt.open_core(path, list(sysroots), exe)
-            except ehbt.Error:
+                self.cores[key] = ehbt.open_core(path, list(sysroots), exe,
+                                                 debug_dirs=list(debug_dirs))
+            except ehbt.Error as e:
+                self.core_errors[path] = str(e)
                 self.cores[key] = None
         return self.cores[key]
 
     def module_set(self, debugger, target, process, sysroots=(), core=None):
-        key = (_module_signature(target), tuple(sysroots), core)
+        key = (_module_signature(target), tuple(sysroots), core, _debug_dirs(debugger))
         if self.modules is not None and self.modules_key == key:
             return self.modules
         read = _memory_reader(process)
@@ -311,12 +331,13 @@ class _Context:
             if m is not None:
                 modules.append(m)
         if core:
-            engine = self.core_target(core, self._sysroots(debugger, sysroots),
-                                      target.GetExecutable().fullpath or "")
+            engine = self.engine_core(debugger, target, core, sysroots)
             if engine is not None:
                 from_core = list(engine.modules)
                 modules = [m for m in modules if not _differs_from_core(m, from_core)]
                 modules = debugger_support.merge_modules(modules, from_core)
+        elif process.GetPluginName() != "elf-core":
+            modules = debugger_support.respell_live_modules(modules, process.GetProcessID())
         self.modules = ehbt.ModuleSet(modules)
         self.modules_key = key
         return self.modules
@@ -333,7 +354,7 @@ class _Context:
         if not core:
             return None
         return self.core_target(core, self._sysroots(debugger, sysroots),
-                                target.GetExecutable().fullpath or "")
+                                target.GetExecutable().fullpath or "", _debug_dirs(debugger))
 
 
 def _differs_from_core(module, from_core):
@@ -372,112 +393,94 @@ def _unwind(debugger, target, process, thread, ctx, max_frames=0, sysroots=(), c
 
 
 # ---------------------------------------------------------------------------------------------
-# Output: LLDB's bt look, and the ehbt-backtrace/1 document.
+# Output: the CLI's lines and the ehbt-backtrace/1 document (ehbt.report).
 
 
-def _frame_symbol(target, frame):
-    """(name, start) for a frame: LLDB's symbol at its lookup address, else the engine's."""
-    found = _symbol_from_lldb(target, frame.lookup_pc)
-    if found is not None:
-        return found
-    sym = frame.symbolize()
-    return (sym[0], sym[1]) if sym else None
+def _symbol_fallback(target):
+    """symbol_of(frame) for ehbt.report: LLDB's ELF symbol at the frame's lookup address (pc
+    for frame 0 and a frame a signal interrupted, pc-1 for callers), asked only where the
+    engine knows no symbol: the frame lines stay the CLI's wherever the engine names them."""
 
+    def symbol_of(frame):
+        return _symbol_from_lldb(target, frame.lookup_pc)
 
-def _frame_records(target, backtrace, record):
-    """Puts LLDB's symbols (where it has one) into a thread_record's frames."""
-    for frame, rec in zip(backtrace.frames, record["frames"]):
-        found = _symbol_from_lldb(target, frame.lookup_pc)
-        if found is not None:
-            rec["symbol"] = found[0]
-            rec["symbol_offset"] = report.hexaddr(frame.pc - found[1])
-    return record
-
-
-def _frame_text(target, frame, index, selected):
-    marker = "  * " if selected else "    "
-    text = "%sframe #%d: 0x%016x" % (marker, index, frame.pc)
-    module = frame.module
-    name = os.path.basename(module.path) if module is not None else None
-    sym = _frame_symbol(target, frame)
-    if sym is not None:
-        offset = frame.pc - sym[1]
-        text += " %s`%s" % (name or "", sym[0]) if name else " %s" % sym[0]
-        if offset:
-            text += " + %d" % offset
-    elif name:
-        text += " %s[0x%x]" % (name, (frame.pc - module.bias) & _MASK)
-    return text
-
-
-def _thread_header(thread, selected):
-    parts = ["thread #%d" % thread.GetIndexID(), "tid = %d" % thread.GetThreadID()]
-    if thread.GetName():
-        parts.append("name = '%s'" % thread.GetName())
-    reason = thread.GetStopDescription(256)
-    if reason:
-        parts.append("stop reason = %s" % reason)
-    return ("* " if selected else "  ") + ", ".join(parts)
-
-
-def _thread_text(target, thread, backtrace, selected):
-    lines = [_thread_header(thread, selected)]
-    for i, frame in enumerate(backtrace.frames):
-        lines.append(_frame_text(target, frame, i, selected and i == 0))
-    end = report.stop_line(backtrace)
-    if end:
-        lines.append("    " + end)
-    return lines
+    return symbol_of
 
 
 def _live_signal(thread):
-    """The signal record of a live thread stopped by a signal, or None."""
-    if thread.GetStopReason() != lldb.eStopReasonSignal:
-        return None
-    number = thread.GetStopReasonDataAtIndex(0)
-    code, address = 0, None
+    """(signal record or None) of the stop of a live thread: the siginfo the kernel gave it
+    (a breakpoint is the SIGTRAP of its trap instruction), else the signal LLDB stopped it
+    for with its code unknown, else None."""
     try:
         info = thread.GetSiginfo()
-        if info.IsValid():
-            code = info.GetChildMemberWithName("si_code").GetValueAsSigned(0)
-            if number in debugger_support.FAULT_ADDRESS_SIGNALS:
-                fault = info.GetValueForExpressionPath("._sifields._sigfault.si_addr")
-                if fault.IsValid():
-                    address = fault.GetValueAsUnsigned(0)
     except (AttributeError, TypeError):
-        pass
-    return report.signal_record(number, code, address)
+        info = None
+    if info is not None and info.IsValid():
+        number = info.GetChildMemberWithName("si_signo").GetValueAsSigned(0)
+        code = info.GetChildMemberWithName("si_code").GetValueAsSigned(0)
+        address = None
+        if number in debugger_support.FAULT_ADDRESS_SIGNALS:
+            fault = info.GetValueForExpressionPath("._sifields._sigfault.si_addr")
+            if fault.IsValid():
+                address = fault.GetValueAsUnsigned(0) & _MASK
+        if number:
+            return report.signal_record(number, code, address)
+    if thread.GetStopReason() == lldb.eStopReasonSignal:
+        return report.signal_record(thread.GetStopReasonDataAtIndex(0))
+    return None
 
 
-def _document(target, core, engine_core, results, modules):
-    """The ehbt-backtrace/1 document. For a core, the crashing thread and the signal come from
-    the engine's reader of the core (LLDB marks every thread of a core with the signal); for a
-    live process, from LLDB's stop reasons."""
-    crashing_tid = None
-    signal = None
-    if engine_core is not None and engine_core.threads:
-        crashing_tid = engine_core.threads[engine_core.crashing_thread].tid
-        sig = engine_core.signal
-        if sig is not None:
-            signal = report.signal_record(sig.number, sig.code, sig.address)
+def _stop_signal(process, engine_core):
+    """(signal record, tid of the thread that took it) of the process's stop.
+
+    A core: the signal and crashing thread the engine's reader of the core finds (LLDB marks
+    every thread of a core with the signal). A live process: the siginfo of the thread LLDB
+    selected at the stop."""
+    if engine_core is not None:
+        if not engine_core.threads or engine_core.signal is None:
+            return None, None
+        return (report.target_signal(engine_core),
+                engine_core.threads[engine_core.crashing_thread].tid)
+    if process.GetPluginName() == "elf-core":
+        return None, None  # a core the engine could not read: LLDB's copy of its signal
+    thread = process.GetSelectedThread()
+    signal = _live_signal(thread) if thread.IsValid() else None
+    return signal, (thread.GetThreadID() if signal is not None else None)
+
+
+def _text(target, results, signal, signal_tid, all_threads):
+    """The CLI's text: frame lines and stop line (ehbt.report), a thread header with --all."""
+    lines = []
+    symbol_of = _symbol_fallback(target)
+    for thread, _arch, backtrace in results:
+        if all_threads:
+            tid = thread.GetThreadID()
+            lines += ["", report.thread_header(tid, tid == signal_tid, signal)]
+        lines += report.format_text(backtrace, symbol_of=symbol_of)
+    return lines
+
+
+def _document(target, process, core, engine_core, results, modules, signal, signal_tid):
+    """The ehbt-backtrace/1 document, as the CLI writes it: "core" for a core, "pid" for a
+    live process; the executable as the core (or the kernel) names it."""
     threads = []
     arch = results[0][1] if results else _engine_arch(target)
+    symbol_of = _symbol_fallback(target)
     for thread, _arch, backtrace in results:
         tid = thread.GetThreadID()
-        if engine_core is None:
-            thread_signal = _live_signal(thread)
-            crashing = thread_signal is not None
-            if crashing and signal is None:
-                signal = thread_signal
-        else:
-            crashing = tid == crashing_tid
-        record = report.thread_record(tid, backtrace, crashing=crashing, name=thread.GetName())
-        threads.append(_frame_records(target, backtrace, record))
+        threads.append(report.thread_record(tid, backtrace, crashing=tid == signal_tid,
+                                            symbol_of=symbol_of))
     executable = target.GetExecutable().fullpath or None
-    if executable is None and engine_core is not None:
-        executable = engine_core.executable or None  # LLDB found no executable for the core
+    warnings = []
+    if engine_core is not None:
+        executable = engine_core.executable or executable
+        warnings = list(engine_core.warnings)
+    live = process.GetPluginName() != "elf-core"
+    if live:
+        executable = debugger_support.live_executable(process.GetProcessID(), executable)
     return report.document(arch, threads, modules=modules.modules, executable=executable,
-                           core=core, signal=signal)
+                           core=core, signal=signal,
+                           pid=process.GetProcessID() if live else None, warnings=warnings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,7 +494,7 @@ Usage: ehbt [--all] [--json] [--count N] [--sysroot DIR]... [--core FILE]
 
   --all, -a        every thread of the process, not just the selected one
   --json, -j       print the ehbt-backtrace/1 JSON document instead of text
-  --count N, -c N  at most N frames per thread
+  --count N, -c N  at most N frames per thread (1 to 4294967295)
   --sysroot DIR    where to find the files of a core LLDB did not load
                    (qemu-user cores name no files): DIR/<path in the core>
                    is tried first. May repeat; kept for later ehbt commands
@@ -500,10 +503,15 @@ Usage: ehbt [--all] [--json] [--count N] [--sysroot DIR]... [--core FILE]
   --core FILE      the core file LLDB opened (found by itself when LLDB
                    has the file mapped)
 
-The text looks like LLDB's bt, one line per stack frame (inlined calls
-are no frames of their own); symbols are LLDB's ELF symbols, else the
-engine's. It ends with "Backtrace stopped: <reason>" when the walk
-stopped before the outermost frame.
+The output is the ehbt CLI's, line for line: one line per stack frame
+("#3  0x000055d4... in check () from /opt/app/bin/server"; inlined calls
+are no frames of their own), "<signal handler called>" for a signal
+frame, "Backtrace stopped: <reason>: <detail>" when the walk did not
+reach the outermost frame, and with --all a "Thread TID:" line before
+each thread. Symbols are the engine's; LLDB's ELF symbol names a frame
+the engine has none for. --json prints the ehbt-backtrace/1 document on
+one line: "core" for a core, "pid" for a live process. Separate debug
+files are looked for in target.debug-file-search-paths too.
 
 frame variable shows ehbt_cfa, ehbt_source and ehbt_agrees for each of
 LLDB's frames: the engine's CFA and unwind source at the same stack
@@ -530,22 +538,26 @@ def _parse(command):
         elif name in ("--count", "-c", "--sysroot", "--core"):
             if eq:
                 value = inline
-            else:
-                if i + 1 >= len(argv):
-                    raise _Error("ehbt: %s needs a value" % name)
+            elif i + 1 < len(argv):
                 i += 1
                 value = argv[i]
-            if name == "--sysroot":
-                opts["sysroot"].append(value)
-            elif name == "--core":
-                opts["core"] = value
             else:
+                value = None
+            if name in ("--count", "-c"):
                 try:
-                    opts["count"] = int(value, 0)
-                except ValueError:
-                    raise _Error("ehbt: --count needs a number, not '%s'" % value)
-                if opts["count"] <= 0:
-                    raise _Error("ehbt: --count needs a positive number")
+                    opts["count"] = debugger_support.parse_count(name, value)
+                except ValueError as e:
+                    raise _Error(str(e))
+            elif value is None:
+                raise _Error("ehbt: %s needs a value" % name)
+            elif name == "--sysroot":
+                if not os.path.isdir(value):
+                    raise _Error("ehbt: --sysroot %s: no such directory" % value)
+                opts["sysroot"].append(value)
+            else:
+                if not os.path.isfile(value):
+                    raise _Error("ehbt: --core %s: no such file" % value)
+                opts["core"] = value
         else:
             raise _Error("ehbt: unknown argument '%s' (see 'help ehbt')" % arg)
         i += 1
@@ -563,12 +575,13 @@ class EhbtCommand:
         return _HELP % ehbt.__version__
 
     def __call__(self, debugger, command, exe_ctx, result):
+        # Every failure is one line: no Python traceback reaches the user.
         try:
             self._run(debugger, command, exe_ctx, result)
         except _Error as e:
             result.SetError(str(e))
-        except (ehbt.Error, ValueError, KeyError) as e:
-            result.SetError("ehbt: %s" % e)
+        except Exception as e:  # noqa: BLE001
+            result.SetError(debugger_support.one_line(e))
 
     def _run(self, debugger, command, exe_ctx, result):
         opts = _parse(command)
@@ -592,26 +605,24 @@ class EhbtCommand:
             ctx.sysroots = tuple(opts["sysroot"])  # kept for later commands and the recognizer
         opts["sysroot"] = list(ctx.sysroots)
         core = ctx.core_path(process, opts["core"])
-        if opts["core"] and not os.path.isfile(opts["core"]):
-            raise _Error("ehbt: no such core file: %s" % opts["core"])
+        engine_core = ctx.engine_core(debugger, target, core, opts["sysroot"])
+        if opts["core"] and engine_core is None:
+            raise _Error("ehbt: cannot read the core %s: %s" % (
+                opts["core"], ctx.core_errors.get(opts["core"], "not an ELF core")))
         results = []
         for thread in threads:
             arch, backtrace = _unwind(debugger, target, process, thread, ctx, opts["count"],
                                       opts["sysroot"], core)
             results.append((thread, arch, backtrace))
+        signal, signal_tid = _stop_signal(process, engine_core)
         if opts["json"]:
-            engine_core = ctx.engine_core(debugger, target, core, opts["sysroot"])
             modules = ctx.module_set(debugger, target, process, opts["sysroot"], core)
-            doc = _document(target, core, engine_core, results, modules)
+            doc = _document(target, process, core, engine_core, results, modules, signal,
+                            signal_tid)
             result.AppendMessage(report.dumps(doc))
             return
-        lines = []
-        for n, (thread, _arch, backtrace) in enumerate(results):
-            if n:
-                lines.append("")
-            lines += _thread_text(target, thread, backtrace,
-                                  thread.GetThreadID() == selected.GetThreadID())
-        result.AppendMessage("\n".join(lines))
+        lines = _text(target, results, signal, signal_tid, opts["all"])
+        result.AppendMessage("\n".join(lines).lstrip("\n"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -727,11 +738,45 @@ def _make_value(target, name, raw, sbtype):
     return target.CreateValueFromData(name, data, sbtype)
 
 
+_source_types = {}  # debugger id -> SBType of $ehbt_source_t
+
+
+def _source_type(target):
+    """The SBType $ehbt_source_t (char[_SOURCE_LEN]), declared once per debugger.
+
+    LLDB 16's Python API makes no new types; a persistent typedef declared through the
+    expression parser gives ehbt_source a type name no program has. It is declared in the
+    debugger's dummy target, which has no process: declaring it in the user's target would
+    let LLDB allocate expression memory by calling mmap inside a live process (and so change
+    its state, down to the siginfo of its stop). Falls back to a plain char array."""
+    debugger = target.GetDebugger()
+    found = _source_types.get(debugger.GetID())
+    if found is None:
+        found = target.GetBasicType(lldb.eBasicTypeChar).GetArrayType(_SOURCE_LEN)
+        dummy = debugger.GetDummyTarget()
+        options = lldb.SBExpressionOptions()
+        options.SetAllowJIT(False)
+        options.SetTryAllThreads(False)
+        probe = "(%s *)0" % _SOURCE_TYPE
+        if dummy.IsValid():
+            value = dummy.EvaluateExpression(probe, options)
+            if not value.GetError().Success():
+                dummy.EvaluateExpression("typedef char %s[%d];" % (_SOURCE_TYPE, _SOURCE_LEN),
+                                         options)
+                value = dummy.EvaluateExpression(probe, options)
+            pointee = value.GetType().GetPointeeType() if value.GetError().Success() else None
+            if pointee is not None and pointee.IsValid() and \
+                    pointee.GetByteSize() == _SOURCE_LEN:
+                found = pointee
+        _source_types[debugger.GetID()] = found
+    return found
+
+
 def _annotation_values(target, cfa, source, agrees):
     size = target.GetAddressByteSize()
     pointer = target.GetBasicType(lldb.eBasicTypeVoid).GetPointerType()
     text = source.encode()[:_SOURCE_LEN - 1].ljust(_SOURCE_LEN, b"\0")
-    chars = target.GetBasicType(lldb.eBasicTypeChar).GetArrayType(_SOURCE_LEN)
+    chars = _source_type(target)
     boolean = target.GetBasicType(lldb.eBasicTypeBool)
     return [
         _make_value(target, "ehbt_cfa", _value_bytes(target, cfa, size), pointer),
@@ -802,7 +847,7 @@ def __lldb_init_module(debugger, _internal_dict):
     name = __name__
     run = debugger.HandleCommand
     run("command script add -o -c %s.EhbtCommand ehbt" % name)
-    run("type summary add -w ehbt -F %s._source_summary 'char[%d]'" % (name, _SOURCE_LEN))
+    run("type summary add -w ehbt -F %s._source_summary '%s'" % (name, _SOURCE_TYPE))
     run("type category enable ehbt")
     # Importing the file again must not stack more recognizers on top of the first ones.
     state = getattr(lldb, "_ehbt_recognizer_added", set())

@@ -49,10 +49,41 @@ def test_sourcing_changes_nothing_until_enabled(build_dir):
     assert after.rstrip().endswith("ehbt"), after  # enabled: no "[disabled]" any more
 
 
-def test_bad_arguments_are_reported(build_dir, tmp_path):
-    out = h.run_gdb(build_dir, [], ["ehbt -bogus", "ehbt -n", "ehbt -n x"])
-    assert "unknown argument '-bogus'" in out
-    assert "-n needs a number" in out
+BAD_ARGUMENTS = {
+    "ehbt -bogus": "ehbt: unknown argument '-bogus' (see 'help ehbt')",
+    "ehbt -n": "ehbt: -n expects a number between 1 and 4294967295",
+    "ehbt -n x": "ehbt: -n expects a number between 1 and 4294967295, not 'x'",
+    "ehbt -n 0": "ehbt: -n expects a number between 1 and 4294967295, not 0",
+    "ehbt -n 99999999999999999999":
+        "ehbt: -n expects a number between 1 and 4294967295, not 99999999999999999999",
+    "ehbt 'unclosed": "ehbt: ",
+}
+
+
+def test_bad_arguments_are_one_line(build_dir, chain_core, tmp_path):
+    """Each bad argument is one error starting with "ehbt: " (a gdb.GdbError, which GDB prints
+    as its message alone), never a Python exception with its traceback; with and without a
+    core loaded (the arguments are checked first)."""
+    exe, core = chain_core
+    script = (
+        "python\n"
+        "import json\n"
+        "for i, c in enumerate(%r):\n"
+        "    try:\n"
+        "        gdb.execute(c, to_string=True)\n"
+        "        print('RESULT', i, 'no error')\n"
+        "    except gdb.error as e:\n"
+        "        print('RESULT', i, json.dumps(str(e)))\n"
+        "end\n") % list(BAD_ARGUMENTS)
+    commands = tmp_path / "bad.gdb"
+    commands.write_text(script)
+    for args in ([], [exe, core]):
+        out = h.run_gdb(build_dir, args, ["source %s" % commands])
+        assert "Traceback" not in out and "Python Exception" not in out, out
+        results = dict(re.findall(r"^RESULT (\d+) (.*)$", out, re.M))
+        for i, (command, message) in enumerate(BAD_ARGUMENTS.items()):
+            error = json.loads(results[str(i)])
+            assert "\n" not in error and error.startswith(message), (command, error)
 
 
 # ---- fixture cores ---------------------------------------------------------------------------
@@ -128,7 +159,8 @@ def test_ehbt_command_on_own_core(build_dir, chain_core, tmp_path):
     assert "GDB and ehbt agree on all %d frames GDB shows." % len(theirs) in part["COMPARE"]
     assert "first difference" not in part["COMPARE"]
     assert len(h.parse_bt_text(part["N3"])) == 3
-    assert part["N3"].rstrip().endswith("(More stack frames follow...)")
+    # As the CLI says it: "Backtrace stopped: max_frames: limit of 3 frames".
+    assert part["N3"].rstrip().splitlines()[-1].startswith("Backtrace stopped: max_frames")
     assert "via context" in part["FULL"] and "rsp=0x" in part["FULL"]
 
 
@@ -171,11 +203,19 @@ def test_live_json_matches_gdb(build_dir, chain, tmp_path):
     doc, text = gdb_json(build_dir, [exe], pre=["break bottom", "run", h.GDB_FRAMES_PY],
                          command="ehbt -json", tmp=tmp_path)
     theirs = h.parse_frames(text)
-    assert doc["core"] is None and doc["arch"] == os.uname().machine
+    # A live process is named by "pid" (no "core"), and the document is one line.
+    assert "core" not in doc and doc["pid"] > 0 and doc["arch"] == os.uname().machine
+    assert doc["warnings"] == []
+    # The truth of the stop: the breakpoint's trap (int3: SIGTRAP, SI_KERNEL), in the thread
+    # that hit it.
+    assert doc["signal"] == {"number": 5, "name": "SIGTRAP", "code": 128, "address": "0x0"}
     (thread,) = doc["threads"]
     frames = thread["frames"]
     assert [(int(f["pc"], 16), f["symbol"]) for f in frames[:len(theirs)]] == theirs
-    assert thread["stop_reason"] == "outermost"
+    assert thread["stop_reason"] == "outermost" and thread["crashing"] is True
+    assert doc["executable"] == os.path.realpath(exe)
+    libc = [m["path"] for m in doc["modules"] if os.path.basename(m["path"]) == "libc.so.6"]
+    assert libc and all(p == os.path.realpath(p) for p in libc), libc  # as /proc/PID/maps
     assert frames[0]["source"] == "context" and all(
         f["source"] != "context" for f in frames[1:])
     assert any(os.path.basename(m["path"]) == "chain" for m in doc["modules"])

@@ -175,9 +175,42 @@ def test_help_and_bad_arguments(build_dir, tmp_path):
                 "ehbt_cfa", "ehbt_source"):
         assert opt in out, out
     assert "unknown argument '--bogus'" in out
-    assert "--count needs a value" in out
-    assert "--count needs a number, not 'x'" in out
+    assert "--count expects a number between 1 and 4294967295" in out
+    assert "--count expects a number between 1 and 4294967295, not 'x'" in out
     assert "no process" in out
+
+
+def bad_arguments(tmp_path):
+    not_a_core = tmp_path / "not-a-core"
+    not_a_core.write_bytes(b"\x7fELF" + b"\0" * 60)
+    return {
+        "ehbt -c 99999999999999999999":
+            "error: ehbt: -c expects a number between 1 and 4294967295, not 99999999999999999999",
+        "ehbt --count 0": "error: ehbt: --count expects a number between 1 and 4294967295, not 0",
+        "ehbt -c": "error: ehbt: -c expects a number between 1 and 4294967295",
+        "ehbt --bogus": "error: ehbt: unknown argument '--bogus' (see 'help ehbt')",
+        "ehbt --sysroot /nonexistent/root":
+            "error: ehbt: --sysroot /nonexistent/root: no such directory",
+        "ehbt --core /nonexistent/core": "error: ehbt: --core /nonexistent/core: no such file",
+        "ehbt --core %s" % not_a_core: "error: ehbt: cannot read the core %s: " % not_a_core,
+        "ehbt 'unclosed": "error: ehbt: ",
+    }
+
+
+def test_bad_arguments_are_one_line(build_dir, tmp_path):
+    """Each bad argument is one error line, on a loaded core; no Python traceback."""
+    exp = expected_or_fail("x86_64", "chain")
+    cases = bad_arguments(tmp_path)
+    files = {}
+    commands = []
+    for i, command in enumerate(cases):
+        files[command] = tmp_path / ("err%d.txt" % i)
+        commands.append("ehbt_test_capture %s %s" % (files[command], command))
+    out = run_lldb(build_dir, tmp_path, commands, pre=core_setup(exp))
+    assert "Traceback" not in out, out
+    for command, message in cases.items():
+        lines = files[command].read_text().strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(message), (command, lines)
 
 
 # ---- fixture cores -------------------------------------------------------------------------------
@@ -288,19 +321,24 @@ END = "script print('END')"
 
 
 def test_text_output_on_core(build_dir, tmp_path):
+    """The CLI's frame lines (checked against the CLI by test_plugins_one_voice.py); here
+    against the expected frames, and the stop line of a walk cut by --count."""
     exp = expected_or_fail("x86_64", "chain")
-    out = run_lldb(build_dir, tmp_path, ["ehbt", MARK, "ehbt --count 2"],
+    out = run_lldb(build_dir, tmp_path, ["ehbt", MARK, "ehbt --count 2", MARK, "ehbt --all"],
                    pre=core_setup(exp))
-    full, _, short = out.partition(MARK)
-    frames = re.findall(r"frame #(\d+): 0x([0-9a-f]+) (\S+)", full)
+    full, short, every = out.split(MARK)[:3]
+    frames = h.parse_bt_text(full)
     (thread,) = exp["threads"]
-    assert [int(pc, 16) for _, pc, _ in frames] == [int(f["pc"], 16) for f in thread["frames"]]
-    assert [sym.split("`")[1].split(" ")[0] for _, _, sym in frames[:4]] == [
-        "fx_level3", "fx_level2", "fx_level1", "main"]
-    assert frames[0][2].startswith("chain`")
-    assert "stop reason = signal SIGSEGV" in full
-    assert len(re.findall(r"frame #\d+:", short)) == 2
-    assert "(More stack frames follow...)" in short
+    assert [pc for _, pc, _ in frames] == [int(f["pc"], 16) for f in thread["frames"]]
+    assert [name for _, _, name in frames[:4]] == ["fx_level3", "fx_level2", "fx_level1",
+                                                   "main"]
+    assert re.search(r"^#0  0x[0-9a-f]{16} in fx_level3 \(\) from %s$" % re.escape(exp["exe"]),
+                     full, re.M), full
+    assert "Thread " not in full  # a header only with --all
+    assert len(h.parse_bt_text(short)) == 2
+    assert "\nBacktrace stopped: max_frames" in short
+    assert re.search(r"^Thread %d \(crashed: SIGSEGV, SEGV_MAPERR at 0x0\):$" % thread["tid"],
+                     every, re.M), every
 
 
 # ---- a live session ---------------------------------------------------------------------------
@@ -324,14 +362,17 @@ def test_live_ehbt_matches_lldb_bt(build_dir, chain, tmp_path):
     assert names[:4] == ["bottom", "level3", "level2", "level1"], text
     assert names.count("recurse") == 6 and "main" in names, names
     ehbt_text = text.split(MARK, 1)[1].split(END, 1)[0]
-    ours = re.findall(r"frame #(\d+): 0x([0-9a-f]+) \S+`(\S+)", ehbt_text)
-    assert [int(pc, 16) for _, pc, _ in ours] == [pc for pc, _, _ in theirs], text
+    ours = h.parse_bt_text(ehbt_text)
+    assert [pc for _, pc, _ in ours] == [pc for pc, _, _ in theirs], text
     main = names.index("main")
     assert [sym for _, _, sym in ours[:main + 1]] == names[:main + 1]
     doc = json.loads(out_json.read_text()[out_json.read_text().find("{"):])
-    assert doc["core"] is None and doc["arch"] == "x86_64"
+    # A live process: "pid", no "core"; the signal is the breakpoint's trap (int3: SIGTRAP,
+    # SI_KERNEL), the same as GDB's plugin says at the same breakpoint.
+    assert "core" not in doc and doc["pid"] > 0 and doc["arch"] == "x86_64"
+    assert doc["signal"] == {"number": 5, "name": "SIGTRAP", "code": 128, "address": "0x0"}
     (record,) = doc["threads"]
-    assert record["stop_reason"] == "outermost" and not record["crashing"]
+    assert record["stop_reason"] == "outermost" and record["crashing"] is True
     assert [int(f["pc"], 16) for f in record["frames"]] == [pc for pc, _, _ in theirs]
     assert record["frames"][0]["source"] == "context"
     # The recognizer on a live stop: every frame agrees, ehbt_cfa is LLDB's own CFA.
@@ -459,9 +500,41 @@ def test_recognizer_values_in_frame_variable(build_dir, tmp_path):
                                          "frame variable"],
                    pre=core_setup(exp, platform_sysroot=True))
     assert re.search(r"\(void \*\) ehbt_cfa = 0x[0-9a-f]{16}", out), out
-    assert '(char[19]) ehbt_source = "context"' in out, out
+    assert '($ehbt_source_t) ehbt_source = "context"' in out, out
     assert "(bool) ehbt_agrees = true" in out, out
     assert "(bool) ehbt_agrees = false" in out, out
+
+
+ARRAY_C = r"""
+#include <string.h>
+__attribute__((noinline)) int look(const char *p) { return p[0]; }
+int main(void) {
+  char name[19];
+  memset(name, 'x', sizeof name);  /* no NUL: LLDB's own summary shows all 19 */
+  return look(name);
+}
+"""
+
+
+def test_recognizer_values_are_its_own(build_dir, tmp_path):
+    """`frame variable` shows exactly the three ehbt values, once each; the ehbt_source
+    summary is bound to ehbt's own type, not to the program's char[19] array."""
+    exe = h.compile_c(ARRAY_C, tmp_path / "array", flags=("-O0", "-g"))
+    probe = ("script v = lldb.frame.FindVariable('name'); s = v.GetTypeSummary(); "
+             "print('USER', v.GetTypeName(), s.IsValid() and s.GetData())")
+    out = run_lldb(build_dir, tmp_path, [
+        "breakpoint set -n look", "process launch", "frame select 1", MARK, "frame variable",
+        END, probe, "process kill"], pre=["target create %s" % exe])
+    shown = out.split(MARK, 1)[1].split(END, 1)[0]
+    names = re.findall(r"^\(.*?\) (ehbt_\w+) = ", shown, re.M)
+    assert sorted(names) == ["ehbt_agrees", "ehbt_cfa", "ehbt_source"], shown
+    assert re.search(r'^\(\$ehbt_source_t\) ehbt_source = "(context|eh_frame)"$', shown,
+                     re.M), shown
+    # The program's array: LLDB's own rendering (all 19 characters, no NUL to stop at), not
+    # the plugin's summary function.
+    assert re.search(r'^\(char\[19\]\) name = "x{19}"$', shown, re.M), shown
+    user = [line for line in out.splitlines() if line.startswith("USER ")]
+    assert user and "_source_summary" not in user[0], user
 
 
 def test_recognizer_costs_one_step_per_stop(build_dir, chain, tmp_path):
@@ -499,4 +572,4 @@ def test_installed_plugin_finds_its_package(build_dir, tmp_path):
     out = proc.stdout + proc.stderr
     pkg = [line.split()[1] for line in out.splitlines() if line.startswith("PKG ")]
     assert pkg and pkg[0].startswith(str(prefix / "lib" / "python3" / "dist-packages")), out
-    assert "chain`fx_level3" in out and "chain`main" in out, out
+    assert " in fx_level3 () from " in out and " in main () from " in out, out

@@ -58,6 +58,12 @@ def pc_name(arch):
     return _TABLES[str(arch)][1]
 
 
+def pc_pseudo_names(arch):
+    """GDB's pseudo registers that hold the program counter besides pc_name(arch): on s390x
+    GDB unwinds "pc" (a pseudo register over pswa), so an unwinder supplies both."""
+    return ("pc",) if str(arch) == "s390x" else ()
+
+
 def sp_name(arch):
     """The debugger's name of the stack pointer ("rsp", "sp", "r15")."""
     return _TABLES[str(arch)][2]

@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One voice: on the same fixture core, GDB's `ehbt`, LLDB's `ehbt` and the CLI (`ehbt core`)
+print the same frame lines, signal-frame line, stop line and thread headers, and the same
+ehbt-backtrace/1 document, field by field (docs/gdb.md and docs/lldb.md list the only
+differences allowed, checked here as such).
+
+The CLI is the reference; each debugger is given the same inputs (the core, its executable,
+the debug-file directory where the case has one)."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+import cores_expect as ce
+import ehbt_py as h
+from test_lldb_plugin import LLDB, run_lldb
+
+pytestmark = pytest.mark.usefixtures("built")
+
+# Cores with a signal frame, several threads, a stop before the outermost frame, a call to a
+# noreturn function, a C++ terminate, and a separate debug file.
+CASES = ["chain", "sighandler", "threads", "smashed", "noreturn", "terminate", "debugfile"]
+
+
+@pytest.fixture(scope="module")
+def built(build_dir):
+    h.import_ehbt(build_dir)
+    h.need_gdb()
+
+
+def fixture(name):
+    exp_path = ce.expected_path("x86_64", name)
+    assert exp_path.exists(), "no fixture core (run cores/make-cores.sh x86_64)"
+    exp = ce.load_expected("x86_64", name)
+    debug_dir = "%s/usr/lib/debug" % exp["debug_sysroot"] if exp.get("debug_sysroot") else None
+    return exp, debug_dir
+
+
+def cli(ehbt_bin, exp, debug_dir, json_out):
+    cmd = [str(ehbt_bin), "core", exp["core"], "--all-threads"]
+    if json_out:
+        cmd.append("--json")
+    if debug_dir:
+        cmd += ["--debug-dir", debug_dir]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.stdout
+
+
+def gdb_output(build_dir, exp, debug_dir, tmp_path):
+    """(text of `ehbt -all`, text of `ehbt -all -json`) from GDB."""
+    pre = ["set debug-file-directory %s" % debug_dir] if debug_dir else []
+    pre += ["file " + exp["exe_file"], "core " + exp["core"]]
+    files = {k: tmp_path / ("gdb-%s.out" % k) for k in ("text", "json")}
+    commands = ["python open(%r, 'w').write(gdb.execute(%r, to_string=True))" % (str(f), c)
+                for f, c in ((files["text"], "ehbt -all"), (files["json"], "ehbt -all -json"))]
+    out = h.run_gdb(build_dir, [], pre + commands)
+    assert all(f.exists() for f in files.values()), out[-3000:]
+    return files["text"].read_text(), files["json"].read_text()
+
+
+def lldb_output(build_dir, exp, debug_dir, tmp_path):
+    pre = ["settings set target.debug-file-search-paths %s" % debug_dir] if debug_dir else []
+    pre.append("target create %s --core %s" % (exp["exe_file"], exp["core"]))
+    files = {k: tmp_path / ("lldb-%s.out" % k) for k in ("text", "json")}
+    out = run_lldb(build_dir, tmp_path, [
+        "ehbt_test_capture %s ehbt --all" % files["text"],
+        "ehbt_test_capture %s ehbt --all --json" % files["json"]], pre=pre)
+    assert all(f.exists() for f in files.values()), out[-3000:]
+    return files["text"].read_text(), files["json"].read_text()
+
+
+def thread_lines(text):
+    """The lines every front end must print alike: thread headers, frames, stop lines."""
+    keep = re.compile(r"^(Thread \d+.*:|#\d+ +.*|Backtrace stopped: .*)$")
+    return [line for line in text.splitlines() if keep.match(line)]
+
+
+def the_document(text):
+    """The one JSON line of a plugin's output (GDB may print its own notes before it)."""
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    assert len(lines) == 1, text[-2000:]
+    assert lines[0].endswith("}"), "not one compact line: " + text[-2000:]
+    return json.loads(lines[0])
+
+
+def module_key(m):
+    return m["path"]
+
+
+def compare_documents(want, got, who):
+    """Field-by-field differences between the CLI's document and a plugin's."""
+    errors = []
+    for key in sorted(set(want) | set(got)):
+        if key in ("modules", "threads"):
+            continue
+        if key == "warnings" and key not in want and got.get(key) == []:
+            continue  # a CLI older than its "warnings" list: nothing to warn about here
+        if want.get(key, "<absent>") != got.get(key, "<absent>"):
+            errors.append("%s %s: %r != CLI %r" % (who, key, got.get(key, "<absent>"),
+                                                   want.get(key, "<absent>")))
+    cli_modules = {module_key(m): m for m in want["modules"]}
+    for m in got["modules"]:
+        ref = cli_modules.get(module_key(m))
+        if ref is None:
+            errors.append("%s module %s: not in the CLI's list" % (who, m["path"]))
+        elif ref != m:
+            errors.append("%s module %s: %r != CLI %r" % (who, m["path"], m, ref))
+    missing = set(cli_modules) - {module_key(m) for m in got["modules"]}
+    if missing:
+        errors.append("%s: modules missing: %s" % (who, sorted(missing)))
+    want_threads = {t["tid"]: t for t in want["threads"]}
+    got_threads = {t["tid"]: t for t in got["threads"]}
+    if set(want_threads) != set(got_threads):
+        errors.append("%s threads %s != CLI %s" % (who, sorted(got_threads), sorted(want_threads)))
+    for tid in set(want_threads) & set(got_threads):
+        w, g = want_threads[tid], got_threads[tid]
+        if set(w) != set(g):
+            errors.append("%s thread %d keys %s != CLI %s" % (who, tid, sorted(g), sorted(w)))
+        for key in ("crashing", "stop_reason", "stop_detail"):
+            if w.get(key) != g.get(key):
+                errors.append("%s thread %d %s: %r != CLI %r" % (who, tid, key, g.get(key),
+                                                                 w.get(key)))
+        if len(w["frames"]) != len(g["frames"]):
+            errors.append("%s thread %d: %d frames, CLI %d" % (who, tid, len(g["frames"]),
+                                                               len(w["frames"])))
+        for wf, gf in zip(w["frames"], g["frames"]):
+            if wf != gf:
+                errors.append("%s thread %d frame %d: %r != CLI %r" % (who, tid, wf["index"],
+                                                                       gf, wf))
+    return errors
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_same_text_and_json_as_the_cli(build_dir, ehbt_bin, tmp_path, name):
+    exp, debug_dir = fixture(name)
+    want_text = thread_lines(cli(ehbt_bin, exp, debug_dir, json_out=False))
+    want_doc = json.loads(cli(ehbt_bin, exp, debug_dir, json_out=True))
+    assert want_text and want_doc["threads"]
+    gdb_text, gdb_json = gdb_output(build_dir, exp, debug_dir, tmp_path)
+    lldb_text, lldb_json = lldb_output(build_dir, exp, debug_dir, tmp_path)
+    assert thread_lines(gdb_text) == want_text, gdb_text
+    assert thread_lines(lldb_text) == want_text, lldb_text
+    errors = compare_documents(want_doc, the_document(gdb_json), "gdb")
+    errors += compare_documents(want_doc, the_document(lldb_json), "lldb")
+    assert not errors, "\n".join(errors)
+    if name == "sighandler":
+        assert any(line.endswith("<signal handler called>") for line in want_text), want_text
+    if name == "debugfile":
+        # The stripped executable's functions are named and unwound from its debug file, found
+        # through the directory each debugger was told about.
+        (crashing,) = [t for t in want_doc["threads"] if t["crashing"]]
+        names = [f["symbol"] for f in crashing["frames"]]
+        assert names[:4] == ["fx_level3", "fx_level2", "fx_level1", "main"], names
+
+
+def test_lldb_is_installed():
+    import shutil
+
+    assert shutil.which(LLDB), "lldb-16 is not installed (scripts/install-deps.sh lists it)"
+
+
+def test_live_breakpoint_same_document_in_gdb_and_lldb(build_dir, tmp_path):
+    """The same program stopped at the same breakpoint (both debuggers disable ASLR, so the
+    code addresses agree): GDB's and LLDB's documents differ only in the pid, the tid and the
+    CFAs (each debugger gives the program another environment, which moves its stack). Both
+    name the
+    process by "pid" and give the stop's real signal (the breakpoint's SIGTRAP)."""
+    exe = h.compile_chain(tmp_path / "chain")
+    gdb_file, lldb_file = tmp_path / "gdb.json", tmp_path / "lldb.json"
+    out = h.run_gdb(build_dir, [exe], [
+        "break bottom", "run",
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(gdb_file),
+        "kill"])
+    assert gdb_file.exists(), out[-3000:]
+    out = run_lldb(build_dir, tmp_path, [
+        "breakpoint set -n bottom", "process launch",
+        "ehbt_test_capture %s ehbt --json" % lldb_file, "process kill"],
+        pre=["target create %s" % exe])
+    assert lldb_file.exists(), out[-3000:]
+    docs = [the_document(f.read_text()) for f in (gdb_file, lldb_file)]
+    for doc in docs:
+        assert "core" not in doc and doc["pid"] > 0
+        assert doc["signal"]["name"] == "SIGTRAP", doc["signal"]
+        (thread,) = doc["threads"]
+        assert thread["crashing"] is True
+        doc.pop("pid")
+        thread.pop("tid")
+        for frame in thread["frames"]:
+            frame.pop("cfa")
+    assert docs[0] == docs[1]
+
+
+def test_python_report_of_a_live_process_has_the_clis_keys(build_dir, ehbt_bin, tmp_path):
+    """ehbt.report.target_document of a live process names it by "pid" (no "core"), as
+    `ehbt pid PID --json` does: the same top-level and thread keys."""
+    import time
+
+    ehbt = h.import_ehbt(build_dir)
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.3)  # let it reach its nanosleep
+        cli_doc = json.loads(subprocess.run([str(ehbt_bin), "pid", str(proc.pid), "--json"],
+                                            capture_output=True, text=True,
+                                            timeout=60).stdout)
+        target = ehbt.attach_process(proc.pid)
+        try:
+            doc = ehbt.report.target_document(target)
+        finally:
+            target.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert doc["pid"] == cli_doc["pid"] == proc.pid and "core" not in doc
+    assert set(doc) - {"warnings"} == set(cli_doc) - {"warnings"}
+    assert set(doc["threads"][0]) - {"name"} == set(cli_doc["threads"][0])
+    assert doc["executable"] == cli_doc["executable"]
