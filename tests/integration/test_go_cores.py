@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Go cores (cores/make_go_cores.py): a Go program's nil dereference, GOTRACEBACK=crash, built
+unstripped and with -ldflags='-s -w'. The crashing thread's frames must equal the expectation
+(GDB live on the unstripped binary's tables, checked against Go's own traceback; see the
+script): every pc, a name Go or the symbol table gives at the lookup pc, the CFA Go's traceback
+prints as fp=, and the walk must cross Go's own signal frame and end at runtime.goexit."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import cores_expect as ce
+
+GO_CORES = ce.CORES / "make_go_cores.py"
+NAMES = ["go", "gostripped"]
+
+
+@pytest.fixture(scope="module")
+def go_expected():
+    if not os.path.exists("/usr/bin/go"):
+        pytest.skip("Debian golang-go is not installed (scripts/install-deps.sh)")
+    out = ce.OUT / "x86_64"
+    missing = [n for n in NAMES if not (out / (n + ".expected.json")).exists()]
+    if missing:
+        proc = subprocess.run(["/usr/bin/python3", str(GO_CORES), "--only", ",".join(missing)],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {n: json.loads((out / (n + ".expected.json")).read_text()) for n in NAMES}
+
+
+def crashing_thread(ehbt_bin, exp):
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    assert thread["tid"] == exp["tid"]
+    assert doc["signal"]["number"] == exp["signal"]
+    return proc.returncode, thread
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_go_core_matches_go_and_gdb(ehbt_bin, go_expected, name):
+    exp = go_expected[name]
+    status, thread = crashing_thread(ehbt_bin, exp)
+    frames = thread["frames"]
+    got = [(f["pc"], f["symbol"]) for f in frames]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+    for f, e in zip(frames, exp["frames"]):
+        if "cfa" in e:
+            assert f["cfa"] == e["cfa"], (f, e)
+    assert thread["stop_reason"] == "outermost", thread["stop_detail"]
+    assert status == 0
+
+
+def test_stripped_go_frames_come_from_pclntab(ehbt_bin, go_expected):
+    """Without .debug_frame, the Go functions are stepped by their pcsp tables, including the
+    frameless leaf (its caller is not skipped); with it, by the CFI."""
+    sources = {}
+    for name in NAMES:
+        _, thread = crashing_thread(ehbt_bin, go_expected[name])
+        sources[name] = {f["symbol"]: f["source"] for f in thread["frames"]}
+    assert sources["gostripped"]["main.fxGoMiddle"] == "go_pclntab"
+    assert sources["gostripped"]["main.fxGoOuter"] == "go_pclntab"
+    assert sources["go"]["main.fxGoMiddle"] == "debug_frame"
+    assert "go_pclntab" not in sources["go"].values()
+    assert "frame_pointer" not in sources["gostripped"].values()
