@@ -8,6 +8,7 @@
 #include "unwind/go_step.hpp"
 
 #include <array>
+#include <string_view>
 
 #include "elf/go_image.hpp"
 
@@ -18,6 +19,17 @@ constexpr uint16_t kRbp = 6, kRsp = 7;
 
 arch::RecoverFailure not_applicable(const char* why) {
   return arch::RecoverFailure{arch::RecoverError::NotApplicable, 0, 0, why};
+}
+
+// The functions Go's own traceback ends at (runtime.topofstack): a goroutine's first frame
+// (goexit, which the scheduler makes its entry function return to), a thread's (mstart,
+// rt0_go), and the stack switches whose caller is on another stack (mcall, morestack).
+bool top_of_stack(std::string_view name) {
+  for (std::string_view top : {"runtime.goexit", "runtime.mstart", "runtime.rt0_go",
+                               "runtime.mcall", "runtime.morestack"}) {
+    if (name == top) return true;
+  }
+  return false;
 }
 
 bool read_u64le(Memory& mem, uint64_t addr, uint64_t& out) {
@@ -39,9 +51,17 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
   const uint64_t pc = module.to_link(frame.lookup_pc());
   auto func = go->find(pc, limits.max_search_probes);
   if (!func) return unexpected(not_applicable("pc in no Go function"));
+  if (!frame.regs.has(kRsp)) return unexpected(not_applicable("rsp unknown"));
+  if (auto name = go->name(*func); name && top_of_stack(*name)) {
+    // Outermost: no caller (pc 0), as Go's traceback ends here.
+    arch::Recovered out;
+    out.regs = RegisterSet(Arch::X86_64);
+    out.cfa = frame.regs.raw(kRsp);
+    out.regs.set_pc(0);
+    return out;
+  }
   auto delta = go->sp_delta(*func, pc, limits.max_go_pcvalue_steps);
   if (!delta || *delta < 0) return unexpected(not_applicable("no Go frame size for the pc"));
-  if (!frame.regs.has(kRsp)) return unexpected(not_applicable("rsp unknown"));
 
   const uint64_t sp = frame.regs.raw(kRsp);
   const uint64_t ra_at = sp + static_cast<uint64_t>(*delta);

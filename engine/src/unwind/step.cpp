@@ -257,7 +257,8 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     auto rec = go_step(frame, *module, mem, limits);
     if (rec) {
       auto out = finish(ops, std::move(*rec), FrameSource::GoPclntab, false, mem, modules, caller);
-      if (out) return out;
+      // Outermost: a function Go's own traceback ends at, or a zero return address.
+      if (out || out.error().reason == StopReason::Outermost) return out;
     }
   }
 
