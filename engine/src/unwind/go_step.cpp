@@ -52,15 +52,16 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
   auto func = go->find(pc, limits.max_search_probes);
   if (!func) return unexpected(not_applicable("pc in no Go function"));
   if (!frame.regs.has(kRsp)) return unexpected(not_applicable("rsp unknown"));
+  auto delta = go->sp_delta(*func, pc, limits.max_go_pcvalue_steps);
   if (auto name = go->name(*func); name && top_of_stack(*name)) {
-    // Outermost: no caller (pc 0), as Go's traceback ends here.
+    // Outermost: no caller (pc 0), as Go's traceback ends here; the frame's CFA is still
+    // where its return-address slot ends.
     arch::Recovered out;
     out.regs = RegisterSet(Arch::X86_64);
-    out.cfa = frame.regs.raw(kRsp);
+    out.cfa = frame.regs.raw(kRsp) + (delta && *delta >= 0 ? *delta : 0) + 8;
     out.regs.set_pc(0);
     return out;
   }
-  auto delta = go->sp_delta(*func, pc, limits.max_go_pcvalue_steps);
   if (!delta || *delta < 0) return unexpected(not_applicable("no Go frame size for the pc"));
 
   const uint64_t sp = frame.regs.raw(kRsp);
