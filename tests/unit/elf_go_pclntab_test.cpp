@@ -241,7 +241,9 @@ TEST(GoPclntab, EveryTruncationIsRejectedOrAnswersWithinTheBytes) {
     for (uint64_t pc = text; pc < text + 0x70; ++pc) {
       auto f = t->find(pc, 64);
       if (!f) continue;
-      if (auto name = t->name(*f)) EXPECT_FALSE(name->empty());
+      if (auto name = t->name(*f)) {
+        EXPECT_FALSE(name->empty());
+      }
       (void)t->sp_delta(*f, pc, 100);
     }
   }
