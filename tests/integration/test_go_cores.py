@@ -69,3 +69,28 @@ def test_stripped_go_frames_come_from_pclntab(ehbt_bin, go_expected):
     assert sources["go"]["main.fxGoMiddle"] == "debug_frame"
     assert "go_pclntab" not in sources["go"].values()
     assert "frame_pointer" not in sources["gostripped"].values()
+
+
+def test_stripped_go_without_section_headers(ehbt_bin, go_expected, tmp_path):
+    """With the section headers gone too, the table is found by its magic in the read-only
+    segment: the same frames and names."""
+    exp = go_expected["gostripped"]
+    elf = bytearray(open(exp["exe"], "rb").read())
+    assert elf[4] == 2  # ELFCLASS64: e_shoff at 0x28, e_shnum and e_shstrndx at 0x3c
+    elf[0x28:0x30] = bytes(8)
+    elf[0x3c:0x40] = bytes(4)
+    exe = tmp_path / "gostripped"
+    exe.write_bytes(bytes(elf))
+    probe = subprocess.run(["readelf", "-S", str(exe)], capture_output=True, text=True)
+    assert "no sections" in probe.stdout
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--exe", str(exe)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["modules"][0]["file"] == str(exe)
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want]
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
