@@ -94,3 +94,26 @@ def test_stripped_go_without_section_headers(ehbt_bin, go_expected, tmp_path):
     assert [p for p, _ in got] == [p for p, _ in want]
     for (pc, sym), (_, names) in zip(got, want):
         assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gdb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
+    """The GDB plugin's `ehbt -json` on the core GDB itself cannot unwind past Go's signal
+    trampoline: the expected frames."""
+    import ehbt_py as h
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    h.need_gdb()
+    exp = go_expected[name]
+    out = tmp_path / "ehbt.json"
+    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)])
+    assert out.exists(), text[-3000:]
+    captured = out.read_text()
+    doc = json.loads(captured[captured.find("{"):])
+    [thread] = doc["threads"]
+    assert thread["tid"] == exp["tid"]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
