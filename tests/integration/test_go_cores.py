@@ -117,3 +117,20 @@ def test_gdb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
     assert [p for p, _ in got] == [p for p, _ in want], (got, want)
     for (pc, sym), (_, names) in zip(got, want):
         assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_lldb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
+    """The LLDB plugin's `ehbt --json` on the Go cores: the expected frames."""
+    import ehbt_py as h
+    import test_lldb_plugin as tl
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = go_expected[name]
+    doc, _ = tl.ehbt_json(build_dir, tmp_path, ["target create %s --core %s" % (
+        exp["exe"], exp["core"])], command="ehbt --json")
+    [thread] = [t for t in doc["threads"] if t["tid"] == exp["tid"]]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
