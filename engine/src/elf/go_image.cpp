@@ -27,7 +27,8 @@ std::optional<GoPclntab> search_segments(const Image& image, std::span<const std
   const uint64_t step = image.address_size();
   uint64_t budget = limits.max_image_bytes;
   for (const Segment& seg : image.segments()) {
-    if ((seg.flags & (PF_X | PF_W)) != 0 || seg.offset >= file.size()) continue;
+    // Read-only data, or (position-independent builds) the relro part of the data segment.
+    if ((seg.flags & PF_X) != 0 || seg.offset >= file.size()) continue;
     const uint64_t size = std::min<uint64_t>(seg.filesz, file.size() - seg.offset);
     const std::span<const std::byte> bytes = file.subspan(seg.offset, size);
     for (uint64_t at = 0; at + 8 <= bytes.size() && budget > 0; at += step, budget -= step) {

@@ -9,9 +9,10 @@
 namespace ehbt::elf {
 
 // The image's Go function table, or null (no Go code, or a table this reader does not know).
-// Found once: the .gopclntab section; without section headers, the first read-only PT_LOAD
-// position holding a valid table header whose first function lies in executable code
-// (searched at pointer alignment, at most Limits::max_image_bytes bytes).
+// Found once: the .gopclntab section (.data.rel.ro.gopclntab in position-independent builds);
+// without section headers, the first non-executable PT_LOAD position holding a valid table header
+// whose first function lies in executable code (searched at pointer alignment, at most
+// Limits::max_image_bytes bytes).
 const GoPclntab* go_pclntab(const Image& image);
 
 // Adds one symbol per Go function (size up to the next function's entry), bound LOCAL so that

@@ -239,7 +239,9 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
         img.dynamic_ = SectionRef{sh.sh_addr, raw};
       } else if (name == ".gnu_debuglink" && img.debuglink_.empty()) {
         read_debuglink(raw, img.big_endian_, img.debuglink_, img.debuglink_crc_);
-      } else if (name == ".gopclntab" && im.gopclntab_section.empty()) {
+      } else if ((name == ".gopclntab" || name == ".data.rel.ro.gopclntab") &&
+                 im.gopclntab_section.empty()) {
+        // The second name: position-independent builds put the table in the relro data.
         im.gopclntab_section = SectionRef{sh.sh_addr, raw};
       } else if (name == ".text" && im.text_addr == 0) {
         im.text_addr = sh.sh_addr;
