@@ -4,7 +4,7 @@
 unstripped (`go`) and with -ldflags='-s -w' (`gostripped`: no .symtab, no DWARF, no
 .debug_frame; only .gopclntab is left), crashed with GOTRACEBACK=crash.
 
-    make_go_cores.py [--only go,gostripped]
+    make_go_cores.py [--only go,gostripped,gopie]
 
 Outputs in cores/out/x86_64/: bin/<name>, <name>.core, <name>.expected.json
 (format ehbt-go-expected/1), <name>.traceback.txt (Go's own traceback), <name>.gdb.json.
@@ -27,8 +27,10 @@ Expected frames, never from ehbt:
 - Go's own traceback of the crashing goroutine (physical frames: the lines with pc=; inlined
   frames have none) must equal the expected frames from runtime.gopanic (Go prints `panic`)
   down, pc by pc and name by name, in each run; its fp= is the frame's CFA.
-- Names: GDB's, the ELF symbol covering the lookup pc (unstripped), and Go's own
-  `go tool addr2line` (which reads .gopclntab; the only name source for the stripped binary).
+- Names: GDB's, the ELF symbol covering the lookup pc, and Go's own `go tool addr2line`
+  (which reads .gopclntab; it cannot read position-independent stripped builds); for the
+  stripped builds also the reference build's ELF symbol without the `.abi0` suffix Go's
+  linker gives assembly functions only in .symtab (for the trampoline, which GDB cannot name).
 """
 
 import argparse
@@ -46,7 +48,15 @@ OUT = os.path.join(HERE, "out", "x86_64")
 BIN = os.path.join(OUT, "bin")
 GO = "/usr/bin/go"
 CHAIN = ["main.fxGoLeaf", "main.fxGoMiddle", "main.fxGoOuter", "main.main"]
-VARIANTS = {"go": [], "gostripped": ["-ldflags=-s -w"]}
+# name: (go build flags, the unstripped build GDB reads symbols and CFI from).
+VARIANTS = {
+    "go": ([], "go"),
+    "gostripped": (["-ldflags=-s -w"], "go"),
+    # Position-independent (as distributions build Go): the table is .data.rel.ro.gopclntab.
+    "gopie": (["-buildmode=pie", "-ldflags=-s -w"], "gopie.unstripped"),
+}
+REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"]}
+TRAMPOLINE = "runtime.sigreturn.abi0"
 
 GDB_SCRIPT = r"""
 import gdb, json
@@ -60,7 +70,8 @@ def record():
             f = f.older()
         except gdb.error:
             break
-    stops.append({"tid": gdb.selected_thread().ptid[1], "frames": frames})
+    tramp = int(gdb.parse_and_eval("(long)&'%(tramp)s'"))
+    stops.append({"tid": gdb.selected_thread().ptid[1], "frames": frames, "tramp": tramp})
 gdb.execute("run 2>%(trace)s")
 while gdb.selected_inferior().pid != 0 and len(stops) < 4:
     record()
@@ -145,12 +156,13 @@ def crash(name, exe, symbols_from):
     raw = os.path.join(OUT, name + ".gdb.json")
     script = os.path.join(rundir, "record.py")
     with open(script, "w") as f:
-        f.write(GDB_SCRIPT % {"trace": trace, "out": raw})
+        f.write(GDB_SCRIPT % {"trace": trace, "out": raw, "tramp": TRAMPOLINE})
 
     def limits():
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
     cmd = ["gdb", "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
+           "-ex", "set language c",
            "-ex", "set backtrace past-main on", "-ex", "set cwd " + rundir,
            "-ex", "set environment GOTRACEBACK=crash",
            "-ex", "handle SIGSEGV nostop noprint pass", "-ex", "handle SIGURG nostop noprint pass",
@@ -169,11 +181,13 @@ def crash(name, exe, symbols_from):
 def expected_frames(name, exe, unstripped, stops, trace):
     if len(stops) != 2 or stops[0]["tid"] != stops[1]["tid"]:
         raise Fail("%s: expected two SIGABRT stops of one thread, GDB saw %d" % (name, len(stops)))
-    tramp = [s for s in elf_symbols(unstripped) if s[2].startswith("runtime.sigreturn")]
+    tramp = [s for s in elf_symbols(unstripped) if s[2] == TRAMPOLINE]
     if len(tramp) != 1:
-        raise Fail("no runtime.sigreturn in %s" % unstripped)
+        raise Fail("no %s in %s" % (TRAMPOLINE, unstripped))
+    # Load bias (position-independent builds): where GDB found the trampoline at run time.
+    bias = stops[1]["tramp"] - tramp[0][0]
     upper = stops[1]["frames"]
-    cut = next((i for i, f in enumerate(upper) if f["pc"] == tramp[0][0]), None)
+    cut = next((i for i, f in enumerate(upper) if f["pc"] == stops[1]["tramp"]), None)
     if cut is None:
         raise Fail("%s: GDB's frames at the core do not reach Go's signal trampoline" % name)
     lower = stops[0]["frames"]
@@ -199,14 +213,19 @@ def expected_frames(name, exe, unstripped, stops, trace):
     if chain != CHAIN:
         raise Fail("%s: call chain %s, want %s" % (name, chain, CHAIN))
     # Names: GDB's, the ELF symbol and Go's own, at the lookup address.
-    lookups = [f["pc"] if f["exact"] else f["pc"] - 1 for f in frames]
+    lookups = [(f["pc"] if f["exact"] else f["pc"] - 1) - bias for f in frames]
     go_own = go_names(exe, lookups)
     syms = elf_symbols(exe)
+    ref_syms = elf_symbols(unstripped)
     for f, at, gname in zip(frames, lookups, go_own):
         names = {gname} if gname else set()
         names |= {s[2] for s in syms if s[0] <= at < s[1]}
-        if exe == unstripped and f["function"]:
+        if f["function"]:
             names.add(f["function"])
+        if exe != unstripped:
+            # The reference build's ELF symbol, as Go's table names it: assembly functions
+            # carry an ABI suffix only in the ELF symbol table (runtime.raise.abi0).
+            names |= {re.sub(r"\.abi0$", "", s[2]) for s in ref_syms if s[0] <= at < s[1]}
         f["symbols"] = sorted(names)
         f["pc"] = "0x%x" % f["pc"]
         if "cfa" in f:
@@ -214,13 +233,12 @@ def expected_frames(name, exe, unstripped, stops, trace):
     return stops[0]["tid"], frames
 
 
-def make(name, flags):
+def make(name, flags, reference):
     os.makedirs(BIN, exist_ok=True)
     exe = build(name, flags)
-    unstripped = os.path.join(BIN, "go") if name != "go" else exe
-    if name != "go":
-        if not os.path.exists(unstripped):
-            build("go", VARIANTS["go"])
+    unstripped = os.path.join(BIN, reference)
+    if reference != name:
+        build(reference, REFERENCES[reference])
         if instruction_layout(exe) != instruction_layout(unstripped):
             raise Fail("%s: code layout differs from the unstripped build" % name)
         if any(s for s in elf_symbols(exe)):
@@ -228,7 +246,7 @@ def make(name, flags):
     core, trace, stops = crash(name, exe, unstripped)
     tid, frames = expected_frames(name, exe, unstripped, stops, trace)
     doc = {"format": "ehbt-go-expected/1", "arch": "x86_64", "program": name, "core": core,
-           "exe": exe, "stripped": name != "go", "signal": 6, "tid": tid,
+           "exe": exe, "stripped": reference != name, "signal": 6, "tid": tid,
            "source": "gdb-live+go-traceback", "traceback": trace, "frames": frames}
     with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
         json.dump(doc, f, indent=1)
@@ -247,7 +265,7 @@ def main():
         if name not in VARIANTS:
             continue
         try:
-            make(name, VARIANTS[name])
+            make(name, *VARIANTS[name])
         except (Fail, subprocess.TimeoutExpired) as e:
             print("%s: %s" % (name, e), file=sys.stderr)
             status = 1
