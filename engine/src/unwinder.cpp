@@ -52,6 +52,8 @@ std::string_view to_string(FrameSource source) {
       return "frame_pointer";
     case FrameSource::Scan:
       return "scan";
+    case FrameSource::GoPclntab:
+      return "go_pclntab";
   }
   return "unknown";
 }

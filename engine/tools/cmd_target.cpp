@@ -56,7 +56,9 @@ constexpr std::string_view kOutputHelp = R"(options:
   --thread TID       print only thread TID (an unknown TID is an error, exit 2)
   --max-frames N     stop each walk after N frames (default 2048)
   --source S         auto (default): per frame, the module's .sframe row where one covers
-                     the pc, else .eh_frame / .debug_frame, else frame pointers;
+                     the pc, else .eh_frame / .debug_frame, else (a Go function, x86-64)
+                     Go's frame-size table in .gopclntab (frames tagged go_pclntab),
+                     else frame pointers;
                      a .sframe found corrupt is dropped for that module; eh_frame: DWARF
                      CFI only; sframe: SFrame rows only (frames tagged sframe; a sigreturn
                      trampoline is still stepped by its bytes; a pc without a row stops

@@ -16,7 +16,8 @@ TIMEOUT = 120
 HEX = re.compile(r"^0x[0-9a-f]+$")
 STOP_REASONS = {"outermost", "max_frames", "no_module", "no_unwind_info", "memory_fault",
                 "bad_unwind_info", "unsupported", "no_progress", "bad_pc"}
-SOURCES = {"context", "eh_frame", "debug_frame", "sframe", "signal", "frame_pointer", "scan"}
+SOURCES = {"context", "eh_frame", "debug_frame", "sframe", "signal", "frame_pointer", "scan",
+           "go_pclntab"}
 FRAME_LINE = re.compile(r"^#(\d+) +0x([0-9a-f]{16}) in (\S+) \(\)(?: from (\S+))?( \[\w+\])?$")
 
 CRASH_C = r"""

@@ -26,13 +26,13 @@ TEST(ToolsNames, StopReasonsAreTheDocumentedOnes) {
 
 TEST(ToolsNames, FrameSourcesAreTheDocumentedOnes) {
   std::set<std::string> names;
-  for (auto s :
-       {FrameSource::Context, FrameSource::EhFrame, FrameSource::DebugFrame, FrameSource::SFrame,
-        FrameSource::Signal, FrameSource::FramePointer, FrameSource::Scan}) {
+  for (auto s : {FrameSource::Context, FrameSource::EhFrame, FrameSource::DebugFrame,
+                 FrameSource::SFrame, FrameSource::Signal, FrameSource::FramePointer,
+                 FrameSource::Scan, FrameSource::GoPclntab}) {
     names.insert(std::string(frame_source_name(s)));
   }
   EXPECT_EQ(names, (std::set<std::string>{"context", "eh_frame", "debug_frame", "sframe", "signal",
-                                          "frame_pointer", "scan"}));
+                                          "frame_pointer", "scan", "go_pclntab"}));
 }
 
 TEST(ToolsNames, SignalCodes) {

@@ -164,6 +164,7 @@ TEST_F(Validation, StopNames) {
   EXPECT_EQ(to_string(FrameSource::Signal), "signal");
   EXPECT_EQ(to_string(FrameSource::FramePointer), "frame_pointer");
   EXPECT_EQ(to_string(FrameSource::Scan), "scan");
+  EXPECT_EQ(to_string(FrameSource::GoPclntab), "go_pclntab");
 }
 
 }  // namespace

@@ -63,6 +63,9 @@ struct Limits {
   // Decoder memory: the zstd window and liblzma's memory limit (lz4 and gzip need at most a
   // few MiB by their formats).
   uint64_t max_decompressor_memory = 512u << 20;
+  // Addition (Go): entries of one pc-value table (.gopclntab pcsp) decoded per lookup; a Go
+  // function has one entry per change of its frame size, a few dozen in large functions.
+  uint32_t max_go_pcvalue_steps = 1u << 16;
 };
 
 }  // namespace ehbt

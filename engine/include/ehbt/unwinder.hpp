@@ -37,6 +37,7 @@ enum class FrameSource : uint8_t {
   Signal,        // recovered from a signal frame (ucontext)
   FramePointer,  // frame-pointer chain
   Scan,          // stack scanning
+  GoPclntab,     // Go's frame-size (pcsp) table in .gopclntab
 };
 std::string_view to_string(FrameSource source);
 

@@ -15,5 +15,5 @@ PYBIND11_MODULE(_ehbt, m) {
       pybind11::make_tuple("outermost", "max_frames", "no_module", "no_unwind_info", "memory_fault",
                            "bad_unwind_info", "unsupported", "no_progress", "bad_pc");
   m.attr("FRAME_SOURCES") = pybind11::make_tuple("context", "eh_frame", "debug_frame", "sframe",
-                                                 "signal", "frame_pointer", "scan");
+                                                 "signal", "frame_pointer", "scan", "go_pclntab");
 }

@@ -209,6 +209,7 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
   SectionFacts facts;
   std::size_t shnum = 0, shstrndx = 0;
   if (elf_getshdrnum(e, &shnum) == 0 && shnum > 0) {
+    im.has_section_headers = true;
     const bool have_names = elf_getshdrstrndx(e, &shstrndx) == 0;
     Elf_Scn* scn = nullptr;
     for (uint32_t n = 0; n < elf::kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
@@ -238,6 +239,12 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
         img.dynamic_ = SectionRef{sh.sh_addr, raw};
       } else if (name == ".gnu_debuglink" && img.debuglink_.empty()) {
         read_debuglink(raw, img.big_endian_, img.debuglink_, img.debuglink_crc_);
+      } else if ((name == ".gopclntab" || name == ".data.rel.ro.gopclntab") &&
+                 im.gopclntab_section.empty()) {
+        // The second name: position-independent builds put the table in the relro data.
+        im.gopclntab_section = SectionRef{sh.sh_addr, raw};
+      } else if (name == ".text" && im.text_addr == 0) {
+        im.text_addr = sh.sh_addr;
       } else if (name == ".gnu_debugdata" && im.gnu_debugdata.empty()) {
         im.gnu_debugdata = raw;
       } else if ((name == ".debug_frame" || name == ".zdebug_frame") && img.debug_frame_.empty()) {

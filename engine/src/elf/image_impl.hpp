@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "ehbt/image.hpp"
 #include "elf/file_mapping.hpp"
+#include "elf/go_pclntab.hpp"
 #include "elf/symbol_table.hpp"
 
 namespace ehbt {
@@ -59,6 +61,14 @@ struct Image::Impl {
 
   std::once_flag symbols_once;
   elf::SymbolTable symbols;
+
+  // Go's function table: the .gopclntab section, or (no section headers) found by its magic
+  // on first use; .text's address is the base of its entry offsets where the header's is 0.
+  SectionRef gopclntab_section;
+  uint64_t text_addr = 0;
+  bool has_section_headers = false;
+  std::once_flag go_once;
+  std::optional<elf::GoPclntab> go;
 };
 
 // Builds images; a friend of Image, so its members fill the protected fields directly.

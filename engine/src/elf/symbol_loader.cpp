@@ -5,7 +5,8 @@
 // <dir>/<first two hex digits>/<remaining digits>.debug under each directory of the
 // EHBT_DEBUG_DIR environment variable (':'-separated) and then /usr/lib/debug/.build-id),
 // else MiniDebugInfo's .symtab together with .dynsym (MiniDebugInfo holds only what .dynsym
-// lacks). NAME@plt stubs are added in every case, as GDB shows them.
+// lacks), and then Go's function table (.gopclntab) for what those leave unnamed. NAME@plt
+// stubs are added in every case, as GDB shows them.
 #include <elf.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "elf/go_image.hpp"
 #include "elf/image_impl.hpp"
 #include "elf/minidebuginfo.hpp"
 #include "elf/plt_symbols.hpp"
@@ -115,6 +117,7 @@ void ImageLoader::load_symbols(const Image& image) {
       add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
     }
     add_symbols(im.elf.elf, SHT_DYNSYM, image, table, im.limits);
+    elf::add_go_symbols(image, table, im.limits);
   }
   elf::add_plt_symbols(im.elf.elf, image, table, im.limits);
   table.finish();

@@ -7,6 +7,7 @@
 #include "arch/arch_ops.hpp"
 #include "unwind/apply_row.hpp"
 #include "unwind/describe.hpp"
+#include "unwind/go_step.hpp"
 
 namespace ehbt::unwind {
 namespace {
@@ -250,7 +251,18 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
   const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
   if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
 
-  // 4. Heuristics.
+  // 4. Go's frame-size table: exact for a Go function, where the frame-pointer walk would skip
+  //    the caller of a function that sets up no frame.
+  if (options.source == SourcePreference::Auto && module != nullptr) {
+    auto rec = go_step(frame, *module, mem, limits);
+    if (rec) {
+      auto out = finish(ops, std::move(*rec), FrameSource::GoPclntab, false, mem, modules, caller);
+      // Outermost: a function Go's own traceback ends at, or a zero return address.
+      if (out || out.error().reason == StopReason::Outermost) return out;
+    }
+  }
+
+  // 5. Heuristics.
   if (!options.frame_pointer_fallback || options.source != SourcePreference::Auto) {
     return stop(reason, std::move(detail));
   }

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "elf/go_image.hpp"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "elf/image_impl.hpp"
+
+namespace ehbt::elf {
+namespace {
+
+// The magics of the layouts GoPclntab reads, in the first 4 bytes of a table: 0xfffffff?
+// with the low nibble 0, 1, a or b. Tested before a full header parse.
+bool magic_at(const std::byte* p, bool big_endian) {
+  const std::byte* ff = big_endian ? p : p + 1;
+  const uint8_t low = std::to_integer<uint8_t>(big_endian ? p[3] : p[0]);
+  if (ff[0] != std::byte{0xff} || ff[1] != std::byte{0xff} || ff[2] != std::byte{0xff}) {
+    return false;
+  }
+  return low == 0xf0 || low == 0xf1 || low == 0xfa || low == 0xfb;
+}
+
+std::optional<GoPclntab> search_segments(const Image& image, std::span<const std::byte> file,
+                                         uint64_t text_hint, const Limits& limits) {
+  const uint64_t step = image.address_size();
+  uint64_t budget = limits.max_image_bytes;
+  for (const Segment& seg : image.segments()) {
+    // Read-only data, or (position-independent builds) the relro part of the data segment.
+    if ((seg.flags & PF_X) != 0 || seg.offset >= file.size()) continue;
+    const uint64_t size = std::min<uint64_t>(seg.filesz, file.size() - seg.offset);
+    const std::span<const std::byte> bytes = file.subspan(seg.offset, size);
+    for (uint64_t at = 0; at + 8 <= bytes.size() && budget > 0; at += step, budget -= step) {
+      if (!magic_at(bytes.data() + at, image.big_endian())) continue;
+      auto table = GoPclntab::parse(bytes.subspan(at), text_hint);
+      if (!table) continue;
+      auto first = table->func(0);
+      if (first && image.is_executable(first->entry)) return table;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const GoPclntab* go_pclntab(const Image& image) {
+  auto& im = ImageLoader::impl(image);
+  std::call_once(im.go_once, [&image, &im] {
+    if (!im.gopclntab_section.empty()) {
+      im.go = GoPclntab::parse(im.gopclntab_section.bytes, im.text_addr);
+    } else if (!im.has_section_headers && !im.file.empty()) {
+      im.go = search_segments(image, im.file, im.text_addr, im.limits);
+    }
+  });
+  return im.go ? &*im.go : nullptr;
+}
+
+std::size_t add_go_symbols(const Image& image, SymbolTable& table, const Limits& limits) {
+  const GoPclntab* go = go_pclntab(image);
+  if (go == nullptr) return 0;
+  const uint64_t count = std::min<uint64_t>(go->size(), limits.max_symbols);
+  table.reserve(count, count * 32);
+  std::size_t added = 0;
+  for (uint64_t i = 0; i < count && !table.full(); ++i) {
+    auto f = go->func(i);
+    if (!f) continue;
+    auto name = go->name(*f);
+    if (!name) continue;
+    if (table.add(f->entry, f->end - f->entry, *name, STB_LOCAL, STT_FUNC)) ++added;
+  }
+  return added;
+}
+
+}  // namespace ehbt::elf

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// The layouts follow Go's runtime/symtab.go (pcHeader, functab, _func) and its pc-value
+// encoding (runtime.step): pairs of a zig-zag varint value delta and a varint pc delta in
+// units of the pc quantum, starting from value -1 at the function's entry, ended by a zero
+// value-delta byte after the first pair.
+#include "elf/go_pclntab.hpp"
+
+#include <cstring>
+
+#include "util/byte_reader.hpp"
+
+namespace ehbt::elf {
+namespace {
+
+constexpr uint32_t kMagic12 = 0xfffffffb;
+constexpr uint32_t kMagic116 = 0xfffffffa;
+constexpr uint32_t kMagic118 = 0xfffffff0;
+constexpr uint32_t kMagic120 = 0xfffffff1;
+
+// Offsets inside a _func record after its entry field: nameOff (int32), then args,
+// deferreturn (or frame before 1.10), and pcsp (uint32). The same in every layout read here.
+constexpr uint64_t kNameField = 0;
+constexpr uint64_t kPcspField = 12;
+
+// Go's varints are at most 32 bits wide: 5 bytes.
+constexpr unsigned kMaxVarintBytes = 5;
+
+std::optional<GoPclntab::Version> version_of(uint32_t magic) {
+  switch (magic) {
+    case kMagic12:
+      return GoPclntab::Version::Go12;
+    case kMagic116:
+      return GoPclntab::Version::Go116;
+    case kMagic118:
+      return GoPclntab::Version::Go118;
+    case kMagic120:
+      return GoPclntab::Version::Go120;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool read_varint(util::ByteReader& r, uint32_t& out) {
+  uint32_t v = 0;
+  for (unsigned i = 0; i < kMaxVarintBytes; ++i) {
+    uint8_t b = 0;
+    if (!r.read_u8(b)) return false;
+    v |= uint32_t{b & 0x7fu} << (7 * i);
+    if ((b & 0x80) == 0) {
+      out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool GoPclntab::read_uint(uint64_t off, unsigned size, uint64_t& out) const {
+  util::ByteReader r(bytes_, big_endian_);
+  return r.seek(off) && r.read_uint(size, out);
+}
+
+bool GoPclntab::looks_like(std::span<const std::byte> bytes) {
+  return parse(bytes).has_value();
+}
+
+std::optional<GoPclntab> GoPclntab::parse(std::span<const std::byte> bytes, uint64_t text_hint) {
+  GoPclntab t;
+  t.bytes_ = bytes;
+  util::ByteReader r(bytes, false);
+  uint32_t magic = 0;
+  if (!r.read_u32(magic)) return std::nullopt;
+  auto version = version_of(magic);
+  if (!version) {
+    util::ByteReader be(bytes, true);
+    if (!be.read_u32(magic) || !(version = version_of(magic))) return std::nullopt;
+    t.big_endian_ = true;
+  }
+  t.version_ = *version;
+  r = util::ByteReader(bytes, t.big_endian_);
+  uint8_t pad1 = 0, pad2 = 0;
+  if (!r.skip(4) || !r.read_u8(pad1) || !r.read_u8(pad2) || !r.read_u8(t.quantum_) ||
+      !r.read_u8(t.ptr_size_)) {
+    return std::nullopt;
+  }
+  if (pad1 != 0 || pad2 != 0) return std::nullopt;
+  if (t.quantum_ != 1 && t.quantum_ != 2 && t.quantum_ != 4) return std::nullopt;
+  if (t.ptr_size_ != 4 && t.ptr_size_ != 8) return std::nullopt;
+  const unsigned w = t.ptr_size_;
+  if (!r.read_uint(w, t.nfunc_)) return std::nullopt;
+  if (t.version_ == Version::Go12) {
+    // Names, pc-value tables and _func records are all offsets from the table's start.
+    t.functab_off_ = 8 + w;
+  } else {
+    uint64_t nfiles = 0, cu = 0, filetab = 0;
+    if (!r.read_uint(w, nfiles)) return std::nullopt;
+    if (t.version_ >= Version::Go118 && !r.read_uint(w, t.text_start_)) return std::nullopt;
+    if (!r.read_uint(w, t.funcname_off_) || !r.read_uint(w, cu) || !r.read_uint(w, filetab) ||
+        !r.read_uint(w, t.pctab_off_) || !r.read_uint(w, t.functab_off_)) {
+      return std::nullopt;
+    }
+    t.func_base_ = t.functab_off_;
+    if (t.text_start_ == 0) t.text_start_ = text_hint;
+    if (t.funcname_off_ >= bytes.size() || t.pctab_off_ >= bytes.size()) return std::nullopt;
+  }
+  // The function table, with its end entry, must lie inside the bytes.
+  const uint64_t entry_size = 2 * (t.version_ >= Version::Go118 ? 4 : w);
+  if (t.functab_off_ > bytes.size() || t.nfunc_ == 0 ||
+      t.nfunc_ >= (bytes.size() - t.functab_off_) / entry_size) {
+    return std::nullopt;
+  }
+  // First entry before the end: a table of one function at least, in order at its ends.
+  auto first = t.func(0);
+  uint64_t end = 0, unused = 0;
+  if (!first || !t.entry_at(t.nfunc_, end, unused) || end < first->entry) return std::nullopt;
+  return t;
+}
+
+bool GoPclntab::entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const {
+  const unsigned w = version_ >= Version::Go118 ? 4 : ptr_size_;
+  const uint64_t off = functab_off_ + index * 2 * w;
+  uint64_t rec = 0;
+  if (!read_uint(off, w, entry)) return false;
+  if (version_ >= Version::Go118) entry += text_start_;
+  // The end entry (index nfunc) has only its pc.
+  if (index < nfunc_ && !read_uint(off + w, w, rec)) return false;
+  record = func_base_ + rec;
+  return true;
+}
+
+std::optional<GoPclntab::Func> GoPclntab::func(uint64_t index) const {
+  if (index >= nfunc_) return std::nullopt;
+  Func f;
+  uint64_t unused = 0;
+  if (!entry_at(index, f.entry, f.record) || !entry_at(index + 1, f.end, unused)) {
+    return std::nullopt;
+  }
+  if (f.end < f.entry || f.record >= bytes_.size()) return std::nullopt;
+  return f;
+}
+
+std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes) const {
+  uint64_t lo = 0, hi = nfunc_;  // the answer is in [lo, hi)
+  uint64_t lo_entry = 0, hi_entry = UINT64_MAX, unused = 0;
+  for (uint32_t probe = 0; lo < hi && probe < max_probes; ++probe) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    uint64_t entry = 0;
+    if (!entry_at(mid, entry, unused)) return std::nullopt;
+    // Entries outside the bracket found so far: the table is not sorted; trust none of it.
+    if (entry < lo_entry || entry > hi_entry) return std::nullopt;
+    if (pc < entry) {
+      hi = mid;
+      hi_entry = entry;
+    } else {
+      auto f = func(mid);
+      if (!f) return std::nullopt;
+      if (pc < f->end) return f;
+      lo = mid + 1;
+      lo_entry = f->end;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> GoPclntab::name(const Func& f) const {
+  uint64_t raw = 0;
+  if (!read_uint(f.record + after_entry() + kNameField, 4, raw)) return std::nullopt;
+  const int32_t off = static_cast<int32_t>(static_cast<uint32_t>(raw));
+  if (off < 0) return std::nullopt;
+  const uint64_t at = funcname_off_ + static_cast<uint64_t>(off);
+  if (at >= bytes_.size()) return std::nullopt;
+  const char* start = reinterpret_cast<const char*>(bytes_.data() + at);
+  const void* nul = std::memchr(start, 0, bytes_.size() - at);
+  if (nul == nullptr) return std::nullopt;
+  const std::string_view name(start, static_cast<const char*>(nul) - start);
+  if (name.empty()) return std::nullopt;
+  return name;
+}
+
+std::optional<int64_t> GoPclntab::sp_delta(const Func& f, uint64_t pc, uint32_t max_steps) const {
+  if (pc < f.entry || pc >= f.end) return std::nullopt;
+  uint64_t table = 0;
+  if (!read_uint(f.record + after_entry() + kPcspField, 4, table) || table == 0) {
+    return std::nullopt;
+  }
+  util::ByteReader r(bytes_, big_endian_);
+  if (!r.seek(pctab_off_ + table)) return std::nullopt;
+  int64_t value = -1;
+  uint64_t cur = f.entry;
+  for (uint32_t step = 0; step < max_steps; ++step) {
+    uint8_t lead = 0;
+    if (!r.read_u8(lead)) return std::nullopt;
+    if (lead == 0 && step > 0) return std::nullopt;  // end of table: pc not covered
+    uint32_t uv = 0, pc_delta = 0;
+    if (!r.seek(r.offset() - 1) || !read_varint(r, uv) || !read_varint(r, pc_delta)) {
+      return std::nullopt;
+    }
+    // Zig-zag: the low bit is the sign.
+    value += (uv & 1) != 0 ? -int64_t{uv >> 1} - 1 : int64_t{uv >> 1};
+    cur += uint64_t{pc_delta} * quantum_;
+    if (pc < cur) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ehbt::elf

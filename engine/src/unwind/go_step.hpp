@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// A step by Go's frame-size table: where no CFI covers a pc in a Go function (a binary built
+// with -ldflags=-w has no .debug_frame), the function's pcsp table gives the stack pointer's
+// offset from its value at entry, and with it the return address and the caller's sp exactly,
+// also in functions that set up no frame pointer (which the frame-pointer walk skips over).
+#pragma once
+
+#include "arch/arch_ops.hpp"
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/unwinder.hpp"
+
+namespace ehbt::unwind {
+
+// NotApplicable when the frame is not in a Go function of `module` with a pcsp entry for its
+// pc, or the architecture is not one whose Go frame layout this knows (x86-64).
+arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& mem,
+                            const Limits& limits);
+
+}  // namespace ehbt::unwind

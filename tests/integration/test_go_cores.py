@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Go cores (cores/make_go_cores.py): a Go program's nil dereference, GOTRACEBACK=crash, built
+unstripped, with -ldflags='-s -w', and position-independent stripped. The crashing thread's frames must equal the expectation
+(GDB live on the unstripped binary's tables, checked against Go's own traceback; see the
+script): every pc, a name Go or the symbol table gives at the lookup pc, the CFA Go's traceback
+prints as fp=, and the walk must cross Go's own signal frame and end at runtime.goexit."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import cores_expect as ce
+
+GO_CORES = ce.CORES / "make_go_cores.py"
+NAMES = ["go", "gostripped", "gopie"]
+
+
+@pytest.fixture(scope="module")
+def go_expected():
+    if not os.path.exists("/usr/bin/go"):
+        pytest.skip("Debian golang-go is not installed (scripts/install-deps.sh)")
+    out = ce.OUT / "x86_64"
+    missing = [n for n in NAMES if not (out / (n + ".expected.json")).exists()]
+    if missing:
+        proc = subprocess.run(["/usr/bin/python3", str(GO_CORES), "--only", ",".join(missing)],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {n: json.loads((out / (n + ".expected.json")).read_text()) for n in NAMES}
+
+
+def crashing_thread(ehbt_bin, exp):
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    assert thread["tid"] == exp["tid"]
+    assert doc["signal"]["number"] == exp["signal"]
+    return proc.returncode, thread
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_go_core_matches_go_and_gdb(ehbt_bin, go_expected, name):
+    exp = go_expected[name]
+    status, thread = crashing_thread(ehbt_bin, exp)
+    frames = thread["frames"]
+    got = [(f["pc"], f["symbol"]) for f in frames]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+    for f, e in zip(frames, exp["frames"]):
+        if "cfa" in e:
+            assert f["cfa"] == e["cfa"], (f, e)
+    assert thread["stop_reason"] == "outermost", thread["stop_detail"]
+    assert status == 0
+
+
+def test_stripped_go_frames_come_from_pclntab(ehbt_bin, go_expected):
+    """Without .debug_frame, the Go functions are stepped by their pcsp tables, including the
+    frameless leaf (its caller is not skipped); with it, by the CFI."""
+    sources = {}
+    for name in NAMES:
+        _, thread = crashing_thread(ehbt_bin, go_expected[name])
+        sources[name] = {f["symbol"]: f["source"] for f in thread["frames"]}
+    assert sources["gostripped"]["main.fxGoMiddle"] == "go_pclntab"
+    assert sources["gostripped"]["main.fxGoOuter"] == "go_pclntab"
+    assert sources["go"]["main.fxGoMiddle"] == "debug_frame"
+    assert "go_pclntab" not in sources["go"].values()
+    assert "frame_pointer" not in sources["gostripped"].values()
+
+
+def test_stripped_go_without_section_headers(ehbt_bin, go_expected, tmp_path):
+    """With the section headers gone too, the table is found by its magic in the read-only
+    segment: the same frames and names."""
+    exp = go_expected["gostripped"]
+    elf = bytearray(open(exp["exe"], "rb").read())
+    assert elf[4] == 2  # ELFCLASS64: e_shoff at 0x28, e_shnum and e_shstrndx at 0x3c
+    elf[0x28:0x30] = bytes(8)
+    elf[0x3c:0x40] = bytes(4)
+    exe = tmp_path / "gostripped"
+    exe.write_bytes(bytes(elf))
+    probe = subprocess.run(["readelf", "-S", str(exe)], capture_output=True, text=True)
+    assert "no sections" in probe.stdout
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--exe", str(exe)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["modules"][0]["file"] == str(exe)
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want]
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+
+
+# Not gopie yet: through the plugins the position-independent executable gets no module (the
+# walk falls back to frame pointers); the CLI reads the same core right.
+PLUGIN_NAMES = ["go", "gostripped"]
+
+
+@pytest.mark.parametrize("name", PLUGIN_NAMES)
+def test_gdb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
+    """The GDB plugin's `ehbt -json` on the core GDB itself cannot unwind past Go's signal
+    trampoline: the expected frames."""
+    import ehbt_py as h
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    h.need_gdb()
+    exp = go_expected[name]
+    out = tmp_path / "ehbt.json"
+    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)])
+    assert out.exists(), text[-3000:]
+    captured = out.read_text()
+    doc = json.loads(captured[captured.find("{"):])
+    [thread] = doc["threads"]
+    assert thread["tid"] == exp["tid"]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+
+
+@pytest.mark.parametrize("name", PLUGIN_NAMES)
+def test_lldb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
+    """The LLDB plugin's `ehbt --json` on the Go cores: the expected frames."""
+    import ehbt_py as h
+    import test_lldb_plugin as tl
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = go_expected[name]
+    doc, _ = tl.ehbt_json(build_dir, tmp_path, ["target create %s --core %s" % (
+        exp["exe"], exp["core"])], command="ehbt --json")
+    [thread] = [t for t in doc["threads"] if t["tid"] == exp["tid"]]
+    got = [(f["pc"], f["symbol"]) for f in thread["frames"]]
+    want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
+    assert [p for p, _ in got] == [p for p, _ in want], (got, want)
+    for (pc, sym), (_, names) in zip(got, want):
+        assert sym in names, "%s: %s not in %s" % (pc, sym, names)
