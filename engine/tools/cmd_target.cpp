@@ -210,6 +210,8 @@ int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const s
   if (!report) return input_error(subject, report.error());
   report->core = std::move(core);
   report->pid = pid;
+  // Text mode says what is missing on stderr, before the trace it qualifies.
+  if (!o.json) std::fputs(render_warnings(*report).c_str(), stderr);
   write_stdout(o.json ? render_json(*report) : render_text(*report));
   return exit_status(*report);
 }
@@ -221,10 +223,6 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   const std::string& path = inv->operand;
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
-  if (!inv->options.json) {
-    for (const std::string& w : (*target)->warnings())
-      std::fprintf(stderr, "warning: %s\n", w.c_str());
-  }
   return print_target(std::move(*target), inv->options, path, path, std::nullopt);
 }
 

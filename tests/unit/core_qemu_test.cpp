@@ -198,7 +198,7 @@ TEST_P(QemuCoreTest, ModulesFromTheLinkMap) {
     (base == "libc.so.6" ? libc : ld) = true;
     EXPECT_EQ(m->path.rfind("/lib", 0), 0u) << m->path;  // the guest's name, not the host's
     EXPECT_EQ(m->file, sysroot_ + m->path) << m->path;
-    EXPECT_TRUE(m->build_id_match);
+    EXPECT_EQ(m->build_id_match, true);
     EXPECT_NE(m->image, nullptr);
     ASSERT_TRUE(m->image);
     EXPECT_EQ(m->image->arch(), g.arch);
