@@ -85,12 +85,12 @@ text output, one block per thread, in the style of GDB's `bt`:
 - `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach the outermost
   frame; REASON is one of max_frames, no_module, no_unwind_info, memory_fault,
   bad_unwind_info, unsupported, no_progress, bad_pc.
-- A header comes first: Core (or Process), Executable ("(not found)" after it when its
+- A header comes first: Core (or Process), Executable (marked "not found" when its
   file is missing or another build), Arch, Signal (without a code when the core has no
   NT_SIGINFO: an unknown code is not shown as SI_USER).
 - What could not be known -- a missing, mismatched or unreadable file, a truncated core,
   absent signal details -- is said once on stderr before the trace, one line each:
-  "warning: MESSAGE (use --sysroot DIR)" with the option that would help, if any. A walk
+  `warning: MESSAGE (use --sysroot DIR)` with the option that would help, if any. A walk
   that ends in a module whose file is missing stops with no_module saying so. A core
   whose notes are cut off is unusable (exit 2).
 
