@@ -98,10 +98,11 @@ JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, c
 pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
 build_id_match}], warnings [{kind, message, path, option}], threads [{tid, crashing,
 stop_reason, stop_detail, frames [{index, pc, cfa, source, module, module_offset, symbol,
-symbol_offset}]}]. Addresses are lowercase hex strings with 0x; module_offset = pc -
-bias; symbol_offset = pc - symbol start. null marks what is unknown: no module, no
-symbol, no file found, no recorded build-id, a build-id match that cannot be decided, a
-signal code without NT_SIGINFO, a CFA the unwinder did not compute. Warning kinds:
+symbol_offset}]}]. Addresses are lowercase hex strings with 0x;
+module_offset = pc - bias; symbol_offset = pc - symbol start. null marks what is
+unknown: no module, no symbol, no file found, no recorded build-id, a build-id match
+that cannot be decided, a signal code without NT_SIGINFO, a CFA the unwinder did not
+compute. Warning kinds:
 missing_file, mismatched_file, executable_mismatch, unreadable_file, truncated_core,
 no_signal_info, debuginfod_failed.
 
