@@ -165,6 +165,21 @@ def test_another_programs_executable_is_a_mismatch(ehbt_bin, crash):
     assert mod["build_id_match"] is False and mod["file"] is None
 
 
+def test_unreadable_executable_is_said(ehbt_bin, crash, tmp_path):
+    text = tmp_path / "not-elf"
+    text.write_text("this is not an ELF file\n")
+    proc = run_ehbt(ehbt_bin, "core", crash["core"], "--exe", text)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert warning_lines(proc) == [f"warning: {text} (the executable {crash['exe']}) cannot be "
+                                   "read as an ELF file"], proc.stderr
+    doc = json.loads(run_ehbt(ehbt_bin, "core", crash["core"], "--exe", text, "--json").stdout)
+    check_warning_shape(doc)
+    assert doc["warnings"][0]["kind"] == "unreadable_file"
+    assert doc["warnings"][0]["path"] == str(text) and doc["warnings"][0]["option"] is None
+    assert doc["threads"][0]["stop_reason"] == "no_module"
+    assert "is unreadable" in doc["threads"][0]["stop_detail"]
+
+
 def test_complete_inputs_give_no_warnings(ehbt_bin, crash):
     proc = run_ehbt(ehbt_bin, "core", crash["core"])
     assert proc.returncode == 0 and warning_lines(proc) == [], proc.stderr
