@@ -183,8 +183,9 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   cut.expected_size = file.size();
   for (uint64_t i = 0; i < phnum; ++i) {
     const Phdr64 ph = read_phdr64(h, phoff + i * phentsize);
-    // Where this segment's bytes end; an overflowing sum counts as past the end.
-    const bool past_end = ph.offset > file.size() || ph.filesz > file.size() - ph.offset;
+    // Bytes this segment should have that the file does not (an empty one has none).
+    const bool past_end =
+        ph.filesz != 0 && (ph.offset > file.size() || ph.filesz > file.size() - ph.offset);
     if (past_end && (ph.type == PT_NOTE || ph.type == PT_LOAD)) {
       uint64_t end = ph.offset + ph.filesz < ph.offset ? UINT64_MAX : ph.offset + ph.filesz;
       cut.expected_size = std::max(cut.expected_size, end);
@@ -195,7 +196,7 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
       parse_notes(core.arch, core.big_endian, h.sub(ph.offset, ph.filesz), limits, core.notes);
     } else if (ph.type == PT_LOAD) {
       if (ph.memsz == 0 || ph.vaddr + ph.memsz < ph.vaddr) continue;
-      if (past_end && ph.filesz != 0) ++cut.segments_cut;
+      if (past_end) ++cut.segments_cut;
       CoreSegment s;
       s.vaddr = ph.vaddr;
       s.memsz = ph.memsz;
