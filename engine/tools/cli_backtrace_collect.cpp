@@ -47,6 +47,16 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   BacktraceReport report;
   report.arch = std::string(arch_info(target.arch()).name);
   report.executable = target.executable();
+  report.warnings = target.warnings();
+  // The header must not present a missing (or rejected) executable as if it were there.
+  for (const Module& m : target.modules().modules()) {
+    if (m.path == report.executable && m.file.empty()) report.executable_found = false;
+  }
+  for (const Warning& w : report.warnings) {
+    if (w.kind == kWarningMissingFile && w.path == report.executable) {
+      report.executable_found = false;
+    }
+  }
   if (const auto& sig = target.signal()) {
     report.signal = SignalLine{sig->number, signal_name(sig->number), sig->code, sig->address};
   }

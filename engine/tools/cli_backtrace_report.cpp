@@ -56,9 +56,11 @@ bool stopped_early(StopReason r) {
 
 std::string describe_signal(const SignalLine& sig) {
   std::string s = sig.name.empty() ? "SIG" + std::to_string(sig.number) : sig.name;
-  std::string_view code = signal_code_name(sig.number, sig.code);
-  s += ", ";
-  s += code.empty() ? "code " + std::to_string(sig.code) : std::string(code);
+  if (sig.code) {
+    std::string_view code = signal_code_name(sig.number, *sig.code);
+    s += ", ";
+    s += code.empty() ? "code " + std::to_string(*sig.code) : std::string(code);
+  }
   if (sig.address) s += " at " + hex(*sig.address);
   return s;
 }
@@ -67,7 +69,9 @@ std::string render_text(const BacktraceReport& r) {
   std::string out;
   if (r.core) out += "Core: " + *r.core + "\n";
   if (r.pid) out += "Process: " + std::to_string(*r.pid) + "\n";
-  out += "Executable: " + (r.executable.empty() ? std::string("??") : r.executable) + "\n";
+  out += "Executable: " + (r.executable.empty() ? std::string("??") : r.executable);
+  if (!r.executable.empty() && !r.executable_found) out += " (not found)";
+  out += "\n";
   out += "Arch: " + r.arch + "\n";
   if (r.signal) {
     out += "Signal: " + describe_signal(*r.signal) + "\n";
@@ -121,6 +125,19 @@ std::string render_json(const BacktraceReport& r) {
         .end_object();
   }
   w.end_array();
+  w.key("warnings").begin_array();
+  for (const Warning& x : r.warnings) {
+    auto or_null = [](const std::string& s) {
+      return s.empty() ? std::nullopt : std::optional<std::string>(s);
+    };
+    w.begin_object(true)
+        .field("kind", x.kind)
+        .field("message", x.message)
+        .field("path", or_null(x.path))
+        .field("option", or_null(x.option))
+        .end_object();
+  }
+  w.end_array();
   w.key("threads").begin_array();
   for (const ThreadReport& t : r.threads) {
     w.begin_object()
@@ -147,6 +164,12 @@ std::string render_json(const BacktraceReport& r) {
   w.end_array();
   w.end_object();
   out += '\n';
+  return out;
+}
+
+std::string render_warnings(const BacktraceReport& r) {
+  std::string out;
+  for (const Warning& x : r.warnings) out += "warning: " + x.line() + "\n";
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ehbt/core.hpp"
 #include "ehbt/unwinder.hpp"
 
 namespace ehbt::cli {
@@ -39,14 +40,14 @@ struct ModuleLine {
   std::string file;  // "" when no file was found
   uint64_t base = 0;
   uint64_t bias = 0;
-  std::string build_id;  // "" when unknown
-  bool build_id_match = true;
+  std::string build_id;                // "" when unknown
+  std::optional<bool> build_id_match;  // nothing: a build-id is unknown on either side
 };
 
 struct SignalLine {
   int number = 0;
-  std::string name;  // "SIGSEGV"
-  int code = 0;
+  std::string name;         // "SIGSEGV"
+  std::optional<int> code;  // nothing when the target does not say
   std::optional<uint64_t> address;
 };
 
@@ -55,12 +56,15 @@ struct BacktraceReport {
   std::optional<int64_t> pid;       // or the live process
   std::string arch;
   std::string executable;
+  bool executable_found = true;  // false: its file is missing or another build
   std::optional<SignalLine> signal;
   std::vector<ModuleLine> modules;
   std::vector<ThreadReport> threads;
+  std::vector<Warning> warnings;  // what could not be known, each once
 };
 
-// "SIGSEGV, SEGV_MAPERR at 0x0": name, code name (or "code N"), fault address when known.
+// "SIGSEGV, SEGV_MAPERR at 0x0": name, code name (or "code N"; nothing when unknown), fault
+// address when known.
 std::string describe_signal(const SignalLine& sig);
 
 // A header (core or process, executable, arch, signal), then one block per thread:
@@ -71,6 +75,8 @@ std::string describe_signal(const SignalLine& sig);
 std::string render_text(const BacktraceReport& report);
 // The ehbt-backtrace/1 document, newline-terminated.
 std::string render_json(const BacktraceReport& report);
+// The warnings for stderr in text mode: "warning: <message> (use --sysroot DIR)", one a line.
+std::string render_warnings(const BacktraceReport& report);
 
 // 0 when every thread ended at an outermost frame or at max_frames, 1 otherwise.
 int exit_status(const BacktraceReport& report);

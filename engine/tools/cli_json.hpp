@@ -48,6 +48,8 @@ class JsonWriter {
   JsonWriter& address(uint64_t v);
   JsonWriter& address(std::optional<uint64_t> v) { return v ? address(*v) : null(); }
   JsonWriter& value(const std::optional<std::string>& s) { return s ? value(*s) : null(); }
+  JsonWriter& value(std::optional<bool> v) { return v ? value(*v) : null(); }
+  JsonWriter& value(std::optional<int> v) { return v ? value(*v) : null(); }
 
   // Shorthands for `key(k).value(v)`.
   template <class T>

@@ -55,11 +55,11 @@ constexpr std::string_view kOutputHelp = R"(options:
   --all-threads      print every thread (default: the crashing thread, else the first)
   --thread TID       print only thread TID (an unknown TID is an error, exit 2)
   --max-frames N     stop each walk after N frames (default 2048)
-  --source S         auto (default): per frame, the module's .sframe row where one covers
-                     the pc, else .eh_frame / .debug_frame, else (a Go function, x86-64)
-                     Go's frame-size table in .gopclntab (frames tagged go_pclntab),
-                     else frame pointers;
-                     a .sframe found corrupt is dropped for that module; eh_frame: DWARF
+  --source S         auto (default): per frame, .eh_frame / .debug_frame, else the
+                     module's own .sframe row where one covers the pc, else (a Go
+                     function, x86-64) Go's frame-size table in .gopclntab (frames
+                     tagged go_pclntab), else frame pointers; a .sframe found corrupt
+                     is dropped for that module; eh_frame: DWARF
                      CFI only; sframe: SFrame rows only (frames tagged sframe; a sigreturn
                      trampoline is still stepped by its bytes; a pc without a row stops
                      with no_unwind_info, or bad_unwind_info for a corrupt .sframe, saying
@@ -67,8 +67,9 @@ constexpr std::string_view kOutputHelp = R"(options:
   --sframe-from-eh-frame
                      convert each module's .eh_frame to SFrame in memory and use that in
                      place of the module's own .sframe (so --source sframe can be tried on
-                     any target); functions the version cannot express are left out, and a
-                     walk that needs one stops saying why
+                     any target; with auto, the converted rows come first); functions the
+                     version cannot express are left out, and a walk that needs one stops
+                     saying why
   --sframe-version V the SFrame version the conversion writes: 3 (default) or 2
 
 text output, one block per thread, in the style of GDB's `bt`:
@@ -85,15 +86,26 @@ text output, one block per thread, in the style of GDB's `bt`:
 - `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach the outermost
   frame; REASON is one of max_frames, no_module, no_unwind_info, memory_fault,
   bad_unwind_info, unsupported, no_progress, bad_pc.
-- A header comes first: Core (or Process), Executable, Arch, Signal.
+- A header comes first: Core (or Process), Executable (marked "not found" when its
+  file is missing or another build), Arch, Signal (without a code when the core has no
+  NT_SIGINFO: an unknown code is not shown as SI_USER).
+- What could not be known -- a missing, mismatched or unreadable file, a truncated core,
+  absent signal details -- is said once on stderr before the trace, one line each:
+  `warning: MESSAGE (use --sysroot DIR)` with the option that would help, if any. A walk
+  that ends in a module whose file is missing stops with no_module saying so. A core
+  whose notes are cut off is unusable (exit 2).
 
 JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, core (or
 pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
-build_id_match}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
-cfa, source, module, module_offset, symbol, symbol_offset}]}]. Addresses are lowercase
-hex strings with 0x; module_offset = pc - bias; symbol_offset = pc - symbol start. null
-marks what is unknown: no module, no symbol, no file found, no recorded build-id, a CFA
-the unwinder did not compute.
+build_id_match}], warnings [{kind, message, path, option}], threads [{tid, crashing,
+stop_reason, stop_detail, frames [{index, pc, cfa, source, module, module_offset, symbol,
+symbol_offset}]}]. Addresses are lowercase hex strings with 0x;
+module_offset = pc - bias; symbol_offset = pc - symbol start. null marks what is
+unknown: no module, no symbol, no file found, no recorded build-id, a build-id match
+that cannot be decided, a signal code without NT_SIGINFO, a CFA the unwinder did not
+compute. Warning kinds:
+missing_file, mismatched_file, executable_mismatch, unreadable_file, truncated_core,
+no_signal_info, debuginfod_failed.
 
 exit status:
   0  every printed thread reached its outermost frame (or --max-frames)
@@ -107,8 +119,8 @@ constexpr std::string_view kCoreHelp =
     "truncated or corrupt stream is an error saying how many bytes were recovered). The\n"
     "files it names are opened from --sysroot or as named; separate debug files (build-id\n"
     "directory, then .gnu_debuglink with its CRC checked) supply .debug_frame and symbols.\n"
-    "A file whose build-id differs from the core's record is reported with\n"
-    "build_id_match false.\n\n";
+    "A file whose build-id differs from the core's record is not used: it is reported\n"
+    "with build_id_match false and a warning.\n\n";
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
     "process then runs on as before.\n\n";
@@ -212,6 +224,8 @@ int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const s
   if (!report) return input_error(subject, report.error());
   report->core = std::move(core);
   report->pid = pid;
+  // Text mode says what is missing on stderr, before the trace it qualifies.
+  if (!o.json) std::fputs(render_warnings(*report).c_str(), stderr);
   write_stdout(o.json ? render_json(*report) : render_text(*report));
   return exit_status(*report);
 }
@@ -223,10 +237,6 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   const std::string& path = inv->operand;
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
-  if (!inv->options.json) {
-    for (const std::string& w : (*target)->warnings())
-      std::fprintf(stderr, "warning: %s\n", w.c_str());
-  }
   return print_target(std::move(*target), inv->options, path, path, std::nullopt);
 }
 

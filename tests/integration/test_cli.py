@@ -213,7 +213,10 @@ def test_truncated_core_fails_cleanly_or_gives_a_partial_trace(ehbt_bin, tmp_pat
 
 
 def check_schema(doc, core_path):
-    assert set(doc) == {"format", "core", "arch", "executable", "signal", "modules", "threads"}
+    assert set(doc) == {"format", "core", "arch", "executable", "signal", "modules", "warnings",
+                        "threads"}
+    for w in doc["warnings"]:
+        assert set(w) == {"kind", "message", "path", "option"}
     assert doc["format"] == "ehbt-backtrace/1"
     assert doc["core"] == str(core_path)
     assert doc["arch"] == "x86_64"
@@ -223,7 +226,10 @@ def check_schema(doc, core_path):
         assert HEX.match(m["base"]) and HEX.match(m["bias"])
         assert m["file"] is None or isinstance(m["file"], str)
         assert m["build_id"] is None or re.fullmatch(r"[0-9a-f]+", m["build_id"])
-        assert isinstance(m["build_id_match"], bool)
+        # null: a build-id is unknown on either side (the vDSO has no file to compare).
+        assert m["build_id_match"] in (True, False, None)
+        if m["build_id"] is None or m["file"] is None:
+            assert m["build_id_match"] is None, m
     biases = {m["path"]: int(m["bias"], 16) for m in doc["modules"]}
     for t in doc["threads"]:
         assert set(t) == {"tid", "crashing", "stop_reason", "stop_detail", "frames"}

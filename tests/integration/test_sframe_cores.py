@@ -207,7 +207,7 @@ def test_native_sframe_of_a_blocked_process(ehbt_bin, directory, program):
     """A program whose .sframe binutils wrote (V2 by 2.44, V3 by 2.47.50), blocked in its own
     code: --source sframe gives the eh_frame frames as far as the program's own code goes
     (Debian 12's libc has no .sframe: the walk stops there, saying so); --source auto gives
-    exactly the eh_frame frames, the program's frames from .sframe."""
+    exactly the eh_frame frames, taking them from .eh_frame (CFI before SFrame)."""
     exe = FIXTURES / directory / program
     if not exe.exists():
         pytest.fail("missing fixture %s" % exe)
@@ -231,15 +231,12 @@ def test_native_sframe_of_a_blocked_process(ehbt_bin, directory, program):
     def in_exe(f):
         return f.get("module") == exe_name or f.get("file") == exe_name
 
-    # Auto: frames stepped from the program's functions come from its .sframe, except V2's
-    # DRAP function, which gas 2.44 leaves out of .sframe.
+    # Auto: .eh_frame covers every function of the program and comes first (a module's own
+    # .sframe only serves pcs no CFI covers), so no frame of it is stepped by .sframe.
     skipped_by_gas = directory.startswith("trixie") and program == "drap"
     for prev, f in zip(au["frames"], au["frames"][1:]):
         if in_exe(prev) and prev.get("symbol") not in (None, "_start"):
-            if skipped_by_gas and prev["symbol"] == "drap_realigned":
-                assert f["source"] == "eh_frame", f
-            else:
-                assert f["source"] in ("sframe", "signal"), (prev, f)
+            assert f["source"] in ("eh_frame", "signal"), (prev, f)
     # SFrame only: a prefix of the eh_frame walk, every frame from .sframe or a signal frame.
     n = len(sf["frames"])
     assert pcs(sf) == pcs(eh)[:n], (sf, eh)
@@ -251,3 +248,41 @@ def test_native_sframe_of_a_blocked_process(ehbt_bin, directory, program):
         assert n > 2, sf
         assert "libc.so.6" in sf["stop_detail"] and "the module has no .sframe" in sf[
             "stop_detail"], sf
+
+
+def test_auto_takes_sframe_where_no_cfi_covers(ehbt_bin, tmp_path):
+    """The chain program with its .eh_frame (and header) removed: only its own .sframe covers
+    its functions, so --source auto steps them by .sframe (and libc's by .eh_frame), giving
+    the frames --source eh_frame gives on the untouched program."""
+    if subprocess.run(["which", "objcopy"], capture_output=True).returncode != 0:
+        pytest.skip("binutils' objcopy not installed")
+    original = FIXTURES / "sid-x86_64" / "chain"
+    stripped = tmp_path / "chain"
+    subprocess.run(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr",
+                    str(original), str(stripped)], check=True)
+    sections = subprocess.run(["readelf", "-SW", str(stripped)], capture_output=True,
+                              text=True).stdout
+    assert ".sframe" in sections and ".eh_frame" not in sections  # the premise, by binutils
+
+    def walk(exe, source):
+        proc = subprocess.Popen([str(exe)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().startswith("ready")
+            return walk_pid(ehbt_bin, proc.pid, source)
+        finally:
+            proc.kill()
+            proc.wait()
+
+    def shape(t):  # ASLR differs between runs: compare symbols and module offsets
+        return [(f.get("symbol"), f.get("module_offset")) for f in t["frames"]]
+
+    eh = walk(original, "eh_frame")
+    au = walk(stripped, "auto")
+    assert eh["stop_reason"] == "outermost", eh
+    assert shape(au) == shape(eh), (au, eh)
+    # _start (from crt1.o, assembled without SFrame) lost its only table: there the walk
+    # ends, saying so, instead of at the outermost frame.
+    assert au["stop_reason"] == "no_unwind_info" and au["frames"][-1]["symbol"] == "_start", au
+    in_exe = [f for prev, f in zip(au["frames"], au["frames"][1:])
+              if prev.get("module") == str(stripped) and prev.get("symbol") not in (None, "_start")]
+    assert in_exe and all(f["source"] in ("sframe", "signal") for f in in_exe), au

@@ -6,6 +6,7 @@
 #include <sys/user.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core_test_support.hpp"
@@ -300,6 +301,53 @@ TEST(CoreFormat, NtFileAndUnusableInput) {
   expect_error(other_machine.write(dir, "arm.core"), "unsupported core machine");
 }
 
+TEST(CoreFormat, TruncationIsSaidOrRefused) {
+  // One thread (with NT_SIGINFO, so that is not what is warned about), then two dumped
+  // segments of 0x100 bytes each. Cut inside the second segment: a target with a
+  // truncated_core warning, whose reads stop where the file ends. Cut inside the notes:
+  // nothing usable, one line.
+  CoreBuilder b(kEmX86_64, false);
+  b.note("CORE", 1, b.prstatus(11, 7, {}, 27 * 8));
+  std::vector<uint8_t> si(128, 0);
+  si[0] = 11;  // si_signo
+  si[8] = 1;   // si_code: SEGV_MAPERR
+  b.note("CORE", 0x53494749, si);
+  b.load(0x10000, std::vector<uint8_t>(0x100, 0xaa), 0x100);
+  b.load(0x20000, std::vector<uint8_t>(0x100, 0xbb), 0x100);
+  TempDir dir;
+  const std::string path = b.write(dir, "whole.core");
+  const uint64_t size = std::filesystem::file_size(path);
+  {
+    auto t = ehbt::open_core(path);
+    ASSERT_TRUE(t.has_value()) << t.error();
+    EXPECT_TRUE(t.value()->warnings().empty());
+    EXPECT_EQ(t.value()->signal()->code, 1);
+  }
+  std::filesystem::resize_file(path, size - 0x80);  // half of the last segment
+  {
+    auto t = ehbt::open_core(path);
+    ASSERT_TRUE(t.has_value()) << t.error();
+    const auto& ws = t.value()->warnings();
+    ASSERT_EQ(ws.size(), 1u);
+    EXPECT_EQ(ws[0].kind, ehbt::kWarningTruncatedCore);
+    EXPECT_EQ(ws[0].path, path);
+    EXPECT_EQ(ws[0].message, "the core is truncated: " + std::to_string(size - 0x80) + " of " +
+                                 std::to_string(size) +
+                                 " bytes, 1 memory segment(s) cut short (reads there fail)");
+    std::vector<std::byte> buf(0x100);
+    EXPECT_EQ(t.value()->memory().read(0x10000, buf), 0x100u);
+    EXPECT_EQ(t.value()->memory().read(0x20000, buf), 0x80u);
+  }
+  // The notes start after the ELF header and three program headers; cut in the first note.
+  std::filesystem::resize_file(path, 64 + 3 * 56 + 40);
+  auto t = ehbt::open_core(path);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().find(path + ": truncated core: " + std::to_string(64 + 3 * 56 + 40) + " of "),
+            0u)
+      << t.error();
+  EXPECT_EQ(t.error().find('\n'), std::string::npos);
+}
+
 TEST(CoreFormat, LinkMapWalkWithACycle) {
   // No NT_FILE: the executable is found from AT_PHDR (its PT_PHDR gives the bias), its
   // PT_DYNAMIC holds DT_DEBUG -> r_debug -> a link_map list that loops back on itself. The
@@ -352,7 +400,23 @@ TEST(CoreFormat, LinkMapWalkWithACycle) {
   EXPECT_EQ(libc_mod->path, libc);
   EXPECT_EQ(libc_mod->file, libc);
   EXPECT_EQ(libc_mod->bias, 0x7f0000000000u);
-  EXPECT_TRUE(libc_mod->build_id_match);  // nothing recorded to contradict it
+  // Nothing recorded, so nothing to compare: unknown, not a match.
+  EXPECT_EQ(libc_mod->build_id_match, std::nullopt);
+  EXPECT_TRUE(libc_mod->missing.empty());
+  // The executable's file is missing: said once, with the option that would help, and kept
+  // as the reason a walk stopping in it will give.
+  EXPECT_EQ(exe_mod->missing, "prog not found (named by the core)");
+  // (And the signal came without NT_SIGINFO.)
+  const auto& ws = t.value()->warnings();
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].kind, ehbt::kWarningNoSignalInfo);
+  EXPECT_FALSE(t.value()->signal()->code.has_value());
+  EXPECT_EQ(ws[1].kind, ehbt::kWarningMissingFile);
+  EXPECT_EQ(ws[1].path, "/nonexistent/prog");
+  EXPECT_EQ(ws[1].option, "--exe");
+  EXPECT_EQ(ws[1].line(),
+            "the executable /nonexistent/prog, named by the core, was not found (use --exe "
+            "PATH)");
   EXPECT_EQ(t.value()->modules().modules().size(), 2u);
   std::byte magic[4];
   ASSERT_EQ(t.value()->memory().read(0x7f0000000000, magic), 4u);

@@ -114,7 +114,7 @@ TEST(LiveProcess, AttachReadsEveryThreadAndDetaches) {
     for (const auto& m : target.modules().modules()) {
       if (m.path.find("/libc.so") != std::string::npos) {
         libc = true;
-        EXPECT_TRUE(m.build_id_match);
+        EXPECT_EQ(m.build_id_match, true);
         EXPECT_NE(m.image, nullptr);
         EXPECT_FALSE(m.build_id.empty());
       }

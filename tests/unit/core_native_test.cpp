@@ -151,7 +151,7 @@ TEST_F(NativeCoreTest, ModulesMatchDlIteratePhdr) {
   const ehbt::Module* exe = t->modules().find(r.hex("crash_fn"));
   ASSERT_NE(exe, nullptr);
   EXPECT_EQ(exe->bias, r.objects.front().first);
-  EXPECT_TRUE(exe->build_id_match);
+  EXPECT_EQ(exe->build_id_match, true);
   EXPECT_NE(exe->image, nullptr);
 
   std::string libc = libc_path();
@@ -165,7 +165,7 @@ TEST_F(NativeCoreTest, ModulesMatchDlIteratePhdr) {
       if (canonical(name) == libc) want_bias = bias;
     }
     EXPECT_EQ(m.bias, want_bias);
-    EXPECT_TRUE(m.build_id_match);
+    EXPECT_EQ(m.build_id_match, true);
     EXPECT_EQ(m.file, libc);
     ASSERT_NE(m.image, nullptr);
     EXPECT_EQ(m.build_id, m.image->build_id());
@@ -250,7 +250,7 @@ TEST_F(NativeCoreTest, MismatchedFilesAreNotUsed) {
     if (mod.path == libc) m = &mod;
   }
   ASSERT_NE(m, nullptr);
-  EXPECT_FALSE(m->build_id_match);
+  EXPECT_EQ(m->build_id_match, false);
   EXPECT_TRUE(m->file.empty());
   EXPECT_FALSE(m->build_id.empty());
   if (m->image) {
@@ -262,7 +262,7 @@ TEST_F(NativeCoreTest, MismatchedFilesAreNotUsed) {
 
   const ehbt::Module* exe = t->modules().find(core_->report.hex("crash_fn"));
   ASSERT_NE(exe, nullptr);
-  EXPECT_FALSE(exe->build_id_match);
+  EXPECT_EQ(exe->build_id_match, false);
   if (!core_->via_gdb) {
     EXPECT_EQ(t->memory().read(core_->report.hex("exe_text_addr"), buf), 0u);
   }
@@ -286,7 +286,7 @@ TEST_F(NativeCoreTest, SysrootIsSearchedFirst) {
     if (m.path != libc) continue;
     found = true;
     EXPECT_EQ(m.file, copy.string());
-    EXPECT_TRUE(m.build_id_match);
+    EXPECT_EQ(m.build_id_match, true);
   }
   EXPECT_TRUE(found);
   // The store shares images between targets.
@@ -321,7 +321,7 @@ TEST_F(NativeCoreTest, SysrootLinksThatLeadOutAreNotFollowed) {
     if (m.path != libc) continue;
     found = true;
     EXPECT_EQ(m.file, libc);
-    EXPECT_TRUE(m.build_id_match);
+    EXPECT_EQ(m.build_id_match, true);
   }
   EXPECT_TRUE(found);
 }

@@ -198,9 +198,12 @@ TEST_P(QemuCoreTest, ModulesFromTheLinkMap) {
     (base == "libc.so.6" ? libc : ld) = true;
     EXPECT_EQ(m->path.rfind("/lib", 0), 0u) << m->path;  // the guest's name, not the host's
     EXPECT_EQ(m->file, sysroot_ + m->path) << m->path;
-    EXPECT_TRUE(m->build_id_match);
+    // qemu dumps no read-only file pages, so the core may hold no build-id to compare: then
+    // the match is unknown, never claimed.
+    EXPECT_EQ(m->build_id_match, m->build_id.empty() ? std::nullopt : std::optional<bool>(true));
     EXPECT_NE(m->image, nullptr);
     ASSERT_TRUE(m->image);
+    if (!m->build_id.empty()) EXPECT_EQ(m->build_id, m->image->build_id());
     EXPECT_EQ(m->image->arch(), g.arch);
     EXPECT_LT(m->start, m->end);
   }

@@ -17,7 +17,7 @@ BacktraceReport sample() {
   r.signal = SignalLine{11, "SIGSEGV", 1, 0};
   r.modules.push_back({"/opt/app/bin/server", "/sys/opt/app/bin/server", 0x55d4c0a00000,
                        0x55d4c0a00000, "ab12", true});
-  r.modules.push_back({"[vdso]", "", 0x7ffd00000000, 0x7ffd00000000, "", false});
+  r.modules.push_back({"[vdso]", "", 0x7ffd00000000, 0x7ffd00000000, "", std::nullopt});
   ThreadReport t;
   t.tid = 4242;
   t.crashing = true;
@@ -98,6 +98,9 @@ TEST(ToolsReport, TextForProcessWithoutSignal) {
 
 TEST(ToolsReport, JsonDocument) {
   BacktraceReport r = sample();
+  r.warnings = {{kWarningMissingFile, "/lib/libc.so.6, named by the core, was not found",
+                 "/lib/libc.so.6", "--sysroot"},
+                {kWarningNoSignalInfo, "no siginfo", "", ""}};
   r.threads.resize(1);
   r.threads[0].frames.resize(2);
   EXPECT_EQ(
@@ -113,7 +116,13 @@ TEST(ToolsReport, JsonDocument) {
       "\"base\": \"0x55d4c0a00000\", \"bias\": \"0x55d4c0a00000\", \"build_id\": \"ab12\", "
       "\"build_id_match\": true},\n"
       "    {\"path\": \"[vdso]\", \"file\": null, \"base\": \"0x7ffd00000000\", "
-      "\"bias\": \"0x7ffd00000000\", \"build_id\": null, \"build_id_match\": false}\n"
+      "\"bias\": \"0x7ffd00000000\", \"build_id\": null, \"build_id_match\": null}\n"
+      "  ],\n"
+      "  \"warnings\": [\n"
+      "    {\"kind\": \"missing_file\", \"message\": \"/lib/libc.so.6, named by the core, was "
+      "not found\", \"path\": \"/lib/libc.so.6\", \"option\": \"--sysroot\"},\n"
+      "    {\"kind\": \"no_signal_info\", \"message\": \"no siginfo\", \"path\": null, "
+      "\"option\": null}\n"
       "  ],\n"
       "  \"threads\": [\n"
       "    {\n"
@@ -159,11 +168,40 @@ TEST(ToolsReport, ExitStatusFollowsStopReasons) {
   }
 }
 
+TEST(ToolsReport, WarningsAndUnknownsInText) {
+  BacktraceReport r = sample();
+  r.executable_found = false;
+  r.signal->code.reset();
+  r.signal->address.reset();
+  r.threads.resize(1);
+  r.threads[0].frames.clear();
+  std::string text = render_text(r);
+  EXPECT_EQ(text.substr(0, text.find("\n\n")),
+            "Core: /tmp/core.1\n"
+            "Executable: /opt/app/bin/server (not found)\n"
+            "Arch: x86_64\n"
+            "Signal: SIGSEGV");
+  r.warnings = {{kWarningMissingFile, "/lib/libc.so.6, named by the core, was not found",
+                 "/lib/libc.so.6", "--sysroot"},
+                {kWarningExecutableMismatch, "--exe /bin/ls is not it", "/bin/ls", "--exe"},
+                {kWarningTruncatedCore, "the core is truncated", "/tmp/core.1", ""}};
+  EXPECT_EQ(render_warnings(r),
+            "warning: /lib/libc.so.6, named by the core, was not found (use --sysroot DIR)\n"
+            "warning: --exe /bin/ls is not it (use --exe PATH)\n"
+            "warning: the core is truncated\n");
+  // No warnings: an empty JSON list, not a missing key.
+  r.warnings.clear();
+  EXPECT_NE(render_json(r).find("\"warnings\": [],"), std::string::npos) << render_json(r);
+  EXPECT_EQ(render_warnings(r), "");
+}
+
 TEST(ToolsReport, DescribesSignals) {
   EXPECT_EQ(describe_signal({6, "SIGABRT", -6, std::nullopt}), "SIGABRT, SI_TKILL");
   EXPECT_EQ(describe_signal({7, "SIGBUS", 2, 0xdead}), "SIGBUS, BUS_ADRERR at 0xdead");
   EXPECT_EQ(describe_signal({11, "SIGSEGV", 0x80, 0}), "SIGSEGV, SI_KERNEL at 0x0");
   EXPECT_EQ(describe_signal({40, "", 77, std::nullopt}), "SIG40, code 77");
+  // An unknown code is not SI_USER (0): it is left out.
+  EXPECT_EQ(describe_signal({11, "SIGSEGV", std::nullopt, std::nullopt}), "SIGSEGV");
 }
 
 }  // namespace

@@ -108,7 +108,10 @@ tramp:
 )";
 }
 
-enum class Sframe { None, Good, BadVersion, BadFre };
+// Wrong: a well-formed table whose last FRE for inner's body says CFA = rsp + 8, as if the
+// frame had been torn down (the kind of row GNU ld writes for .plt.got): it disagrees with
+// .eh_frame, which is right.
+enum class Sframe { None, Good, BadVersion, BadFre, Wrong };
 
 // A hand-encoded SFrame V2 section (AMD64, little-endian) with two functions: entry (one
 // FRE with no data words: the outermost frame) and inner (four FREs); middle, drap
@@ -122,6 +125,9 @@ std::string sframe_section(Sframe variant) {
   const int third = variant == Sframe::BadFre ? 1 : 4;
   const int second_info = variant == Sframe::BadFre ? 0x04 : 0x05;
   const int third_info = variant == Sframe::BadFre ? 0x05 : 0x04;
+  // Wrong: SP-based, one data word (8) instead of FP-based with two.
+  const std::string third_words =
+      variant == Sframe::Wrong ? "0x03, 8" : std::to_string(third_info) + ", 16, -16";
   return R"(
 	.section .sframe_hand,"a",@progbits
 	.p2align 3
@@ -164,8 +170,8 @@ std::string sframe_section(Sframe variant) {
          std::to_string(second) + ", " + std::to_string(second_info) +
          R"(, 16, -16   # push %rbp: CFA = rsp + 16, rbp at CFA - 16
 	.byte )" +
-         std::to_string(third) + ", " + std::to_string(third_info) +
-         R"(, 16, -16   # mov %rsp,%rbp: CFA = rbp + 16, rbp at CFA - 16
+         std::to_string(third) + ", " + third_words +
+         R"(   # mov %rsp,%rbp: CFA = rbp + 16, rbp at CFA - 16 (not for Wrong)
 	.byte 10, 0x03, 8     # after pop %rbp: CFA = rsp + 8
 .Lsf_fres_end:
 )";
@@ -209,7 +215,8 @@ std::optional<X86Object> build_x86(Sframe variant, std::string* why) {
 class X86SFrame : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    for (Sframe v : {Sframe::None, Sframe::Good, Sframe::BadVersion, Sframe::BadFre}) {
+    for (Sframe v :
+         {Sframe::None, Sframe::Good, Sframe::BadVersion, Sframe::BadFre, Sframe::Wrong}) {
       objects_[static_cast<int>(v)] = build_x86(v, &why_);
       if (!objects_[static_cast<int>(v)]) return;
     }
@@ -302,7 +309,7 @@ class X86SFrame : public ::testing::Test {
     EXPECT_EQ(bt.frames[2].cfa, sframe_outermost ? 0 : r + 24);
   }
 
-  static inline std::optional<X86Object> objects_[4];
+  static inline std::optional<X86Object> objects_[5];
   static inline std::string why_;
 };
 
@@ -312,18 +319,40 @@ TEST_F(X86SFrame, HandEncodedTableMatchesTheCode) {
   EXPECT_EQ(at("inner_body") - at("inner"), 6u);
 }
 
-TEST_F(X86SFrame, AutoPrefersSFrameAndFallsBackPerFrame) {
+TEST_F(X86SFrame, AutoPrefersCfiWhereBothCover) {
+  // entry and inner are in both tables: .eh_frame (the more precise) steps every frame.
   Stack s(false);
   lay_out_chain(s);
   ModuleSet set = modules(Sframe::Good);
   Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
-  expect_chain(bt, true);  // entry is in the native table
+  expect_chain(bt, false);
   ASSERT_EQ(bt.frames.size(), 3u);
-  EXPECT_EQ(bt.frames[1].source, FrameSource::SFrame) << sources(bt);   // inner: in .sframe
-  EXPECT_EQ(bt.frames[2].source, FrameSource::EhFrame) << sources(bt);  // middle: not
+  for (std::size_t i = 1; i < bt.frames.size(); ++i) {
+    EXPECT_EQ(bt.frames[i].source, FrameSource::EhFrame) << sources(bt);
+  }
   // .eh_frame restored middle's callee-saved registers.
   EXPECT_EQ(bt.frames[2].regs.get(3), 0x3333u);
   EXPECT_EQ(bt.frames[2].regs.get(12), 0x1212u);
+  // The SFrame table itself is good: alone it takes the same first step.
+  Backtrace only = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
+  ASSERT_GE(only.frames.size(), 2u) << sources(only);
+  EXPECT_EQ(only.frames[1].source, FrameSource::SFrame);
+  EXPECT_EQ(only.frames[1].pc, at("ret_middle"));
+}
+
+TEST_F(X86SFrame, AutoIgnoresAWrongSFrameRowWhereCfiCovers) {
+  Stack s(false);
+  lay_out_chain(s);
+  ModuleSet set = modules(Sframe::Wrong);
+  // Alone, the wrong row takes inner's saved r13 for the return address.
+  Backtrace only = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
+  ASSERT_GE(only.frames.size(), 1u);
+  EXPECT_TRUE(only.frames.size() == 1 || only.frames[1].pc != at("ret_middle")) << sources(only);
+  // Auto: .eh_frame first, so the chain is right.
+  Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
+  expect_chain(bt, false);
+  ASSERT_EQ(bt.frames.size(), 3u);
+  EXPECT_EQ(bt.frames[1].source, FrameSource::EhFrame) << sources(bt);
 }
 
 TEST_F(X86SFrame, EhFrameSourceIgnoresSFrame) {
@@ -404,12 +433,11 @@ TEST_F(X86SFrame, CorruptFreIsDroppedOnLookupAndNeverSearchedAgain) {
   lay_out_chain(s);
   ModuleSet set = modules(Sframe::BadFre);
   // The header is sound: the table parses, and the corrupt FREs show when inner is looked
-  // up. Auto mode drops the table and takes .eh_frame for this frame and the next.
-  Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
-  expect_chain(bt, false);
-  for (std::size_t i = 1; i < bt.frames.size(); ++i) {
-    EXPECT_EQ(bt.frames[i].source, FrameSource::EhFrame) << i;
-  }
+  // up (SFrame only: Auto takes .eh_frame first and never needs the table here).
+  Backtrace only = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
+  EXPECT_EQ(only.frames.size(), 1u);
+  EXPECT_EQ(only.stop, StopReason::BadUnwindInfo);
+  EXPECT_NE(only.detail.find("bad_fre"), std::string::npos) << only.detail;
   unwind::ImageSFrame& sf = unwind::image_cache(image(Sframe::BadFre), Limits{}).sframe();
   auto dropped = sf.drop_error(false, 0);
   ASSERT_TRUE(dropped.has_value());
@@ -417,11 +445,12 @@ TEST_F(X86SFrame, CorruptFreIsDroppedOnLookupAndNeverSearchedAgain) {
   // Later lookups (entry's pc is covered by a sound FDE) find no table at all.
   EXPECT_EQ(sf.find_row(at("ret_entry") - kBias, false, 0).status,
             unwind::SFrameLookup::Status::NoTable);
-
-  Backtrace only = Unwinder().unwind(chain_regs(), s.mem, set, sframe_only());
-  EXPECT_EQ(only.frames.size(), 1u);
-  EXPECT_EQ(only.stop, StopReason::BadUnwindInfo);
-  EXPECT_NE(only.detail.find("bad_fre"), std::string::npos) << only.detail;
+  // Auto walks the chain with .eh_frame.
+  Backtrace bt = Unwinder().unwind(chain_regs(), s.mem, set, auto_mode());
+  expect_chain(bt, false);
+  for (std::size_t i = 1; i < bt.frames.size(); ++i) {
+    EXPECT_EQ(bt.frames[i].source, FrameSource::EhFrame) << i;
+  }
 }
 
 TEST_F(X86SFrame, CorruptFreStopsAnSFrameOnlyWalkOnFirstUse) {

@@ -147,6 +147,31 @@ TEST_F(Validation, PcInNoModuleWithFallbacksOff) {
   EXPECT_EQ(bt.detail, "0x1000 is in no module");
 }
 
+TEST_F(Validation, CallerInAModuleWhoseFileIsMissingIsNoModuleNamingIt) {
+  // inner returns into a library the core named but whose file was not found: a module
+  // without an image. The walk ends there blaming the missing file, not the tables.
+  Module gone;
+  gone.path = "/usr/lib/libgone.so.1";
+  gone.start = 0x7f0000000000;
+  gone.end = 0x7f0000100000;
+  gone.bias = gone.start;
+  gone.missing = "libgone.so.1 not found (named by the core)";
+  modules_.add(gone);
+  put(kA, gone.start + 0x1234);
+  UnwindOptions strict;
+  strict.frame_pointer_fallback = false;
+  Backtrace bt = Unwinder().unwind(inner_regs(), mem_, modules_, strict);
+  ASSERT_EQ(bt.frames.size(), 2u) << bt.detail;
+  EXPECT_EQ(bt.stop, StopReason::NoModule) << bt.detail;
+  EXPECT_EQ(bt.detail,
+            "libgone.so.1 not found (named by the core); at 0x7f0000001233 (libgone.so.1+0x1233)");
+  // With the heuristics on, the frame pointer (inner's saved rbp, 0) cannot be followed
+  // either: the same cause is named first.
+  Backtrace fp = Unwinder().unwind(inner_regs(), mem_, modules_);
+  EXPECT_EQ(fp.stop, StopReason::NoModule) << fp.detail;
+  EXPECT_EQ(fp.detail.rfind("libgone.so.1 not found (named by the core); at ", 0), 0u) << fp.detail;
+}
+
 TEST_F(Validation, StopNames) {
   EXPECT_EQ(to_string(StopReason::Outermost), "outermost");
   EXPECT_EQ(to_string(StopReason::MaxFrames), "max_frames");

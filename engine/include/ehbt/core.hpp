@@ -29,11 +29,36 @@ struct ThreadState {
 
 struct SignalInfo {
   int number = 0;
-  int code = 0;
+  // si_code from NT_SIGINFO (or from PRSTATUS's pr_info when it describes the same signal);
+  // nothing when the core does not say: an unknown code is unknown, not SI_USER (0).
+  std::optional<int> code;
   std::optional<uint64_t> address;  // fault address for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
 };
 
 std::string signal_name(int number);  // "SIGSEGV"; "SIG<n>" when unknown
+
+// Something the target could not tell or the engine could not find, said once. `kind` is one
+// of the kWarning* names below; `path` is the file concerned ("" when none); `option` the
+// command-line option that would help ("--exe", "--sysroot", "--debuginfod", or "").
+struct Warning {
+  std::string kind;
+  std::string message;
+  std::string path;
+  std::string option;
+
+  // The message with the helping option: "libc.so.6 ... not found (use --sysroot DIR)".
+  std::string line() const;
+  bool operator==(const Warning&) const = default;
+};
+
+// The fixed set of warning kinds (docs/formats.md lists them for users).
+inline constexpr const char* kWarningMissingFile = "missing_file";        // named, not found
+inline constexpr const char* kWarningMismatchedFile = "mismatched_file";  // found, another build
+inline constexpr const char* kWarningUnreadableFile = "unreadable_file";  // found, cannot be read
+inline constexpr const char* kWarningExecutableMismatch = "executable_mismatch";  // --exe is not it
+inline constexpr const char* kWarningTruncatedCore = "truncated_core";  // segments/notes cut off
+inline constexpr const char* kWarningNoSignalInfo = "no_signal_info";   // no NT_SIGINFO
+inline constexpr const char* kWarningDebuginfodFailed = "debuginfod_failed";
 
 // Opened images keyed by file path + build-id, shared across targets so that a batch of cores
 // from one build parses each library once.
@@ -76,8 +101,9 @@ class Target {
   const std::string& executable() const { return executable_; }
   const ModuleSet& modules() const { return modules_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
-  // What could not be found or fetched (one line each, with the option that would help).
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  // What could not be known: missing, mismatched or unreadable files, a truncated core,
+  // absent signal details, failed fetches. Each once, in the order found.
+  const std::vector<Warning>& warnings() const { return warnings_; }
   virtual Memory& memory() = 0;
 
  protected:
@@ -88,7 +114,7 @@ class Target {
   std::string executable_;
   ModuleSet modules_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;
-  std::vector<std::string> warnings_;
+  std::vector<Warning> warnings_;
 };
 
 // Opens an ELF core (mapped, not read whole). Errors are one line saying why the input is

@@ -133,10 +133,15 @@ struct Module {
   std::string path;                    // as the target names it
   uint64_t bias = 0;                   // target address = link-time address + bias
   uint64_t start = 0, end = 0;         // target address range [start, end)
-  bool build_id_match = true;          // false: file found, but its build-id differs
-  std::string file;                    // the file actually used ("" if none)
-  std::string build_id;                // as recorded by the target (core), hex
-  std::string debug_file;              // separate debug file attached to image ("" if none)
+  // true: the file's build-id is the one the target recorded; false: they differ; nothing:
+  // either side has none (or no file was found), so there is nothing to compare.
+  std::optional<bool> build_id_match;
+  std::string file;        // the file actually used ("" if none)
+  std::string build_id;    // as recorded by the target (core), hex
+  std::string debug_file;  // separate debug file attached to image ("" if none)
+  // Why no file backs the module, for stop reasons ("libc.so.6 not found (named by the
+  // core)"); "" when one does, or when none is expected (the vDSO).
+  std::string missing;
 
   uint64_t to_link(uint64_t target_addr) const { return target_addr - bias; }
   bool contains(uint64_t target_addr) const { return target_addr >= start && target_addr < end; }

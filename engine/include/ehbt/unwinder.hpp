@@ -64,8 +64,8 @@ struct Backtrace {
   std::string detail;
 };
 
-// Auto: per frame, the module's SFrame row where one covers the pc, else .eh_frame /
-// .debug_frame, else the heuristics (frame pointer, function entry). EhFrame: DWARF CFI only.
+// Auto: per frame, .eh_frame / .debug_frame, else the module's SFrame row where one covers
+// the pc, else the heuristics (frame pointer, function entry). EhFrame: DWARF CFI only.
 // SFrame: SFrame rows only (frames tagged FrameSource::SFrame; a sigreturn trampoline
 // recognised by its bytes is still stepped). FramePointer: the frame-pointer chain only.
 enum class SourcePreference : uint8_t { Auto, EhFrame, SFrame, FramePointer };
@@ -76,7 +76,8 @@ struct UnwindOptions {
   bool frame_pointer_fallback = true;  // where no table covers the pc
   // Additions (SFrame). Convert each module's .eh_frame to an SFrame table in memory (built
   // once per image and version) and use it in place of the module's own .sframe, so that
-  // SourcePreference::SFrame (and Auto's SFrame-first lookup) can be tried on any target.
+  // SourcePreference::SFrame can be tried on any target (Auto takes CFI first, so it rarely
+  // gets to a converted row).
   // Functions the chosen version cannot express are left out of the converted table.
   bool sframe_from_eh_frame = false;
   // The SFrame version the conversion writes: 2 or 3 (V3's flexible FDEs express DRAP and

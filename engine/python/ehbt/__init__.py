@@ -34,6 +34,7 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     Thread,
     UnwindOptions,
     Unwinder,
+    Warning,
     attach_process,
     open_core,
     signal_name,
@@ -45,6 +46,8 @@ __all__ = [
     "StepResult", "Symbol", "Target", "Thread", "UnwindOptions", "Unwinder", "attach_process",
     "open_core", "signal_name",
 ]
+# ehbt.Warning (a target's warnings) is left out of __all__: a star import must not shadow
+# the builtin Warning class.
 
 FORMAT = "ehbt-backtrace/1"
 

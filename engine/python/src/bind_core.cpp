@@ -89,12 +89,43 @@ void bind_core(pyb::module_& m) {
 
   pyb::class_<SignalInfo>(m, "Signal", "The signal that stopped the target.")
       .def_readonly("number", &SignalInfo::number)
-      .def_readonly("code", &SignalInfo::code)
+      .def_readonly("code", &SignalInfo::code, "si_code; None when the target does not say.")
       .def_readonly("address", &SignalInfo::address)
       .def_property_readonly("name", [](const SignalInfo& s) { return signal_name(s.number); })
       .def("__repr__", [](const SignalInfo& s) {
-        return "Signal(" + signal_name(s.number) + ", code=" + std::to_string(s.code) + ")";
+        return "Signal(" + signal_name(s.number) +
+               ", code=" + (s.code ? std::to_string(*s.code) : std::string("None")) + ")";
       });
+
+  pyb::class_<Warning>(m, "Warning",
+                       "Something the target could not tell or the engine could not find: "
+                       "kind (missing_file, mismatched_file, unreadable_file, "
+                       "executable_mismatch, truncated_core, no_signal_info, debuginfod_failed), "
+                       "message, path ('' when none), option ('--exe', '--sysroot', "
+                       "'--debuginfod' or '').")
+      .def_readonly("kind", &Warning::kind)
+      .def_readonly("message", &Warning::message)
+      .def_readonly("path", &Warning::path)
+      .def_readonly("option", &Warning::option)
+      .def("__str__", &Warning::line, "The message with the option that would help.")
+      .def(
+          "as_dict",
+          [](const Warning& w) {
+            auto or_none = [](const std::string& s) -> pyb::object {
+              if (s.empty()) return pyb::none();
+              return pyb::str(s);
+            };
+            pyb::dict d;
+            d["kind"] = w.kind;
+            d["message"] = w.message;
+            d["path"] = or_none(w.path);
+            d["option"] = or_none(w.option);
+            return d;
+          },
+          "The warning as in ehbt-backtrace/1: {kind, message, path, option}, None for "
+          "an empty path or option.")
+      .def("__repr__",
+           [](const Warning& w) { return "Warning(" + w.kind + ": " + w.line() + ")"; });
 
   pyb::class_<PyTarget, TargetPtr>(m, "Target", "A core file or a live process.")
       .def_readonly("path", &PyTarget::path, "The core file; '' for a live process.")
@@ -106,8 +137,10 @@ void bind_core(pyb::module_& m) {
           "crashing_thread", [](PyTarget& t) { return live(t).crashing_thread(); },
           "Index into threads of the thread that took the signal.")
       .def_property_readonly("signal", [](PyTarget& t) { return live(t).signal(); })
-      // What could not be found or fetched, one line each (debuginfod failures).
-      .def_property_readonly("warnings", [](PyTarget& t) { return live(t).warnings(); })
+      .def_property_readonly(
+          "warnings", [](PyTarget& t) { return live(t).warnings(); },
+          "What could not be known (missing, mismatched or unreadable files, a truncated core, "
+          "no signal details, failed fetches): a list of Warning, each once.")
       .def_property_readonly("executable", [](PyTarget& t) { return live(t).executable(); })
       .def_property_readonly(
           "modules", [](PyTarget& t) { return live(t).modules(); },

@@ -188,7 +188,7 @@ void bind_image(pyb::module_& m) {
   pyb::class_<Module, std::shared_ptr<Module>>(m, "Module", "An image as mapped in one target.")
       .def(pyb::init([](std::optional<ImagePtr> image, const std::string& path, uint64_t bias,
                         std::optional<uint64_t> start, std::optional<uint64_t> end,
-                        bool build_id_match, std::optional<std::string> file,
+                        std::optional<bool> build_id_match, std::optional<std::string> file,
                         std::optional<std::string> build_id) {
              auto mod = std::make_shared<Module>();
              mod->image = image.value_or(nullptr);
@@ -216,7 +216,12 @@ void bind_image(pyb::module_& m) {
       .def_readwrite("bias", &Module::bias)
       .def_readwrite("start", &Module::start)
       .def_readwrite("end", &Module::end)
-      .def_readwrite("build_id_match", &Module::build_id_match)
+      .def_readwrite("build_id_match", &Module::build_id_match,
+                     "True/False: the file's build-id is/is not the recorded one; None: a "
+                     "build-id is unknown on either side (or no file was found).")
+      .def_readwrite("missing", &Module::missing,
+                     "Why no file backs the module ('libc.so.6 not found (named by the core)'); "
+                     "'' when one does.")
       .def_readwrite("file", &Module::file)
       .def_readwrite("build_id", &Module::build_id)
       .def("to_link", &Module::to_link, pyb::arg("addr"))

@@ -8,6 +8,7 @@
 #include "core/mapped_file.hpp"
 #include "core/module_discovery.hpp"
 #include "core/module_resolver.hpp"
+#include "core/warnings.hpp"
 #include "ehbt/core.hpp"
 
 namespace ehbt {
@@ -70,16 +71,34 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
     if (signal_has_address(si.number)) si.address = notes.siginfo->addr;
     t->signal_ = si;
   } else if (found_crashing) {
+    // Only the number is known (pr_cursig). PRSTATUS's pr_info carries no code: the kernel
+    // and qemu fill in si_signo alone, so its zero would read as SI_USER.
     const core::PrStatus& st = notes.threads[t->crashing_];
     SignalInfo si;
     si.number = st.cursig;
-    if (st.info_signo == st.cursig) si.code = st.info_code;
     t->signal_ = si;
+    core::add_warning(t->warnings_,
+                      Warning{kWarningNoSignalInfo,
+                              "the core has no NT_SIGINFO note: the signal's code and fault "
+                              "address are unknown",
+                              "", ""});
+  }
+  if (pc.truncation.cut()) {
+    const core::CoreTruncation& cut = pc.truncation;
+    core::add_warning(t->warnings_,
+                      Warning{kWarningTruncatedCore,
+                              "the core is truncated: " + std::to_string(cut.file_size) + " of " +
+                                  std::to_string(cut.expected_size) + " bytes, " +
+                                  std::to_string(cut.segments_cut) +
+                                  " memory segment(s) cut short (reads there fail)",
+                              path, ""});
   }
 
   std::vector<uint64_t> dumped_starts;  // where a copy of a file's first page may lie
+  std::vector<std::pair<uint64_t, uint64_t>> mapped;
   for (const core::CoreSegment& s : pc.segments) {
     if (!s.dumped.empty()) dumped_starts.push_back(s.vaddr);
+    mapped.emplace_back(s.vaddr, s.vaddr + s.memsz);
   }
   t->memory_ = std::make_unique<core::CoreMemory>(std::move(pc.segments));
   uint64_t page_size = core::auxv_value(notes.auxv, core::kAtPagesz).value_or(kDefaultPageSize);
@@ -104,6 +123,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
     }
     if (exe.empty()) exe = core::exe_name_from_psinfo(notes.fname, notes.psargs);
     collector.set_header_candidates(std::move(dumped_starts));
+    collector.set_mapped_ranges(std::move(mapped));
     collector.add_from_link_map(notes.auxv, exe);
     t->executable_ = exe;
   }

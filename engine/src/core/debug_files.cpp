@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/sysroot_path.hpp"
+#include "core/warnings.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -104,7 +105,7 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
                                              const std::string& file_path,
                                              const TargetOptions& options, std::string& found,
                                              DebuginfodSession* debuginfod,
-                                             std::vector<std::string>* warnings) {
+                                             std::vector<Warning>* warnings) {
   found.clear();
   const std::string& id = image.build_id();
   std::optional<uint32_t> link_crc;
@@ -140,11 +141,8 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
   // Most modules (the C library without its -dbgsym) have no debuginfo anywhere: only a
   // server that failed is worth a warning, not one that answered "not found".
   if (warnings != nullptr && !got.error.empty() && !got.not_found) {
-    const std::string line = "debuginfod: " + got.error;
-    // Once per core, not once per module.
-    if (std::find(warnings->begin(), warnings->end(), line) == warnings->end()) {
-      warnings->push_back(line);
-    }
+    // Once per core, not once per module: no path, so add_warning folds the repeats.
+    add_warning(*warnings, Warning{kWarningDebuginfodFailed, "debuginfod: " + got.error, "", ""});
   }
   return nullptr;
 }

@@ -28,7 +28,7 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
                                              const std::string& file_path,
                                              const TargetOptions& options, std::string& found,
                                              DebuginfodSession* debuginfod = nullptr,
-                                             std::vector<std::string>* warnings = nullptr);
+                                             std::vector<Warning>* warnings = nullptr);
 
 // CRC-32 (the one .gnu_debuglink records) of a whole file; nothing when unreadable.
 std::optional<uint32_t> file_crc32(const std::string& path);

@@ -178,14 +178,25 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   // Each PT_LOAD becomes a CoreSegment; real cores have one per mapping (vm.max_map_count,
   // 65530 by default), and the count is bounded by the file size checked above.
   bool saw_note = false;
+  CoreTruncation& cut = core.truncation;
+  cut.file_size = file.size();
+  cut.expected_size = file.size();
   for (uint64_t i = 0; i < phnum; ++i) {
     const Phdr64 ph = read_phdr64(h, phoff + i * phentsize);
+    // Bytes this segment should have that the file does not (an empty one has none).
+    const bool past_end =
+        ph.filesz != 0 && (ph.offset > file.size() || ph.filesz > file.size() - ph.offset);
+    if (past_end && (ph.type == PT_NOTE || ph.type == PT_LOAD)) {
+      uint64_t end = ph.offset + ph.filesz < ph.offset ? UINT64_MAX : ph.offset + ph.filesz;
+      cut.expected_size = std::max(cut.expected_size, end);
+    }
     if (ph.type == PT_NOTE) {
       saw_note = true;
-      // A note segment cut short by truncation still yields the notes that fit.
+      cut.notes_cut |= past_end;
       parse_notes(core.arch, core.big_endian, h.sub(ph.offset, ph.filesz), limits, core.notes);
     } else if (ph.type == PT_LOAD) {
       if (ph.memsz == 0 || ph.vaddr + ph.memsz < ph.vaddr) continue;
+      if (past_end) ++cut.segments_cut;
       CoreSegment s;
       s.vaddr = ph.vaddr;
       s.memsz = ph.memsz;
@@ -195,6 +206,13 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
     }
   }
   if (!saw_note) return unexpected(std::string("no PT_NOTE segment"));
+  if (cut.notes_cut) {
+    // The notes hold the threads, the signal and the file list; with their end lost, what
+    // remains cannot be trusted to be the whole story (GDB and eu-stack refuse such a core).
+    return unexpected("truncated core: " + std::to_string(cut.file_size) + " of " +
+                      std::to_string(cut.expected_size) +
+                      " bytes, its notes are cut off (nothing usable remains)");
+  }
   if (core.notes.threads.empty())
     return unexpected(std::string("no threads (NT_PRSTATUS) in notes"));
   std::stable_sort(core.segments.begin(), core.segments.end(),

@@ -51,16 +51,27 @@ struct CoreNotes {
   std::vector<FileMapping> files;
 };
 
+// How much of the core is missing: what its program headers promise against the file's size.
+struct CoreTruncation {
+  uint64_t file_size = 0;
+  uint64_t expected_size = 0;  // the end of the last segment's bytes; > file_size when cut
+  uint64_t segments_cut = 0;   // PT_LOADs whose dumped bytes run past the end of the file
+  bool notes_cut = false;      // a PT_NOTE runs past the end (its last notes are lost)
+  bool cut() const { return expected_size > file_size; }
+};
+
 struct ParsedCore {
   Arch arch = Arch::X86_64;
   bool big_endian = false;
   std::vector<CoreSegment> segments;  // sorted by vaddr
   CoreNotes notes;
+  CoreTruncation truncation;
 };
 
 // Decodes a whole core image. Unusable input (not ELF, not ET_CORE, unsupported class or
-// machine, truncated headers, no notes, no thread) gives a one-line reason. Malformed
-// individual notes are skipped.
+// machine, truncated headers, notes cut off by truncation, no notes, no thread) gives a
+// one-line reason. Malformed individual notes are skipped; segments cut off by truncation
+// keep the bytes that are there (ParsedCore::truncation says how much is missing).
 Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file, const Limits& limits);
 
 // Note types and auxv tags used here (values from <elf.h>, repeated so the decoder does not

@@ -152,6 +152,8 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   auto maps =
       core::parse_proc_maps(core::read_proc_file(proc + "/maps", kMaxMapsBytes), kMaxMapsLines);
   core::ModuleResolver resolver(memory_, kNativeArch, kHostBigEndian, options, kPageSize);
+  resolver.set_warnings(&warnings_);
+  resolver.set_named_by("the process");
   core::ModuleCollector collector(memory_, resolver, kHostBigEndian, options.limits, nullptr);
   collector.add_vdso(auxv_);
   std::string exe = collector.add_from_mappings(maps, auxv_);

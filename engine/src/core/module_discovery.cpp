@@ -3,6 +3,7 @@
 // by Limits::max_modules.
 #include "core/module_discovery.hpp"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -108,6 +109,7 @@ std::string ModuleCollector::add_from_mappings(const std::vector<FileMapping>& f
     h.path = in.path;
     h.base = in.base;
     h.range = std::make_pair(in.start, in.end);
+    h.range_from_file_mappings = true;
     h.main_executable = exe && *exe == i;
     if (h.main_executable) {
       h.entry = auxv_value(auxv, kAtEntry);
@@ -182,6 +184,22 @@ void ModuleCollector::add_from_link_map(const Auxv& auxv, const std::string& exe
   }
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> ModuleCollector::mapped_run(uint64_t from,
+                                                                         uint64_t through) const {
+  auto it = std::upper_bound(
+      mapped_.begin(), mapped_.end(), from,
+      [](uint64_t a, const std::pair<uint64_t, uint64_t>& r) { return a < r.first; });
+  if (it == mapped_.begin()) return std::nullopt;
+  --it;
+  if (from >= it->second) return std::nullopt;
+  uint64_t lo = it->first, hi = it->second;
+  while (through >= hi) {
+    if (++it == mapped_.end() || it->first != hi) return std::nullopt;
+    hi = it->second;
+  }
+  return std::make_pair(lo, hi);
+}
+
 void ModuleCollector::walk_link_map(uint64_t r_debug) {
   uint64_t lm = 0;
   if (!mem_.read_uint(r_debug + kRMap, 8, big_endian_, lm)) return;
@@ -203,6 +221,9 @@ void ModuleCollector::walk_link_map(uint64_t r_debug) {
       h.path = name;
       h.bias = l_addr;
       if (l_ld != 0) h.dynamic = l_ld;
+      // A shared object starts at its bias and its text precedes its dynamic section: should
+      // neither its headers nor its file be found, the mappings from one to the other are it.
+      if (l_ld > l_addr) h.range = mapped_run(l_addr, l_ld);
       add(h);
     }
     lm = l_next;

@@ -40,6 +40,9 @@ class ModuleCollector {
 
   // Dumped addresses that may hold a copy of the executable's first page (see ModuleHint).
   void set_header_candidates(std::vector<uint64_t> c) { header_candidates_ = std::move(c); }
+  // Every mapped range of the target, sorted (a core's PT_LOADs, dumped or not): they place a
+  // module the dynamic linker names whose file and headers are both missing.
+  void set_mapped_ranges(std::vector<std::pair<uint64_t, uint64_t>> r) { mapped_ = std::move(r); }
 
   const std::vector<Module>& modules() const { return modules_; }
   std::vector<Module> take() { return std::move(modules_); }
@@ -48,6 +51,9 @@ class ModuleCollector {
   bool covered(uint64_t addr) const;
   const ResolvedModule* add(const ModuleHint& hint);
   void walk_link_map(uint64_t r_debug);
+  // The run of adjacent mapped ranges from the one holding `from` through the one holding
+  // `through`; nothing when there is a gap or either is unmapped.
+  std::optional<std::pair<uint64_t, uint64_t>> mapped_run(uint64_t from, uint64_t through) const;
 
   Memory& mem_;
   ModuleResolver& resolver_;
@@ -57,6 +63,7 @@ class ModuleCollector {
   std::vector<Module> modules_;
   std::optional<ResolvedModule> last_;
   std::vector<uint64_t> header_candidates_;
+  std::vector<std::pair<uint64_t, uint64_t>> mapped_;
 };
 
 // The executable's name from NT_PRPSINFO: the first word of pr_psargs when it names the same

@@ -9,6 +9,8 @@
 #include "core/byte_order.hpp"
 #include "core/debug_files.hpp"
 #include "core/sysroot_path.hpp"
+#include "core/warnings.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -95,6 +97,37 @@ bool is_regular_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Why `file` is not the one the target mapped at `bias` ("" when nothing says it is not):
+// another architecture, another build-id, or -- when the target recorded no build-id -- a
+// dynamic section or a mapped extent the file cannot account for.
+std::string file_mismatch(Memory& mem, Arch arch, const Image& file, const std::string& build_id,
+                          uint64_t bias, const ModuleHint& hint, uint64_t page_size) {
+  if (file.arch() != arch) return "it is for another architecture";
+  if (!build_id.empty()) {
+    if (file.build_id() == build_id) return "";
+    if (file.build_id().empty()) return "it has no build-id where " + build_id + " was recorded";
+    return "its build-id " + file.build_id() + " differs from the recorded " + build_id;
+  }
+  if (dynamic_matches(mem, file, bias) == false) {
+    return "its dynamic section differs from the one in memory";
+  }
+  if (hint.range && hint.range_from_file_mappings) {
+    auto [lo, hi] = file_load_range(file, page_size);
+    uint64_t size = hi - lo;
+    if (page_size != 0) size = (size + page_size - 1) & ~(page_size - 1);
+    uint64_t mapped = hint.range->second - hint.range->first;
+    if (hi > lo && mapped > size) {
+      return "it is " + util::hex(size) + " bytes long where " + util::hex(mapped) + " were mapped";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string strip_deleted(std::string path) {
@@ -115,8 +148,10 @@ std::shared_ptr<const Image> ModuleResolver::open_one(const std::string& file) {
 }
 
 std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
-                                                       bool main_executable, std::string& found) {
+                                                       bool main_executable, std::string& found,
+                                                       std::string* unreadable) {
   found.clear();
+  if (unreadable != nullptr) unreadable->clear();
   std::vector<std::string> candidates;
   if (!path.empty() && path.front() == '[') {
     // [vdso], [vsyscall] and friends are not files; they only exist in target memory.
@@ -134,8 +169,49 @@ std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
       found = c;
       return img;
     }
+    if (unreadable != nullptr && unreadable->empty() && exists(c)) *unreadable = c;
   }
   return nullptr;
+}
+
+void ModuleResolver::report_no_file(const ModuleHint& hint, Module& m,
+                                    const std::string& unreadable, const std::string& rejected,
+                                    const std::string& mismatch) {
+  // [vdso] and friends have no file; a module without a name cannot be looked for.
+  if (hint.path.empty() || hint.path.front() == '[') return;
+  const std::string name = base_name(hint.path);
+  const bool by_exe = hint.main_executable && !options_.exe.empty();
+  const std::string named = "(named by " + named_by_ + ")";
+  const std::string what = hint.main_executable ? "the executable " + hint.path : hint.path;
+  const std::string option = hint.main_executable ? "--exe" : "--sysroot";
+  Warning w;
+  if (!rejected.empty()) {
+    m.missing = name + " " + named + " is another build (" + rejected + ")";
+    if (by_exe) {
+      w = Warning{kWarningExecutableMismatch,
+                  "--exe " + rejected + " is not " + what + " " + named + ": " + mismatch, rejected,
+                  "--exe"};
+    } else {
+      w = Warning{kWarningMismatchedFile,
+                  rejected + " is not " + what + " " + named + ": " + mismatch + "; not used",
+                  rejected, option};
+    }
+  } else if (!unreadable.empty()) {
+    m.missing = name + " " + named + " is unreadable (" + unreadable + ")";
+    w = Warning{kWarningUnreadableFile,
+                unreadable + " (" + what + ") cannot be read as an ELF file", unreadable, ""};
+  } else {
+    m.missing = name + " not found " + named;
+    std::string where;
+    if (by_exe) {
+      where = " (--exe " + options_.exe + " does not exist)";
+    } else if (!options_.sysroots.empty()) {
+      where = " in any --sysroot or as named";
+    }
+    w = Warning{kWarningMissingFile, what + ", named by " + named_by_ + ", was not found" + where,
+                hint.path, option};
+  }
+  if (warnings_ != nullptr) add_warning(*warnings_, std::move(w));
 }
 
 std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
@@ -205,8 +281,9 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   }
 
   // 2. The file.
-  std::string found;
-  std::shared_ptr<const Image> file = open_file(hint.path, hint.main_executable, found);
+  std::string found, unreadable;
+  std::shared_ptr<const Image> file =
+      open_file(hint.path, hint.main_executable, found, &unreadable);
   if (file && !bias) {
     std::optional<uint64_t> phdr_vaddr = hint.phdr ? file_phdr_vaddr(*file) : std::nullopt;
     if (phdr_vaddr) {
@@ -217,7 +294,12 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       if (auto hv = file_header_vaddr(*file)) bias = *hint.base - *hv;
     }
   }
-  if (!bias) return std::nullopt;
+  if (!bias) {
+    // Nowhere to place it; still say that its file is missing.
+    Module unplaced;
+    if (!file) report_no_file(hint, unplaced, unreadable, "", "");
+    return std::nullopt;
+  }
   if (!elf && file && hint.bias && !have_header) {
     // Now that the file says where its header lies, read the target's copy of it.
     if (auto hv = file_header_vaddr(*file)) {
@@ -263,16 +345,20 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   }
 
   bool match = false;
+  std::string mismatch;  // why the file found is not the one the target mapped
   if (file) {
-    match = file->arch() == arch_ && (m.build_id.empty() || m.build_id == file->build_id());
-    if (match && m.build_id.empty()) match = dynamic_matches(mem_, *file, *bias).value_or(true);
+    mismatch = file_mismatch(mem_, arch_, *file, m.build_id, *bias, hint, page_size_);
+    match = mismatch.empty();
     if (match) {
       m.image = file;
       m.file = found;
       r.file_usable = true;
     }
   }
-  m.build_id_match = !file || match;
+  // Only two known build-ids can agree or differ.
+  if (file && !m.build_id.empty() && !file->build_id().empty()) {
+    m.build_id_match = m.build_id == file->build_id();
+  }
   if (!match && debuginfod_.enabled() && !m.build_id.empty()) {
     // The file is missing or another build: the servers may have the right one.
     DebuginfodResult got = debuginfod_.fetch(m.build_id, DebuginfodKind::Executable);
@@ -285,10 +371,14 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       file = fetched;
       match = true;
     } else if (warnings_ != nullptr) {
-      warnings_->push_back("debuginfod has no executable for " + hint.path + " (build-id " +
-                           m.build_id + "): " + (got.error.empty() ? "not found" : got.error));
+      add_warning(*warnings_,
+                  Warning{kWarningDebuginfodFailed,
+                          "debuginfod has no executable for " + hint.path + " (build-id " +
+                              m.build_id + "): " + (got.error.empty() ? "not found" : got.error),
+                          hint.path, ""});
     }
   }
+  if (!match) report_no_file(hint, m, unreadable, file ? found : "", mismatch);
   if (!m.image && elf) {
     // No usable file: rebuild what we can from the target's own memory (the vDSO, or text
     // pages a core happened to dump). Never from a mismatched file.

@@ -33,6 +33,9 @@ struct ModuleHint {
   const std::vector<uint64_t>* header_candidates = nullptr;
   // Mapped range, when the headers cannot be read and no file is found.
   std::optional<std::pair<uint64_t, uint64_t>> range;
+  // The range is the extent of the file's own mappings (NT_FILE), not a guess that may
+  // include anonymous memory: a file shorter than it cannot be the one mapped.
+  bool range_from_file_mappings = false;
 };
 
 struct ResolvedModule {
@@ -60,22 +63,31 @@ class ModuleResolver {
   std::optional<ResolvedModule> resolve(const ModuleHint& hint);
 
   // Opens the file the target names `path`: each sysroot + path, then path (for the main
-  // executable TargetOptions::exe replaces all of these). Sets `found` to the file opened.
+  // executable TargetOptions::exe replaces all of these). Sets `found` to the file opened;
+  // when none opens, `unreadable` (if given) to the first candidate that exists but is no
+  // readable ELF file ("" when none exists).
   std::shared_ptr<const Image> open_file(const std::string& path, bool main_executable,
-                                         std::string& found);
+                                         std::string& found, std::string* unreadable = nullptr);
 
-  // Where to say what could not be found or fetched; none by default.
-  void set_warnings(std::vector<std::string>* warnings) { warnings_ = warnings; }
+  // Where to say what could not be found, matched or fetched; none by default.
+  void set_warnings(std::vector<Warning>* warnings) { warnings_ = warnings; }
+  // Who names the files, for messages: "the core" (default) or "the process".
+  void set_named_by(std::string who) { named_by_ = std::move(who); }
 
  private:
   std::shared_ptr<const Image> open_one(const std::string& file);
+  // Records why module `m` has no file (Module::missing, and a warning). `unreadable` and
+  // `mismatch` as found by resolve(); both empty: no file was found at all.
+  void report_no_file(const ModuleHint& hint, Module& m, const std::string& unreadable,
+                      const std::string& rejected, const std::string& mismatch);
 
   Memory& mem_;
   Arch arch_;
   bool big_endian_;
   const TargetOptions& options_;
   uint64_t page_size_;
-  std::vector<std::string>* warnings_ = nullptr;
+  std::vector<Warning>* warnings_ = nullptr;
+  std::string named_by_ = "the core";
   DebuginfodSession debuginfod_;
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unwind/step.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -197,27 +198,31 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     return frame_pointer_only(ops, frame, mem, modules, limits, caller);
   }
 
-  // 1. The SFrame row (Auto, SFrame): the module's own .sframe, or the table converted from
-  //    its .eh_frame when asked.
+  // 1. The SFrame row first -- the module's own .sframe, or the table converted from its
+  //    .eh_frame -- when only SFrame is wanted, or when the converted tables were asked for
+  //    (Auto then falls back to CFI where they lack a function).
   const Image* image = module != nullptr ? module->image.get() : nullptr;
-  const bool sframe_only = options.source == SourcePreference::SFrame;
-  if (sframe_only || options.source == SourcePreference::Auto) {
+  auto sframe_row = [&](ImageSFrame*& sframe, SFrameLookup& found) -> std::optional<StepOutcome> {
+    if (image == nullptr) return std::nullopt;
+    sframe = &memo.get_cache(*image, limits).sframe();
+    found = sframe->find_row(module->to_link(frame.lookup_pc()), options.sframe_from_eh_frame,
+                             options.sframe_version);
+    if (found.status != SFrameLookup::Status::Found) return std::nullopt;
+    return row_step(ops, frame, *found.row, FrameSource::SFrame, mem, modules, limits, caller);
+  };
+  const bool auto_mode = options.source == SourcePreference::Auto;
+  if (options.source == SourcePreference::SFrame || (auto_mode && options.sframe_from_eh_frame)) {
     ImageSFrame* sframe = nullptr;
     SFrameLookup found;
-    if (image != nullptr) {
-      sframe = &memo.get_cache(*image, limits).sframe();
-      found = sframe->find_row(module->to_link(frame.lookup_pc()), options.sframe_from_eh_frame,
-                               options.sframe_version);
-      if (found.status == SFrameLookup::Status::Found) {
-        return row_step(ops, frame, *found.row, FrameSource::SFrame, mem, modules, limits, caller);
-      }
-    }
-    if (sframe_only) {
+    if (auto out = sframe_row(sframe, found)) return std::move(*out);
+    if (!auto_mode) {
       return sframe_miss(ops, frame, module, sframe, found, options, mem, modules, caller);
     }
   }
 
-  // 2. The CFI row.
+  // 2. The CFI row (.eh_frame, .debug_frame): more precise than a module's own .sframe,
+  //    which cannot say everything CFI does and is sometimes written wrong (GNU ld's
+  //    .plt.got rows), so Auto takes it first.
   StopReason reason = StopReason::NoModule;
   std::string detail;
   if (image != nullptr) {
@@ -240,11 +245,22 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     }
     reason = StopReason::NoUnwindInfo;
     detail = "no FDE for " + describe_pc(frame.lookup_pc(), module);
+    // 2b. Auto: the module's own .sframe where no CFI covers the pc.
+    if (auto_mode && !options.sframe_from_eh_frame) {
+      ImageSFrame* sframe = nullptr;
+      SFrameLookup found;
+      if (auto out = sframe_row(sframe, found)) return std::move(*out);
+    }
   } else if (module != nullptr) {
     reason = StopReason::NoUnwindInfo;
     detail = "no file for " + describe_pc(frame.lookup_pc(), module);
   } else {
     detail = hex(frame.pc) + " is in no module";
+  }
+  if (module != nullptr && !module->missing.empty()) {
+    // The module's file is missing or another build: that, not the table, is the cause.
+    reason = StopReason::NoModule;
+    detail = module->missing + "; at " + describe_pc(frame.lookup_pc(), module);
   }
 
   // 3. A sigreturn trampoline nobody described.
