@@ -59,7 +59,8 @@ def module_record(module):
         "base": hexaddr(module.start),
         "bias": hexaddr(module.bias),
         "build_id": module.build_id or None,
-        "build_id_match": bool(module.build_id_match),
+        # None when either build-id is unknown: a match cannot be claimed or denied.
+        "build_id_match": module.build_id_match,
     }
 
 
