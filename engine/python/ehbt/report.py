@@ -23,7 +23,7 @@ def frame_record(frame, index):
     """One frame as the JSON format writes it."""
     module = frame.module
     sym = frame.symbolize()
-    return {
+    record = {
         "index": index,
         "pc": hexaddr(frame.pc),
         "cfa": hexaddr(frame.cfa),
@@ -33,6 +33,9 @@ def frame_record(frame, index):
         "symbol": sym[0] if sym else None,
         "symbol_offset": hexaddr(frame.pc - sym[1]) if sym else None,
     }
+    if getattr(frame, "jit", False):
+        record["jit"] = True  # JIT code (no module): only these frames carry the key
+    return record
 
 
 def module_record(module):

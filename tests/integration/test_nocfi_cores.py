@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`ehbt core` where the unwind tables end (cores/make_nocfi_cores.py): musl static (no CFI
+anywhere), a stripped Rust panic=abort binary, node's JIT frames; and the rule that stack
+scanning never shows up where tables cover every frame (all fixture cores).
+
+Expected frames never come from ehbt: GDB on the unstripped Rust build, eu-stack and node's
+perf map for node, and for musl (where GDB and eu-stack stop after 2 and 1 frames) the
+program's structure, each return address checked against the call instruction before it.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cores_expect as ce
+
+OUT = os.path.join(str(ce.ROOT), "cores", "out", "x86_64")
+SCRIPT = os.path.join(str(ce.ROOT), "cores", "make_nocfi_cores.py")
+CASES = ["musl_sigabort", "rust_abort", "node_abort"]
+TOOLS = {"musl_sigabort": ["musl-gcc"], "rust_abort": ["/usr/bin/rustc"], "node_abort": ["node"]}
+
+
+def expected(name):
+    path = os.path.join(OUT, name + ".expected.json")
+    if not os.path.exists(path):
+        missing = [t for t in TOOLS[name] if not shutil.which(t)]
+        assert not missing, "%s needs %s (scripts/install-deps.sh)" % (name, missing)
+        subprocess.run([sys.executable, SCRIPT, "--only", name], check=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+def ehbt(ehbt_bin, core, *extra):
+    p = subprocess.run([str(ehbt_bin), "core", core, "--json", *extra], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode, json.loads(p.stdout)
+
+
+def crashing(doc):
+    threads = [t for t in doc["threads"] if t["crashing"]]
+    assert len(threads) == 1
+    return threads[0]
+
+
+def call_before(exe, pc):
+    """objdump's instruction that ends at pc (a link-time address of a non-PIE exe)."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % (pc - 16),
+                          "--stop-address=%#x" % pc, exe], capture_output=True, text=True).stdout
+    insns = re.findall(r"^\s*([0-9a-f]+):\s+(.*)$", out, re.M)
+    return insns[-1][1] if insns else ""
+
+
+def test_musl_static_abort_in_signal_handler(ehbt_bin):
+    exp = expected("musl_sigabort")
+    rc, doc = ehbt(ehbt_bin, exp["core"])
+    t = crashing(doc)
+    frames = t["frames"]
+    assert rc == 0 and t["stop_reason"] == "outermost", (t["stop_reason"], t["stop_detail"])
+    got = [f["symbol"] for f in frames]
+    want = list(exp["functions"])
+    # The trampoline frame is __restore_rt, musl's sigreturn stub (named by its symbol).
+    assert got == want, got
+    assert frames[exp["sigtramp_index"]]["source"] in ("signal", "scan", "frame_pointer")
+    # Independent check of every return address: the instruction before it is a call, and a
+    # direct call goes to the function of the frame below (or, across musl's sibling calls
+    # from _start, to _start_c which jumps on).
+    for i, f in enumerate(frames[1:], start=1):
+        if i == exp["sigtramp_index"] or i == exp["sigtramp_index"] + 1:
+            continue  # the trampoline and the interrupted pc were not reached by a call
+        insn = call_before(exp["exe"], int(f["pc"], 16))
+        assert insn.startswith("call"), (i, f, insn)
+        callee = frames[i - 1]["symbol"]
+        m = re.search(r"<([^>+]+)>", insn)
+        if m and callee != "libc_start_main_stage2":
+            assert m.group(1) == callee, (i, insn, callee)
+    assert len(frames) > max(exp["gdb_frames"], exp["eu_stack_frames"])
+
+
+def test_rust_panic_abort_stripped(ehbt_bin):
+    exp = expected("rust_abort")
+    rc, doc = ehbt(ehbt_bin, exp["core"])
+    t = crashing(doc)
+    assert rc == 0 and t["stop_reason"] == "outermost", (t["stop_reason"], t["stop_detail"])
+    got = [f["pc"] for f in t["frames"]]
+    want = [f["pc"] for f in exp["frames"]]
+    assert got == want, "\n".join("%s %s" % p for p in zip(got, want))
+    assert len(got) > exp["eu_stack_frames"]
+
+
+def test_node_jit_frames_named_from_perf_map(ehbt_bin):
+    exp = expected("node_abort")
+    rc, doc = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    t = crashing(doc)
+    assert rc == 0 and t["stop_reason"] == "outermost", (t["stop_reason"], t["stop_detail"])
+    frames = t["frames"]
+    assert [f["pc"] for f in frames] == [f["pc"] for f in exp["frames"]]
+    jit = [f for f in frames if f.get("jit")]
+    assert jit and all(f["module"] is None for f in jit)
+    names = [f["symbol"] or "" for f in jit]
+    order = [next(i for i, n in enumerate(names) if re.search(r"\b%s\b" % fn, n))
+             for fn in exp["js_functions"]]
+    assert order == sorted(order), names
+    assert any("node::Start" in (f["symbol"] or "") for f in frames)
+    assert frames[-1]["symbol"] == "_start"
+    # Without the map: the same frames, the JIT ones unnamed.
+    _, bare = ehbt(ehbt_bin, exp["core"])
+    bt = crashing(bare)["frames"]
+    assert [f["pc"] for f in bt] == [f["pc"] for f in frames]
+    assert all(f["symbol"] is None for f in bt if f.get("jit"))
+
+
+def test_unreadable_perf_map_is_a_warning(ehbt_bin, tmp_path):
+    exp = expected("node_abort")
+    p = subprocess.run([str(ehbt_bin), "core", exp["core"], "--perf-map",
+                        str(tmp_path / "absent.map")], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "perf map" in p.stderr and "absent.map" in p.stderr
+
+
+def test_no_scan_frames_where_tables_cover_everything(ehbt_bin, fixture_cores):
+    """The fixture cores that tables fully cover never show a scanned frame. Exempt: the
+    cases built to leave the tables (nounwind, smashed), and the PLT cases, whose stubs have
+    no CFI on aarch64 and s390x (the PLT-stub rule is tagged scan too)."""
+    exempt = {"nounwind", "smashed", "plt", "pltcrash"} | set(CASES)
+    seen = 0
+    for core in sorted(glob.glob(os.path.join(str(ce.ROOT), "cores", "out", "*", "*.core"))):
+        name = os.path.basename(core)[:-len(".core")]
+        exp_path = core[:-len(".core")] + ".expected.json"
+        if name in exempt or not os.path.exists(exp_path):
+            continue
+        with open(exp_path) as f:
+            exp = json.load(f)
+        if exp.get("format") != "ehbt-expected/1":
+            continue
+        sysroots, exe = ce.default_args(exp)
+        _, doc = ce.run_ehbt(ehbt_bin, core, sysroots=sysroots, exe=exe)
+        for t in doc["threads"]:
+            scanned = [f for f in t["frames"] if f["source"] == "scan"]
+            assert not scanned, (core, t["tid"], scanned)
+        seen += 1
+    assert seen > 0
