@@ -153,3 +153,23 @@ def test_no_scan_frames_where_tables_cover_everything(ehbt_bin, fixture_cores):
             assert not scanned, (core, t["tid"], scanned)
         seen += 1
     assert seen > 0
+
+
+def test_python_open_core_perf_map(build_dir):
+    """The Python module: perf_map= names JIT frames; Frame.jit, records() and
+    ehbt.report.frame_record agree with the CLI's JSON."""
+    import ehbt_py
+
+    ehbt = ehbt_py.import_ehbt(build_dir)
+    exp = expected("node_abort")
+    target = ehbt.open_core(exp["core"], perf_map=exp["perf_map"])
+    bt = target.unwind_thread(target.crashing_thread)
+    records = bt.records()
+    assert [r["pc"] for r in records] == [f["pc"] for f in exp["frames"]]
+    jit = [r for r in records if r.get("jit")]
+    assert jit and all(r["module"] is None for r in jit)
+    assert any("fx_js_level1" in (r["symbol"] or "") for r in jit)
+    from ehbt import report
+
+    assert [report.frame_record(f, i) for i, f in enumerate(bt.frames)] == records
+    assert [f.jit for f in bt.frames] == [bool(r.get("jit")) for r in records]
