@@ -173,3 +173,37 @@ def test_python_open_core_perf_map(build_dir):
 
     assert [report.frame_record(f, i) for i, f in enumerate(bt.frames)] == records
     assert [f.jit for f in bt.frames] == [bool(r.get("jit")) for r in records]
+
+
+def test_live_node_reads_its_perf_map(ehbt_bin, tmp_path):
+    """`ehbt pid` of a running node: JIT frames named from /tmp/perf-PID.map by itself."""
+    node = shutil.which("node")
+    assert node, "node is needed (scripts/install-deps.sh)"
+    script = tmp_path / "spin.js"
+    script.write_text("function fx_spin3() { let x = 0; for (;;) { x = (x * 31 + 7) | 0; } }\n"
+                      "function fx_spin2() { fx_spin3(); }\n"
+                      "function fx_spin1() { fx_spin2(); }\n"
+                      "fx_spin1();\n")
+    p = subprocess.Popen([node, "--perf-basic-prof", "--interpreted-frames-native-stack",
+                          str(script)], cwd=str(tmp_path))
+    perf_map = "/tmp/perf-%d.map" % p.pid
+    try:
+        # Wait until node has compiled the innermost function (its perf map line is written).
+        for _ in range(200):
+            if os.path.exists(perf_map) and "fx_spin3" in open(perf_map).read():
+                break
+            subprocess.run(["sleep", "0.05"])
+        r = subprocess.run([str(ehbt_bin), "pid", str(p.pid), "--json"], capture_output=True,
+                           text=True, timeout=120)
+        doc = json.loads(r.stdout)
+    finally:
+        p.kill()
+        p.wait()
+        if os.path.exists(perf_map):
+            os.unlink(perf_map)
+    frames = doc["threads"][0]["frames"]
+    names = [f["symbol"] or "" for f in frames if f.get("jit")]
+    order = [next((i for i, n in enumerate(names) if re.search(r"\b%s\b" % fn, n)), None)
+             for fn in ("fx_spin2", "fx_spin1")]
+    assert None not in order and order == sorted(order), names
+    assert any("node::Start" in (f["symbol"] or "") for f in frames), frames
