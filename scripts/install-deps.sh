@@ -19,7 +19,7 @@ packages=(
   python3-distributed python3-dask python3-psycopg postgresql util-linux
   libzstd-dev liblzma-dev liblz4-dev zlib1g-dev zstd xz-utils lz4 gzip
   libdebuginfod-dev debuginfod
-  golang-go
+  golang-go musl-tools rustc nodejs
 )
 
 missing=()

@@ -64,6 +64,7 @@ Frame Unwinder::first_frame(const RegisterSet& regs, const ModuleSet& modules) c
   f.source = FrameSource::Context;
   f.exact_pc = true;
   f.module = modules.find(f.pc);
+  f.classify_jit(modules);
   f.regs = regs;
   return f;
 }
@@ -120,6 +121,7 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
 
   unwind::CfiMemo memo;
   RecentPairs exempt_pairs;
+  uint32_t scanned = 0;  // frames found by stack scanning (Limits::max_scan_frames)
   for (;;) {
     const std::size_t index = bt.frames.size() - 1;
     // The caller is built in place, in the slot after the frame being stepped from.
@@ -165,6 +167,13 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
       bt.frames.pop_back();
       bt.stop = StopReason::MaxFrames;
       bt.detail = "limit of " + std::to_string(limits_.max_frames) + " frames";
+      break;
+    }
+    if (bt.frames.back().source == FrameSource::Scan && ++scanned > limits_.max_scan_frames) {
+      bt.frames.pop_back();
+      bt.stop = StopReason::NoUnwindInfo;
+      bt.detail =
+          "limit of " + std::to_string(limits_.max_scan_frames) + " frames found by stack scanning";
       break;
     }
   }

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "ehbt/perf_map.hpp"
+
 namespace ehbt::cli {
 
 FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules) {
@@ -14,6 +16,11 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
   line.source = frame.source;
   line.signal_trampoline = frame.signal_trampoline;
   const Module* module = frame.module ? frame.module : modules.find(frame.lookup_pc());
+  line.jit = frame.jit;
+  if (frame.jit_entry != nullptr) {
+    line.symbol = frame.jit_entry->name;
+    line.symbol_offset = frame.pc - frame.jit_entry->start;
+  }
   if (!module) return line;
   line.module = module->path;
   line.module_offset = module->to_link(frame.pc);

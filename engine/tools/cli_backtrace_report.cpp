@@ -33,6 +33,7 @@ std::string frame_text(const FrameLine& f) {
   } else {
     line += padded_address(f.pc) + " in " + f.symbol.value_or("??") + " ()";
     if (f.module) line += " from " + *f.module;
+    if (f.jit) line += " [jit]";
   }
   // Frames found without unwind tables are guesses; say so.
   if (f.source == FrameSource::FramePointer || f.source == FrameSource::Scan) {
@@ -155,8 +156,9 @@ std::string render_json(const BacktraceReport& r) {
           .field("module", f.module)
           .address_field("module_offset", f.module_offset)
           .field("symbol", f.symbol)
-          .address_field("symbol_offset", f.symbol_offset)
-          .end_object();
+          .address_field("symbol_offset", f.symbol_offset);
+      if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
+      w.end_object();
     }
     w.end_array();
     w.end_object();

@@ -24,6 +24,7 @@ struct FrameLine {
   std::optional<uint64_t> module_offset;  // pc - bias
   std::optional<std::string> symbol;
   std::optional<uint64_t> symbol_offset;  // pc - symbol start (link-time)
+  bool jit = false;                       // JIT code: no module, named (if at all) from a perf map
 };
 
 struct ThreadReport {

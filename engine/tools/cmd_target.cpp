@@ -23,6 +23,7 @@ constexpr OptionSpec kOptions[] = {
     {"--debuginfod", false, false},
     {"--debuginfod-timeout", true, false},
     {"--exe", true, false},
+    {"--perf-map", true, false},
     {"--json", false, false},
     {"--all-threads", false, false},
     {"--thread", true, false},
@@ -51,6 +52,11 @@ constexpr std::string_view kOutputHelp = R"(options:
                      past them, or once a server refuses connections, nothing more is
                      fetched and the trace is printed with a warning
   --exe PATH         use PATH as the main executable
+  --perf-map FILE    name JIT code from FILE, a perf map (`START SIZE NAME` lines, hex
+                     without 0x, as node --perf-basic-prof and the JVM's perf agents write
+                     to /tmp/perf-PID.map); `ehbt pid` reads /tmp/perf-PID.map by itself.
+                     Executable memory no file backs is JIT code: stepped by the frame
+                     pointer, shown with `[jit]` (JSON: "jit": true, "module": null)
   --json             print the ehbt-backtrace/1 JSON document instead of text
   --all-threads      print every thread (default: the crashing thread, else the first)
   --thread TID       print only thread TID (an unknown TID is an error, exit 2)
@@ -82,7 +88,11 @@ text output, one block per thread, in the style of GDB's `bt`:
 - `??`: no symbol covers the pc (never a neighbouring function's name); no `from`: no
   module covers the pc. Frame 0 shows the thread's pc, every other frame its return
   address; symbols of callers are looked up at pc - 1.
-- Frames found without unwind tables end in `[frame_pointer]` or `[scan]`.
+- Frames found without unwind tables end in `[frame_pointer]` or `[scan]`; frames in JIT
+  code carry `[jit]`. `scan`: a return address found on the stack right after a call
+  instruction (whose target, where direct, is the function scanned from), or inferred
+  where the function provably only pushed it; used only where no table covers the pc
+  and the frame-pointer chain fails.
 - `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach the outermost
   frame; REASON is one of max_frames, no_module, no_unwind_info, memory_fault,
   bad_unwind_info, unsupported, no_progress, bad_pc.
@@ -148,6 +158,7 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
     o.target.debuginfod_timeout = static_cast<double>(*n);
   }
   o.target.exe = args.value("--exe").value_or("");
+  o.target.perf_map = args.value("--perf-map").value_or("");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
   if (auto tid = args.value("--thread")) {
@@ -262,7 +273,8 @@ const std::string kPidHelpText = help_text(kPidHelp);
 const CommandRegistrar kCore{
     Command{"core", 10,
             "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
+            "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
             "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
@@ -270,7 +282,8 @@ const CommandRegistrar kCore{
 const CommandRegistrar kPid{
     Command{"pid", 20,
             "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
+            "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,

@@ -88,6 +88,9 @@ struct TargetOptions {
   bool debuginfod_progress = false;
   Limits limits;
   ImageStore* store = nullptr;  // optional shared cache
+  // Names for JIT code (`START SIZE NAME` lines, as /tmp/perf-PID.map). Empty: none for a
+  // core; /tmp/perf-PID.map, when it exists, for a live process.
+  std::string perf_map;
 };
 
 class Target {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ehbt/arch.hpp"
@@ -16,6 +17,9 @@
 #include "ehbt/memory.hpp"
 
 namespace ehbt {
+
+class PerfMap;
+struct PerfMapEntry;
 
 // A loadable segment (PT_LOAD), in link-time addresses.
 struct Segment {
@@ -154,9 +158,25 @@ class ModuleSet {
   const Module* find(uint64_t target_addr) const;
   const std::vector<Module>& modules() const { return modules_; }
 
+  // Additions (JIT code). Executable memory no file backs (a PT_LOAD with PF_X outside every
+  // NT_FILE mapping, an anonymous r-xp/rwxp line of /proc/PID/maps): code in no module,
+  // stepped by the frame pointer. Regions must not overlap; later overlapping ones are dropped.
+  void add_anonymous_code(uint64_t start, uint64_t end);
+  const std::vector<std::pair<uint64_t, uint64_t>>& anonymous_code() const { return code_; }
+  // Names for code outside every module; may be null.
+  void set_perf_map(std::shared_ptr<const PerfMap> map) { perf_map_ = std::move(map); }
+  const std::shared_ptr<const PerfMap>& perf_map() const { return perf_map_; }
+  // Whether `addr` is JIT code: in an anonymous executable region or named by the perf map
+  // (a core without a file list cannot tell anonymous mappings apart), and in no module.
+  bool is_jit_code(uint64_t addr) const;
+  // The perf map's entry for a pc outside every module, or null.
+  const PerfMapEntry* perf_map_entry(uint64_t addr) const;
+
  private:
   std::vector<Module> modules_;    // sorted by start
   std::vector<uint64_t> max_end_;  // max_end_[i]: largest end among modules_[0..i]
+  std::vector<std::pair<uint64_t, uint64_t>> code_;  // [start, end), sorted, disjoint
+  std::shared_ptr<const PerfMap> perf_map_;
 };
 
 }  // namespace ehbt

@@ -66,6 +66,16 @@ struct Limits {
   // Addition (Go): entries of one pc-value table (.gopclntab pcsp) decoded per lookup; a Go
   // function has one entry per change of its frame size, a few dozen in large functions.
   uint32_t max_go_pcvalue_steps = 1u << 16;
+  // Perf maps (JIT code names, /tmp/perf-PID.map): bytes read from the file, entries kept.
+  uint64_t max_perf_map_bytes = 256u << 20;
+  uint32_t max_perf_map_entries = 1u << 22;
+  // Executable mappings without a file (JIT code) taken from one target.
+  uint32_t max_code_regions = 1u << 16;
+  // Stack scan (after tables and frame pointers fail): stack words examined for a return
+  // address per frame (Breakpad looks at 40 or so; musl's and Rust's frames stay well within
+  // 512), and frames found by scanning per thread.
+  uint32_t max_scan_words = 512;
+  uint32_t max_scan_frames = 64;
 };
 
 }  // namespace ehbt

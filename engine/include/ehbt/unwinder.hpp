@@ -49,7 +49,17 @@ struct Frame {
   // The pc is exact (frame 0, or the frame a signal interrupted): look it up as is, not pc-1.
   bool exact_pc = true;
   bool signal_trampoline = false;  // this frame is a sigreturn trampoline
+  // Addition (JIT code): the pc lies in executable memory no module covers
+  // (ModuleSet::is_jit_code); the perf map's entry naming it, if any (owned by the set).
+  bool jit = false;
+  const PerfMapEntry* jit_entry = nullptr;
   RegisterSet regs;
+
+  // Marks the frame as JIT code when `modules` says its pc is (module must be null).
+  void classify_jit(const ModuleSet& modules) {
+    jit = module == nullptr && modules.is_jit_code(lookup_pc());
+    jit_entry = jit ? modules.perf_map_entry(lookup_pc()) : nullptr;
+  }
 
   // The address to look up unwind info and symbols with. A return address is looked up one
   // byte back (the call may be the function's last instruction); a sigreturn trampoline was

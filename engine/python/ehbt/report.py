@@ -38,7 +38,7 @@ def frame_record(frame, index, symbol_of=None):
     """One frame as the JSON format writes it."""
     module = frame.module
     sym = _symbol(frame, symbol_of)
-    return {
+    record = {
         "index": index,
         "pc": hexaddr(frame.pc),
         "cfa": hexaddr(frame.cfa),
@@ -48,6 +48,9 @@ def frame_record(frame, index, symbol_of=None):
         "symbol": sym[0] if sym else None,
         "symbol_offset": hexaddr(frame.pc - sym[1]) if sym else None,
     }
+    if getattr(frame, "jit", False):
+        record["jit"] = True  # JIT code (no module): only these frames carry the key
+    return record
 
 
 def module_record(module):

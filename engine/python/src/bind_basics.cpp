@@ -40,6 +40,10 @@ constexpr LimitField32 kLimit32[] = {
     {"max_program_headers", &Limits::max_program_headers},
     {"max_threads", &Limits::max_threads},
     {"max_file_mappings", &Limits::max_file_mappings},
+    {"max_perf_map_entries", &Limits::max_perf_map_entries},
+    {"max_code_regions", &Limits::max_code_regions},
+    {"max_scan_words", &Limits::max_scan_words},
+    {"max_scan_frames", &Limits::max_scan_frames},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},
@@ -47,6 +51,7 @@ constexpr LimitField64 kLimit64[] = {
     {"max_decompressed_bytes", &Limits::max_decompressed_bytes},
     {"max_decompressed_disk_bytes", &Limits::max_decompressed_disk_bytes},
     {"max_decompressor_memory", &Limits::max_decompressor_memory},
+    {"max_perf_map_bytes", &Limits::max_perf_map_bytes},
 };
 
 void apply_limit_fields(Limits& limits, const pyb::dict& fields) {

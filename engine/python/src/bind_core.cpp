@@ -196,9 +196,11 @@ void bind_core(pyb::module_& m) {
       "open_core",
       [](const std::string& path, const std::vector<std::string>& sysroots, const std::string& exe,
          const pyb::handle& limits, std::shared_ptr<ImageStore> store,
-         const std::vector<std::string>& debug_dirs, bool debuginfod, double debuginfod_timeout) {
+         const std::vector<std::string>& debug_dirs, bool debuginfod, double debuginfod_timeout,
+         const std::string& perf_map) {
         Limits l = limits_from_py(limits);
         TargetOptions o = target_options(sysroots, exe, l, store, debug_dirs);
+        o.perf_map = perf_map;
         o.debuginfod = debuginfod;
         if (debuginfod_timeout > 0) o.debuginfod_timeout = debuginfod_timeout;
         Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
@@ -211,19 +213,21 @@ void bind_core(pyb::module_& m) {
       pyb::arg("path"), pyb::arg("sysroots") = std::vector<std::string>{}, pyb::arg("exe") = "",
       pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
       pyb::arg("debug_dirs") = std::vector<std::string>{}, pyb::arg("debuginfod") = false,
-      pyb::arg("debuginfod_timeout") = 30.0,
+      pyb::arg("debuginfod_timeout") = 30.0, pyb::arg("perf_map") = "",
       "Opens an ELF core, plain or compressed (zstd, xz, lz4, gzip: told by content).\n"
       "debug_dirs: directories searched first for separate debug files (like --debug-dir).\n"
       "debuginfod: fetch missing files by build-id (also on when DEBUGINFOD_URLS is set);\n"
       "debuginfod_timeout: seconds all fetches of this core may take together.\n"
+      "perf_map: a perf map file (START SIZE NAME lines) naming JIT code (like --perf-map).\n"
       "Raises ehbt.Error (one line saying why) when unusable.");
 
   m.def(
       "attach_process",
       [](int pid, const std::vector<std::string>& sysroots, const pyb::handle& limits,
-         std::shared_ptr<ImageStore> store) {
+         std::shared_ptr<ImageStore> store, const std::string& perf_map) {
         Limits l = limits_from_py(limits);
         TargetOptions o = target_options(sysroots, "", l, store);
+        o.perf_map = perf_map;
         Expected<std::unique_ptr<Target>, std::string> r = unexpected(std::string());
         {
           pyb::gil_scoped_release nogil;
@@ -232,8 +236,9 @@ void bind_core(pyb::module_& m) {
         return wrap(std::move(r), "", pid, l, std::move(store));
       },
       pyb::arg("pid"), pyb::arg("sysroots") = std::vector<std::string>{},
-      pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr,
-      "Attaches to every thread of a live process; close() (or the last reference) detaches.");
+      pyb::arg("limits") = pyb::none(), pyb::arg("store") = nullptr, pyb::arg("perf_map") = "",
+      "Attaches to every thread of a live process; close() (or the last reference) detaches.\n"
+      "perf_map: names for JIT code (default: /tmp/perf-PID.map when it exists).");
 }
 
 }  // namespace ehbt::py

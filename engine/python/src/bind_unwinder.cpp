@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "ehbt/perf_map.hpp"
 #include "py_memory.hpp"
 
 namespace ehbt::py {
@@ -57,6 +58,9 @@ std::shared_ptr<const ModuleSet> modules_from_py(const pyb::handle& obj) {
 
 // Symbol covering a frame: (name, target start, size), or nothing.
 std::optional<std::tuple<std::string, uint64_t, uint64_t>> frame_symbol(const Frame& f) {
+  if (f.jit_entry != nullptr) {
+    return std::make_tuple(f.jit_entry->name, f.jit_entry->start, f.jit_entry->size);
+  }
   if (f.module == nullptr || !f.module->image) return std::nullopt;
   auto sym = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
   if (!sym) return std::nullopt;
@@ -74,7 +78,8 @@ struct FrameRecord {
   uint64_t pc = 0, cfa = 0;
   std::string_view source;
   const Module* module = nullptr;
-  std::optional<Symbol> symbol;
+  std::optional<Symbol> symbol;  // start: link-time, or a target address for JIT code
+  bool jit = false;
 };
 
 // Every frame of a backtrace as the dicts ehbt.report.frame_record builds (same keys, same
@@ -92,7 +97,10 @@ pyb::list frame_records(const std::shared_ptr<OwnedBacktrace>& self) {
       r.cfa = f.cfa;
       r.source = to_string(f.source);
       r.module = f.module;
-      if (f.module != nullptr && f.module->image)
+      r.jit = f.jit;
+      if (f.jit_entry != nullptr)
+        r.symbol = Symbol{f.jit_entry->name, f.jit_entry->start, f.jit_entry->size};
+      else if (f.module != nullptr && f.module->image)
         r.symbol = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
     }
   }
@@ -114,11 +122,13 @@ pyb::list frame_records(const std::shared_ptr<OwnedBacktrace>& self) {
     }
     if (r.symbol) {
       d["symbol"] = r.symbol->name;
-      d["symbol_offset"] = hex_diff(r.pc, r.symbol->start + r.module->bias);
+      d["symbol_offset"] =
+          hex_diff(r.pc, r.symbol->start + (r.module != nullptr ? r.module->bias : 0));
     } else {
       d["symbol"] = none;
       d["symbol_offset"] = none;
     }
+    if (r.jit) d["jit"] = true;  // only on JIT frames, as the CLI writes it
     out[i] = std::move(d);
   }
   return out;
@@ -214,6 +224,9 @@ void bind_unwinder(pyb::module_& m) {
       .def_property_readonly("signal_trampoline",
                              [](const Frame& f) { return f.signal_trampoline; })
       .def_property_readonly("lookup_pc", &Frame::lookup_pc)
+      .def_property_readonly(
+          "jit", [](const Frame& f) { return f.jit; },
+          "True when the pc is JIT code: executable memory no module covers.")
       .def_property_readonly(
           "regs", [](const Frame& f) { return f.regs; },
           "The registers of this frame as recovered (a copy).")
@@ -327,6 +340,7 @@ void bind_unwinder(pyb::module_& m) {
             // The frame may come from another walk: point its module into this set.
             Frame from = frame;
             from.module = set->find(from.lookup_pc());
+            from.classify_jit(*set);
             MemoryArg mem(memory, /*cache_pages=*/false);
             auto r = run_engine(mem, [&] { return u.step(from, mem.get(), *set, opts); });
             mem.rethrow_interrupt();

@@ -5,6 +5,7 @@
 #include "core/core_memory.hpp"
 #include "core/core_source.hpp"
 #include "core/elf_core_file.hpp"
+#include "core/jit_code.hpp"
 #include "core/mapped_file.hpp"
 #include "core/module_discovery.hpp"
 #include "core/module_resolver.hpp"
@@ -100,6 +101,8 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
     if (!s.dumped.empty()) dumped_starts.push_back(s.vaddr);
     mapped.emplace_back(s.vaddr, s.vaddr + s.memsz);
   }
+  const core::CodeRegions jit_regions =
+      core::anonymous_code_from_core(pc.segments, notes.files, options.limits);
   t->memory_ = std::make_unique<core::CoreMemory>(std::move(pc.segments));
   uint64_t page_size = core::auxv_value(notes.auxv, core::kAtPagesz).value_or(kDefaultPageSize);
   if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = kDefaultPageSize;
@@ -130,6 +133,8 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   if (t->executable_.empty())
     t->executable_ = core::exe_name_from_psinfo(notes.fname, notes.psargs);
   for (Module& m : collector.take()) t->modules_.add(std::move(m));
+  core::add_jit_code(t->modules_, jit_regions, options.perf_map, true, options.limits,
+                     t->warnings_);
   return std::unique_ptr<Target>(std::move(t));
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/attach_guard.hpp"
+#include "core/jit_code.hpp"
 #include "core/module_discovery.hpp"
 #include "core/module_resolver.hpp"
 #include "core/proc_files.hpp"
@@ -149,8 +150,8 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   std::string proc = "/proc/" + std::to_string(pid_);
   auxv_ = core::read_proc_auxv(pid_);
   executable_ = core::strip_deleted(core::read_link(proc + "/exe"));
-  auto maps =
-      core::parse_proc_maps(core::read_proc_file(proc + "/maps", kMaxMapsBytes), kMaxMapsLines);
+  const std::string maps_text = core::read_proc_file(proc + "/maps", kMaxMapsBytes);
+  auto maps = core::parse_proc_maps(maps_text, kMaxMapsLines);
   core::ModuleResolver resolver(memory_, kNativeArch, kHostBigEndian, options, kPageSize);
   resolver.set_warnings(&warnings_);
   resolver.set_named_by("the process");
@@ -159,6 +160,11 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   std::string exe = collector.add_from_mappings(maps, auxv_);
   if (executable_.empty()) executable_ = exe;
   for (Module& m : collector.take()) modules_.add(std::move(m));
+  // JITs write their perf map to /tmp/perf-PID.map (perf's convention, not a sysroot path).
+  const bool named = !options.perf_map.empty();
+  core::add_jit_code(modules_, core::anonymous_code_from_maps(maps_text, options.limits),
+                     named ? options.perf_map : "/tmp/perf-" + std::to_string(pid_) + ".map", named,
+                     options.limits, warnings_);
 }
 
 void LiveTarget::detach_all() {

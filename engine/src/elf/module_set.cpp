@@ -2,8 +2,11 @@
 // Modules sorted by start address. Overlapping modules are all kept; a lookup returns the
 // module that contains the address and starts last (the innermost mapping).
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 
 #include "ehbt/image.hpp"
+#include "ehbt/perf_map.hpp"
 
 namespace ehbt {
 
@@ -30,6 +33,26 @@ const Module* ModuleSet::find(uint64_t target_addr) const {
     if (modules_[i].contains(target_addr)) return &modules_[i];
   }
   return nullptr;
+}
+
+void ModuleSet::add_anonymous_code(uint64_t start, uint64_t end) {
+  if (end <= start) return;
+  auto it = std::lower_bound(code_.begin(), code_.end(), std::make_pair(start, uint64_t{0}));
+  if (it != code_.end() && it->first < end) return;
+  if (it != code_.begin() && std::prev(it)->second > start) return;
+  code_.insert(it, {start, end});
+}
+
+bool ModuleSet::is_jit_code(uint64_t addr) const {
+  if (find(addr) != nullptr) return false;
+  auto it = std::upper_bound(code_.begin(), code_.end(), std::make_pair(addr, UINT64_MAX));
+  if (it != code_.begin() && addr < std::prev(it)->second) return true;
+  return perf_map_ != nullptr && perf_map_->find(addr) != nullptr;
+}
+
+const PerfMapEntry* ModuleSet::perf_map_entry(uint64_t addr) const {
+  if (perf_map_ == nullptr || find(addr) != nullptr) return nullptr;
+  return perf_map_->find(addr);
 }
 
 }  // namespace ehbt

@@ -9,6 +9,7 @@
 #include "unwind/apply_row.hpp"
 #include "unwind/describe.hpp"
 #include "unwind/go_step.hpp"
+#include "unwind/scan_step.hpp"
 
 namespace ehbt::unwind {
 namespace {
@@ -36,6 +37,7 @@ std::optional<StopInfo> validate_caller(const arch::ArchOps& ops, Frame& caller,
   }
   const uint64_t lookup = caller.lookup_pc();
   caller.module = modules.find(lookup);
+  caller.classify_jit(modules);
   if (from_signal) return std::nullopt;
   if (caller.module != nullptr) {
     const Image* image = caller.module->image.get();
@@ -46,6 +48,7 @@ std::optional<StopInfo> validate_caller(const arch::ArchOps& ops, Frame& caller,
     return std::nullopt;
   }
   if (modules.modules().empty()) return std::nullopt;
+  if (caller.jit) return std::nullopt;  // JIT code: code, though in no module
   if (ops.sigreturn_at(mem, pc) != arch::Sigreturn::None) return std::nullopt;
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
 }
@@ -186,6 +189,47 @@ StepOutcome frame_pointer_only(const arch::ArchOps& ops, const Frame& frame, Mem
   return finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
 }
 
+// No table covers the frame: a provable leaf, then the frame-pointer chain (its caller pc
+// must follow a call, which code that keeps no frame pointer rarely fakes), then the ELF entry
+// point's function as the outermost frame, then a stack scan. `reason`/`detail` say why no
+// table applied; the stop detail adds why each heuristic failed.
+StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Module* module,
+                          Memory& mem, const ModuleSet& modules, const Limits& limits,
+                          Frame& caller, StopReason reason, const std::string& detail) {
+  const arch::CodeHint hint = code_hint(frame, module, limits);
+  const ScanContext ctx{ops, mem, modules, limits};
+  if (auto leaf = infer_leaf(ctx, frame, hint.function_start)) {
+    auto out = finish(ops, std::move(*leaf), FrameSource::Scan, false, mem, modules, caller);
+    if (out) return out;
+  }
+  std::string fp_why;
+  auto rec = ops.frame_pointer_step_at(frame.regs, mem, hint);
+  if (!rec) {
+    fp_why = recover_failure(rec.error(), "frame pointer").detail;
+  } else if (const uint64_t ra = rec->regs.pc(); ra != 0 && !follows_call(ctx, ra)) {
+    fp_why = "frame pointer: caller pc " + hex(ra) + " follows no call instruction";
+  } else {
+    auto out = finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
+    if (out) return out;
+    fp_why = "frame pointer: " + (out.error().detail.empty()
+                                      ? std::string("the return address in the frame record is 0")
+                                      : out.error().detail);
+  }
+  if (in_entry_function(frame, module, hint.function_start)) {
+    return stop(StopReason::Outermost, "");  // _start: nothing called it
+  }
+  std::string scan_why;
+  auto found = scan_stack(ctx, frame, hint.function_start);
+  if (found) {
+    auto out = finish(ops, std::move(*found), FrameSource::Scan, false, mem, modules, caller);
+    if (out) return out;
+    scan_why = out.error().detail;
+  } else {
+    scan_why = std::move(found.error());
+  }
+  return stop(reason, detail + "; " + fp_why + "; scan: " + scan_why);
+}
+
 }  // namespace
 
 StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules,
@@ -292,21 +336,17 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
       if (out) return out;
     }
   }
-  if (module == nullptr && frame.exact_pc) {
+  const bool jit = module == nullptr && modules.is_jit_code(frame.lookup_pc());
+  // Not for JIT code: a pc there is no evidence of a call through a bad pointer.
+  if (module == nullptr && frame.exact_pc && !jit) {
     auto rec = ops.entry_step(frame.regs, mem);
     if (rec) {
       auto out = finish(ops, std::move(*rec), FrameSource::Scan, false, mem, modules, caller);
       if (out) return out;
     }
   }
-  auto rec = ops.frame_pointer_step_at(frame.regs, mem, code_hint(frame, module, limits));
-  if (!rec) {
-    StopInfo why = recover_failure(rec.error(), "frame pointer");
-    return stop(reason, detail + "; " + why.detail);
-  }
-  auto out = finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
-  if (!out) return stop(reason, detail + "; frame pointer: " + out.error().detail);
-  return out;
+  if (jit) detail = hex(frame.pc) + " is JIT code (executable memory in no module)";
+  return no_table_step(ops, frame, module, mem, modules, limits, caller, reason, detail);
 }
 
 }  // namespace ehbt::unwind

@@ -12,12 +12,15 @@
 //      directly instead (it does not depend on the table being right);
 //   3. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc;
 //   4. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto): for an
-//      exact pc outside every module (a call through a bad pointer), the function-entry rule
-//      (tagged `scan`: a guess, validated); then the frame-pointer / backchain rule (tagged
-//      `frame_pointer`).
+//      exact pc outside every module and outside JIT code (a call through a bad pointer), the
+//      function-entry rule (tagged `scan`: a guess, validated); then (scan_step.hpp) a
+//      provable leaf (`scan`), the frame-pointer / backchain rule (tagged `frame_pointer`;
+//      its caller pc must follow a call instruction), the ELF entry point's function as
+//      outermost, and a stack scan (`scan`). A stop after all of them says why each failed.
 // Every caller found is validated: pc 0 -> Outermost; a pc that is not a plausible code
 // address, lies in a module outside executable segments, or lies in no module (unless it is
-// a sigreturn trampoline, or the module set is empty and nothing can be checked) -> BadPc.
+// JIT code -- ModuleSet::is_jit_code --, a sigreturn trampoline, or the module set is empty
+// and nothing can be checked) -> BadPc.
 // Frames recovered from a signal frame are exempt from the module check (their pc was
 // interrupted and may be anywhere) and may have pc 0.
 #pragma once

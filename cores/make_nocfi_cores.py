@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Fixture cores for code the unwind tables do not cover (x86-64, native):
+
+  musl_sigabort  musl-gcc -static: musl has no CFI; abort() in a SIGUSR1 handler entered
+                 inside musl's raise(). GDB and eu-stack stop after 2 and 1 frames, so the
+                 expected frames come from the program's structure: the function of each
+                 frame, and for each caller pc the call instruction before it (objdump).
+  rust_abort     Debian rustc, -C panic=abort, stripped: panic_abort's CFI was only in
+                 .debug_frame. Expected: GDB on the unstripped copy (physical frames).
+  node_abort     node --perf-basic-prof --interpreted-frames-native-stack: process.abort()
+                 from nested JS functions; JIT frames (anonymous executable memory) named by the
+                 perf map copied beside the core. Expected: eu-stack's pcs (it follows V8's
+                 frame-pointer chain; an independent unwinder) and the JS functions in the perf
+                 map names, innermost first.
+
+Writes cores/out/x86_64/<name>.core, <name>.expected.json (format ehbt-expected-nocfi/1),
+the binaries under bin/, and for node the perf map <name>.perf.map. Usage:
+  make_nocfi_cores.py [--only NAME,...]
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs")
+OUT = os.path.join(HERE, "out", "x86_64")
+BIN = os.path.join(OUT, "bin")
+RUSTC = "/usr/bin/rustc"  # Debian's, not a rustup one earlier on PATH
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def crash(argv, name, env=None):
+    """Runs argv in a fresh directory with cores enabled; returns (core path, pid)."""
+    rundir = os.path.join(OUT, "run", name)
+    shutil.rmtree(rundir, ignore_errors=True)
+    os.makedirs(rundir)
+    import resource
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    p = subprocess.Popen(argv, cwd=rundir, preexec_fn=limits, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p.wait()
+    if p.returncode != -6:
+        raise SystemExit("%s: expected SIGABRT, got status %s" % (name, p.returncode))
+    cores = glob.glob(os.path.join(rundir, "core*"))
+    if not cores:
+        raise SystemExit("%s: no core written (core_pattern must be 'core')" % name)
+    core = os.path.join(OUT, name + ".core")
+    shutil.move(cores[0], core)
+    return core, p.pid
+
+
+def gdb_physical_frames(exe, core):
+    """GDB's crashing-thread frames that exist on the machine stack: (pc, function)."""
+    script = (
+        "import gdb\n"
+        "f = gdb.newest_frame()\n"
+        "while f is not None:\n"
+        "    if f.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):\n"
+        "        print('FRAME 0x%x %s' % (f.pc(), f.name()))\n"
+        "    f = f.older()\n")
+    path = os.path.join(OUT, "run", "physical_frames.py")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(script)
+    # GDB's exit status is 1 when its unwinder gives up (musl): the frames so far count.
+    out = subprocess.run(["gdb", "-nx", "-batch", "-ex", "set backtrace past-main on",
+                          "-ex", "set backtrace limit 200", "-ex", "source " + path, exe, core],
+                         capture_output=True, text=True).stdout
+    frames = []
+    for line in out.splitlines():
+        m = re.match(r"FRAME (0x[0-9a-f]+) (.*)$", line)
+        if m:
+            frames.append({"pc": m.group(1), "function": m.group(2)})
+    return frames
+
+
+def eu_stack_frames(exe, core):
+    """eu-stack's crashing (first) thread: (pc, name)."""
+    out = subprocess.run(["eu-stack", "--core", core, "-e", exe], capture_output=True,
+                         text=True).stdout
+    frames, started = [], False
+    for line in out.splitlines():
+        if line.startswith("TID "):
+            if started:
+                break
+            started = True
+            continue
+        m = re.match(r"#\d+\s+(0x[0-9a-f]+)\s*(.*)$", line)
+        if started and m:
+            frames.append({"pc": "0x%x" % int(m.group(1), 16), "function": m.group(2) or None})
+    return frames
+
+
+def write(name, doc):
+    with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def make_musl():
+    exe = os.path.join(BIN, "musl_sigabort")
+    run(["musl-gcc", "-static", "-O2", "-g", "-fomit-frame-pointer", "-I", PROGRAMS,
+         os.path.join(PROGRAMS, "musl_sigabort.c"), "-o", exe])
+    # The property the case exists for: no FDE covers musl's abort and raise.
+    fdes = run(["readelf", "--debug-dump=frames", exe]).stdout
+    for sym in ("abort", "raise"):
+        addr = int(run(["nm", exe]).stdout.split(" T " + sym + "\n")[0].split()[-1], 16)
+        for m in re.finditer(r"pc=([0-9a-f]+)\.\.([0-9a-f]+)", fdes):
+            if int(m.group(1), 16) <= addr < int(m.group(2), 16):
+                raise SystemExit("musl_sigabort: %s has an FDE" % sym)
+    core, _ = crash([exe], "musl_sigabort")
+    # Program structure (musl 1.2.3, checked with objdump by the test): the signal arrives
+    # as raise() restores the signal mask; _start_c and __libc_start_main end in jumps
+    # (sibling calls), so libc_start_main_stage2 returns straight into _start.
+    functions = ["__restore_sigs", "raise", "abort", "fx_musl_die", "fx_musl_handler",
+                 "__restore_rt", "__restore_sigs", "raise", "fx_musl_sender", "main",
+                 "libc_start_main_stage2", "_start"]
+    write("musl_sigabort", {
+        "format": "ehbt-expected-nocfi/1", "program": "musl_sigabort", "core": core,
+        "exe": exe, "source": "construction", "functions": functions,
+        "sigtramp_index": 5, "gdb_frames": len(gdb_physical_frames(exe, core)),
+        "eu_stack_frames": len(eu_stack_frames(exe, core))})
+
+
+def make_rust():
+    exe = os.path.join(BIN, "rust_abort")
+    unstripped = exe + ".unstripped"
+    ver = run([RUSTC, "--version"]).stdout.strip()
+    run([RUSTC, "-C", "panic=abort", "-C", "opt-level=2", "-g",
+         os.path.join(PROGRAMS, "rust_abort.rs"), "-o", unstripped])
+    run(["strip", "-s", unstripped, "-o", exe])
+    core, _ = crash([exe], "rust_abort")
+    frames = gdb_physical_frames(unstripped, core)
+    names = [f["function"] for f in frames]
+    for want in ("abort", "rust_abort::fx_rust_level3", "rust_abort::fx_rust_level2",
+                 "rust_abort::fx_rust_level1", "rust_abort::main", "_start"):
+        if not any(n and n.endswith(want) for n in names):
+            raise SystemExit("rust_abort: GDB's frames lack %s: %s" % (want, names))
+    write("rust_abort", {
+        "format": "ehbt-expected-nocfi/1", "program": "rust_abort", "core": core, "exe": exe,
+        "exe_unstripped": unstripped, "rustc": ver, "source": "gdb", "frames": frames,
+        "gdb_frames": len(frames), "eu_stack_frames": len(eu_stack_frames(exe, core))})
+
+
+def make_node():
+    node = shutil.which("node") or "/usr/bin/node"
+    script = os.path.join(PROGRAMS, "node_abort.js")
+    core, pid = crash([node, "--perf-basic-prof", "--interpreted-frames-native-stack", script],
+                      "node_abort")
+    perf_map = os.path.join(OUT, "node_abort.perf.map")
+    shutil.move("/tmp/perf-%d.map" % pid, perf_map)
+    frames = eu_stack_frames(node, core)
+    names = [f["function"] or "" for f in frames]
+    if not any("node::Start" in n for n in names) or names[-1] != "_start":
+        raise SystemExit("node_abort: eu-stack does not reach node::Start and _start: %s" % names)
+    write("node_abort", {
+        "format": "ehbt-expected-nocfi/1", "program": "node_abort", "core": core, "exe": node,
+        "perf_map": perf_map, "source": "eu-stack", "frames": frames,
+        "js_functions": ["fx_js_level3", "fx_js_level2", "fx_js_level1"],
+        "eu_stack_frames": len(frames), "gdb_frames": len(gdb_physical_frames(node, core))})
+
+
+CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default=",".join(CASES))
+    args = ap.parse_args()
+    os.makedirs(BIN, exist_ok=True)
+    for name in args.only.split(","):
+        CASES[name]()
+        print("nocfi cores: %s done" % name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "arch/call_site.hpp"
+
+#include <array>
+#include <cstddef>
+
+namespace ehbt::arch {
+namespace {
+
+// x86-64: `call rel32` is e8 + 4 bytes; `call r/m64` is ff /2 with an optional REX prefix
+// and a ModRM (+ SIB + disp) of 2 to 7 bytes in all. Each length is tried: the bytes must
+// decode to exactly that length ending at the return address.
+std::optional<CallSite> x86_64_call(Memory& mem, uint64_t ra) {
+  if (ra < 8) return std::nullopt;
+  std::array<std::byte, 8> raw;
+  if (!mem.read_exact(ra - raw.size(), raw)) return std::nullopt;
+  auto b = [&](std::size_t back) { return static_cast<uint8_t>(raw[raw.size() - back]); };
+  if (b(5) == 0xe8) {
+    const uint32_t rel = static_cast<uint32_t>(b(4)) | static_cast<uint32_t>(b(3)) << 8 |
+                         static_cast<uint32_t>(b(2)) << 16 | static_cast<uint32_t>(b(1)) << 24;
+    const int64_t disp = static_cast<int32_t>(rel);
+    return CallSite{ra - 5, ra + static_cast<uint64_t>(disp)};
+  }
+  // ff /2: ModRM reg field 2. Length of ModRM + SIB + displacement from mod and rm.
+  for (std::size_t len = 2; len <= 7; ++len) {
+    if (b(len) != 0xff) continue;
+    const uint8_t modrm = b(len - 1);
+    if (((modrm >> 3) & 7) != 2) continue;
+    const uint8_t mod = modrm >> 6, rm = modrm & 7;
+    std::size_t want = 2;             // opcode + ModRM
+    if (mod != 3 && rm == 4) ++want;  // SIB
+    if (mod == 1) want += 1;
+    if (mod == 2) want += 4;
+    if (mod == 0 && rm == 5) want += 4;                                       // rip-relative
+    if (mod == 0 && rm == 4 && len >= 3 && (b(len - 2) & 7) == 5) want += 4;  // SIB, no base
+    if (want == len) return CallSite{ra - len, std::nullopt};
+  }
+  return std::nullopt;
+}
+
+// aarch64: fixed 4-byte words, little-endian. bl imm26: 100101 imm26. blr Xn: d63f0000 | n<<5;
+// blraa/blrab/blraaz/blrabz: d63f08xx/d73f08xx families (mask the register fields).
+std::optional<CallSite> aarch64_call(Memory& mem, uint64_t ra) {
+  if (ra < 4 || ra % 4 != 0) return std::nullopt;
+  uint64_t word = 0;
+  if (!mem.read_uint(ra - 4, 4, false, word)) return std::nullopt;
+  const uint32_t insn = static_cast<uint32_t>(word);
+  if ((insn & 0xfc000000u) == 0x94000000u) {
+    int64_t imm = insn & 0x03ffffffu;
+    if (imm & 0x02000000) imm -= 0x04000000;
+    return CallSite{ra - 4, ra - 4 + static_cast<uint64_t>(imm * 4)};
+  }
+  if ((insn & 0xfffffc1fu) == 0xd63f0000u) return CallSite{ra - 4, std::nullopt};
+  if ((insn & 0xfefff800u) == 0xd63f0800u) return CallSite{ra - 4, std::nullopt};
+  return std::nullopt;
+}
+
+// s390x: big-endian halfwords. brasl r,ri (c0 r5 + imm32, 6 bytes, offset in halfwords);
+// bras r,ri (a7 r5 + imm16, 4 bytes); basr r1,r2 (0d, 2 bytes; r2 = 0 is no branch);
+// bas r,d(x,b) (4d, 4 bytes).
+std::optional<CallSite> s390x_call(Memory& mem, uint64_t ra) {
+  if (ra < 6 || ra % 2 != 0) return std::nullopt;
+  std::array<std::byte, 6> raw;
+  if (!mem.read_exact(ra - raw.size(), raw)) return std::nullopt;
+  auto b = [&](std::size_t back) { return static_cast<uint8_t>(raw[raw.size() - back]); };
+  if (b(6) == 0xc0 && (b(5) & 0x0f) == 0x05) {
+    const uint32_t rel = static_cast<uint32_t>(b(4)) << 24 | static_cast<uint32_t>(b(3)) << 16 |
+                         static_cast<uint32_t>(b(2)) << 8 | b(1);
+    const int64_t disp = static_cast<int64_t>(static_cast<int32_t>(rel)) * 2;
+    return CallSite{ra - 6, ra - 6 + static_cast<uint64_t>(disp)};
+  }
+  if (b(4) == 0xa7 && (b(3) & 0x0f) == 0x05) {
+    const int64_t disp = static_cast<int16_t>(static_cast<uint16_t>(b(2) << 8 | b(1))) * 2;
+    return CallSite{ra - 4, ra - 4 + static_cast<uint64_t>(disp)};
+  }
+  if (b(2) == 0x0d && (b(1) & 0x0f) != 0) return CallSite{ra - 2, std::nullopt};
+  if (b(4) == 0x4d) return CallSite{ra - 4, std::nullopt};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_address) {
+  switch (arch) {
+    case Arch::X86_64:
+      return x86_64_call(mem, return_address);
+    case Arch::AArch64:
+      return aarch64_call(mem, return_address);
+    case Arch::S390x:
+      return s390x_call(mem, return_address);
+  }
+  return std::nullopt;
+}
+
+ScanLayout scan_layout(Arch arch, uint64_t slot) {
+  switch (arch) {
+    case Arch::X86_64:
+      // The call pushed the return address: the caller's rsp is just above it.
+      return {slot + 8, slot + 8};
+    case Arch::AArch64:
+      // A saved x30 lies in a frame record {x29, x30} near the top of the callee's frame;
+      // the caller's sp is at least above it (Breakpad makes the same approximation).
+      return {slot + 8, slot + 8};
+    case Arch::S390x:
+      // The callee saved r14 in the caller's register save area: caller sp + 112; the CFA
+      // is the caller's sp + 160.
+      return {slot - 112, slot - 112 + 160};
+  }
+  return {slot + 8, slot + 8};
+}
+
+}  // namespace ehbt::arch

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Is there a call instruction just before a return address? The question a stack scan asks
+// of every candidate word (and the frame-pointer walk of code without CFI), decoded from the
+// target's code bytes: x86-64 `call rel32` and `call r/m64` (ModRM /2), aarch64 `bl`/`blr`
+// (and the pointer-authenticating `blraa`/`blrab` family), s390x `brasl` and `basr` (also
+// `bras`, `bas`). A direct call also gives its target, to check against the function the
+// scan came from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "ehbt/arch.hpp"
+#include "ehbt/memory.hpp"
+
+namespace ehbt::arch {
+
+struct CallSite {
+  uint64_t at = 0;                 // address of the call instruction
+  std::optional<uint64_t> target;  // a direct call's destination
+};
+
+// The call instruction that ends right at `return_address`, or nothing (unreadable bytes,
+// no call there). Reads at most 16 bytes below the address.
+std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_address);
+
+// Where a stack scan that found a return address in `slot` puts the caller: its stack
+// pointer and the CFA of the frame scanned from.
+struct ScanLayout {
+  uint64_t caller_sp = 0;
+  uint64_t cfa = 0;
+};
+ScanLayout scan_layout(Arch arch, uint64_t slot);
+
+}  // namespace ehbt::arch

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "unwind/scan_step.hpp"
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "arch/call_site.hpp"
+
+namespace ehbt::unwind {
+namespace {
+
+// Bytes after the entry point still taken as the entry stub when no symbol says where it
+// ends (a stripped `_start` is a dozen instructions on every architecture).
+constexpr uint64_t kEntryStubBytes = 64;
+
+// Code bytes: target memory, else the module's file (a core may leave read-only code out,
+// a debugger's memory callback may not serve it).
+class CodeBytes final : public Memory {
+ public:
+  CodeBytes(Memory& mem, const Module& module) : mem_(mem), module_(module) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
+    const std::size_t n = mem_.read(addr, out);
+    if (n == out.size() || !module_.image) return n;
+    return module_.image->read(module_.to_link(addr), out);
+  }
+
+ private:
+  Memory& mem_;
+  const Module& module_;
+};
+
+std::optional<arch::CallSite> call_in_module(const ScanContext& ctx, const Module& m, uint64_t ra) {
+  CodeBytes code(ctx.mem, m);
+  return arch::call_before(ctx.ops.info().arch, code, ra);
+}
+
+bool is_plt_symbol(const std::string& name) {
+  constexpr std::string_view kPlt = "@plt";
+  return name.size() > kPlt.size() &&
+         std::string_view(name).substr(name.size() - kPlt.size()) == kPlt;
+}
+
+// A direct call's target is compatible with the frame's function when it is its start, or a
+// place that leads elsewhere (a PLT stub, code no symbol names).
+bool compatible_target(const ScanContext& ctx, uint64_t target,
+                       std::optional<uint64_t> function_start) {
+  if (!function_start || target == *function_start) return true;
+  const Module* m = ctx.modules.find(target);
+  if (m == nullptr || !m->image) return true;
+  auto sym = m->image->symbolize(m->to_link(target));
+  if (!sym) return true;
+  return is_plt_symbol(sym->name);
+}
+
+// A return address into executable code of a known module (the link-time check uses ra - 1:
+// the call may be the last instruction of its function) right after a compatible call.
+bool valid_return_address(const ScanContext& ctx, uint64_t ra,
+                          std::optional<uint64_t> function_start, bool need_proof) {
+  if (ra == 0 || !ctx.ops.plausible_pc(ra)) return false;
+  const Module* m = ctx.modules.find(ra - 1);
+  if (m == nullptr || !m->image || !m->image->is_executable(m->to_link(ra - 1))) return false;
+  auto call = call_in_module(ctx, *m, ra);
+  if (!call) return false;
+  if (need_proof) return call->target && function_start && *call->target == *function_start;
+  return !call->target || compatible_target(ctx, *call->target, function_start);
+}
+
+arch::Recovered caller_at(const ScanContext& ctx, const Frame& frame, uint64_t ra, uint64_t sp,
+                          uint64_t cfa) {
+  arch::Recovered out;
+  out.regs = RegisterSet(frame.regs.arch());
+  // Registers the callee saves are assumed untouched: what a heuristic cannot know better.
+  ctx.ops.copy_callee_saved(frame.regs, out.regs);
+  out.regs.set(ctx.ops.info().sp_reg, sp);
+  out.regs.set_pc(ra);
+  out.cfa = cfa;
+  return out;
+}
+
+}  // namespace
+
+static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
+                                                std::optional<uint64_t> function_start,
+                                                bool strict);
+
+bool in_entry_function(const Frame& frame, const Module* module,
+                       std::optional<uint64_t> function_start) {
+  if (module == nullptr || !module->image) return false;
+  const uint64_t entry = module->image->entry();
+  if (entry == 0) return false;
+  if (function_start) return *function_start == entry + module->bias;
+  const uint64_t link = module->to_link(frame.lookup_pc());
+  return link >= entry && link - entry < kEntryStubBytes;
+}
+
+std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
+                                          std::optional<uint64_t> function_start) {
+  if (!frame.exact_pc || !function_start) return std::nullopt;
+  const ArchInfo& info = ctx.ops.info();
+  if (!frame.regs.has(info.sp_reg)) return std::nullopt;
+  const uint64_t sp = frame.regs.raw(info.sp_reg);
+  if (info.arch == Arch::X86_64) {
+    uint64_t word = 0;
+    if (sp % 8 != 0 || !ctx.mem.read_uint(sp, 8, false, word)) return std::nullopt;
+    if (!valid_return_address(ctx, word, function_start, true)) return std::nullopt;
+    return caller_at(ctx, frame, word, sp + 8, sp + 8);
+  }
+  if (!frame.regs.has(info.ra_reg)) return std::nullopt;
+  const uint64_t ra = ctx.ops.strip_return_address(frame.regs.raw(info.ra_reg));
+  if (!valid_return_address(ctx, ra, function_start, true)) return std::nullopt;
+  return caller_at(ctx, frame, ra, sp, sp + static_cast<uint64_t>(info.cfa_sp_offset));
+}
+
+Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
+                                                  std::optional<uint64_t> function_start) {
+  const ArchInfo& info = ctx.ops.info();
+  if (!frame.regs.has(info.sp_reg)) return unexpected(std::string("the stack pointer is unknown"));
+  const uint64_t sp = frame.regs.raw(info.sp_reg);
+  const unsigned word = info.address_size;
+  if (sp % word != 0) return unexpected(std::string("the stack pointer is misaligned"));
+  // Return addresses lie at or above sp (s390x: in the caller's register save area).
+  // Two passes: first only calls compatible with the frame's function; then, where none is,
+  // any call (a sibling call hides the real callee: musl's _start_c jumps on to
+  // __libc_start_main, which jumps to libc_start_main_stage2).
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool strict = pass == 0;
+    if (!strict && !function_start) break;  // without a function, pass 0 accepted any call
+    if (auto found = scan_pass(ctx, frame, function_start, strict)) return *found;
+  }
+  return unexpected("no return address in " + std::to_string(ctx.limits.max_scan_words) +
+                    " stack words");
+}
+
+static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
+                                                std::optional<uint64_t> function_start,
+                                                bool strict) {
+  const ArchInfo& info = ctx.ops.info();
+  const uint64_t sp = frame.regs.raw(info.sp_reg);
+  const unsigned word = info.address_size;
+  for (uint32_t i = 0; i < ctx.limits.max_scan_words; ++i) {
+    const uint64_t slot = sp + uint64_t{i} * word;
+    if (slot < sp) break;
+    uint64_t value = 0;
+    if (!ctx.mem.read_uint(slot, word, info.big_endian, value)) break;  // the stack's end
+    const uint64_t ra = ctx.ops.strip_return_address(value);
+    if (!valid_return_address(ctx, ra, strict ? function_start : std::nullopt, false)) continue;
+    const arch::ScanLayout at = arch::scan_layout(info.arch, slot);
+    // The caller's frame must lie above this one's stack pointer.
+    if (at.caller_sp <= sp || at.cfa <= sp) continue;
+    return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+  }
+  return std::nullopt;
+}
+
+bool follows_call(const ScanContext& ctx, uint64_t ra) {
+  const Module* m = ctx.modules.find(ra - 1);
+  if (m == nullptr) return true;  // JIT code, or no modules known: nothing to judge
+  CodeBytes code(ctx.mem, *m);
+  uint64_t probe = 0;
+  if (!code.read_uint(ra - 1, 1, false, probe)) return true;
+  return call_in_module(ctx, *m, ra).has_value();
+}
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// The last resorts for a frame no table covers (after the frame-pointer step, or before it
+// where the frame is provably a leaf), as Breakpad and rust-minidump do it but stricter:
+//   - leaf inference: an exact pc (frame 0, or a frame a signal interrupted) whose return
+//     address is still where the call left it: at sp (x86-64) or in the link register
+//     (aarch64 x30, s390x r14), proven by a direct call to the frame's own function;
+//   - stack scan: the first stack word (from sp up, at most Limits::max_scan_words) that is
+//     a return address into executable code of a known module, right after a call
+//     instruction whose target, where the call is direct and the frame's function is known,
+//     is that function (or a PLT stub, which leads elsewhere);
+//   - the function holding the ELF entry point (`_start`) is outermost: nothing called it.
+// Candidates are only built here; step.cpp validates them like every other caller.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "arch/arch_ops.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/unwinder.hpp"
+
+namespace ehbt::unwind {
+
+struct ScanContext {
+  const arch::ArchOps& ops;
+  Memory& mem;
+  const ModuleSet& modules;
+  const Limits& limits;
+};
+
+// Whether the frame is in the function that holds its module's ELF entry point: by the
+// symbol's start when known, else by the lookup pc lying in the first bytes after the entry.
+bool in_entry_function(const Frame& frame, const Module* module,
+                       std::optional<uint64_t> function_start);
+
+// The caller of a provable leaf (see above), or nothing.
+std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
+                                          std::optional<uint64_t> function_start);
+
+// The caller found by scanning, or why none was (static text).
+Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
+                                                  std::optional<uint64_t> function_start);
+
+// Whether `ra`, a return address a heuristic found, follows a call instruction; true when it
+// cannot be judged (JIT code, unreadable bytes of a module without a file).
+bool follows_call(const ScanContext& ctx, uint64_t ra);
+
+}  // namespace ehbt::unwind

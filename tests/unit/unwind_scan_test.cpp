@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+// Code no table covers: the call-site decoder, leaf inference, the stack scan and its bounds,
+// the frame-pointer stop detail, and JIT code (anonymous executable memory named by a perf
+// map). Code bytes come from assembled functions without CFI (tests/support toolchain) or are
+// laid byte by byte; stacks are laid word by word in a BufferMemory.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arch/call_site.hpp"
+#include "ehbt/perf_map.hpp"
+#include "ehbt/unwinder.hpp"
+#include "support/unwind_fixtures.hpp"
+
+namespace ehbt {
+namespace {
+
+// outer (CFI: outermost) -> mid (no CFI, no frame pointer, 24 bytes of locals; it called
+// `other` before it called leaf, so that call's return address is a stale candidate) ->
+// leaf (no CFI, frame 0). jitcall is a frame-pointer function without CFI that calls JIT code.
+constexpr const char* kScanAsm = R"(
+	.text
+	.globl outer, ret_outer, mid, ret_mid, ret_mid_other, leaf, leaf_body, other
+	.type outer,@function
+outer:
+	.cfi_startproc
+	.cfi_undefined rip
+	subq $8, %rsp
+	.cfi_adjust_cfa_offset 8
+	call mid
+ret_outer:
+	hlt
+	.cfi_endproc
+	.size outer, .-outer
+
+	.type mid,@function
+mid:
+	subq $24, %rsp
+	call other
+ret_mid_other:
+	call leaf
+ret_mid:
+	addq $24, %rsp
+	ret
+	.size mid, .-mid
+
+	.type leaf,@function
+leaf:
+	nop
+leaf_body:
+	nop
+	ret
+	.size leaf, .-leaf
+
+	.type other,@function
+other:
+	ret
+	.size other, .-other
+)";
+
+constexpr uint64_t kBias = 0x555555554000;
+constexpr uint64_t kStack = 0x7ffe0000;
+constexpr uint64_t kS = kStack + 0x800;  // leaf's sp
+constexpr uint64_t kJit = 0x20000000;    // anonymous executable memory
+
+class Scan : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { chain_ = test::build_chain("", kScanAsm, &why_); }
+  void SetUp() override {
+    if (!chain_) GTEST_FAIL() << why_;
+    modules_.add(test::place_image(chain_->image, kBias, "/synthetic/scan"));
+    mem_.add(kStack, std::vector<std::byte>(0x1000));
+    mem_.add(kJit, std::vector<std::byte>(0x100, std::byte{0x90}));
+  }
+  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
+  void put(uint64_t addr, uint64_t v) { ASSERT_TRUE(mem_.write_uint(addr, v, 8, false)); }
+  RegisterSet regs_at(uint64_t pc, uint64_t sp, uint64_t rbp = 0) const {
+    RegisterSet regs(Arch::X86_64);
+    regs.set_pc(pc);
+    regs.set(7, sp);
+    regs.set(6, rbp);
+    return regs;
+  }
+  // leaf's return address at sp (leaf pushed nothing); in mid's frame a stale return
+  // address from its call to `other`, then mid's return address into outer.
+  void lay_scan_stack() {
+    put(kS, at("ret_mid"));
+    put(kS + 8, at("ret_mid_other"));
+    put(kS + 16, 0x1234);
+    put(kS + 32, at("ret_outer"));
+  }
+
+  static std::optional<test::ChainImage> chain_;
+  static std::string why_;
+  ModuleSet modules_;
+  BufferMemory mem_;
+};
+std::optional<test::ChainImage> Scan::chain_;
+std::string Scan::why_;
+
+TEST_F(Scan, LeafInferenceThenScanPastAStaleReturnAddress) {
+  lay_scan_stack();
+  Backtrace bt = Unwinder().unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  ASSERT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 3u) << bt.detail;
+  EXPECT_EQ(bt.frames[1].pc, at("ret_mid"));
+  EXPECT_EQ(bt.frames[1].source, FrameSource::Scan);
+  EXPECT_EQ(bt.frames[0].cfa, kS + 8);
+  // ret_mid_other follows a call to `other`, not to mid: skipped.
+  EXPECT_EQ(bt.frames[2].pc, at("ret_outer"));
+  EXPECT_EQ(bt.frames[2].source, FrameSource::Scan);
+  EXPECT_EQ(bt.frames[1].cfa, kS + 40);
+}
+
+TEST_F(Scan, WordsScannedAreBounded) {
+  lay_scan_stack();
+  Limits few;
+  few.max_scan_words = 3;  // mid's return address is the 4th word above its sp
+  Backtrace bt = Unwinder(few).unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  // mid's caller lies beyond the window, so the second pass takes any call: the stale
+  // ret_mid_other (the price of accepting calls a sibling call may have hidden).
+  ASSERT_GE(bt.frames.size(), 3u) << bt.detail;
+  EXPECT_EQ(bt.frames[1].pc, at("ret_mid"));
+  EXPECT_EQ(bt.frames[2].pc, at("ret_mid_other"));
+  EXPECT_EQ(bt.frames[2].source, FrameSource::Scan);
+}
+
+TEST_F(Scan, FramesScannedAreBounded) {
+  lay_scan_stack();
+  Limits one;
+  one.max_scan_frames = 1;
+  Backtrace bt = Unwinder(one).unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
+  EXPECT_EQ(bt.frames.size(), 2u);
+  EXPECT_NE(bt.detail.find("stack scanning"), std::string::npos) << bt.detail;
+}
+
+TEST_F(Scan, NoScanWithoutFallbacks) {
+  lay_scan_stack();
+  UnwindOptions tables_only;
+  tables_only.frame_pointer_fallback = false;
+  Backtrace bt = Unwinder().unwind(regs_at(at("leaf_body"), kS), mem_, modules_, tables_only);
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
+}
+
+TEST_F(Scan, ReturnAddressNotAfterACallIsNoCandidate) {
+  put(kS, at("leaf_body"));  // code, but no call before it
+  put(kS + 8, at("outer"));
+  Limits few;
+  few.max_scan_words = 8;
+  Backtrace bt = Unwinder(few).unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
+  EXPECT_NE(bt.detail.find("scan: no return address in 8 stack words"), std::string::npos)
+      << bt.detail;
+}
+
+TEST_F(Scan, FramePointerStopDetailSaysWhatFailed) {
+  // mid at its return site, rbp -> a frame record whose return address is 0.
+  put(kS + 0x100, 0);
+  put(kS + 0x108, 0);
+  Limits none;
+  none.max_scan_words = 0;
+  RegisterSet regs = regs_at(at("ret_mid"), kS + 8, kS + 0x100);
+  Backtrace bt = Unwinder(none).unwind(regs, mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo);
+  EXPECT_NE(bt.detail.find("frame pointer: the return address in the frame record is 0"),
+            std::string::npos)
+      << bt.detail;
+  EXPECT_EQ(bt.detail.find("frame pointer: ;"), std::string::npos) << bt.detail;
+}
+
+TEST_F(Scan, FramePointerResultMustFollowACall) {
+  // A frame record whose "return address" is code right after no call: rejected, and the
+  // scan finds mid's caller instead.
+  put(kS + 0x100, 0);
+  put(kS + 0x108, at("leaf_body"));
+  put(kS + 32, at("ret_outer"));
+  RegisterSet regs = regs_at(at("ret_mid"), kS + 8, kS + 0x100);
+  Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_GE(bt.frames.size(), 2u) << bt.detail;
+  EXPECT_EQ(bt.frames[1].pc, at("ret_outer"));
+  EXPECT_EQ(bt.frames[1].source, FrameSource::Scan);
+}
+
+TEST_F(Scan, JitFrameZeroStepsByFramePointerAndIsNamed) {
+  modules_.add_anonymous_code(kJit, kJit + 0x100);
+  auto map = std::make_shared<PerfMap>(
+      PerfMap::parse("20000000 80 JS:~fx_jit_outer\n20000000 40 JS:~fx_jit_inner x.js:1\n"));
+  modules_.set_perf_map(map);
+  // JIT frame: rbp -> {0, ret_outer}; outer's CFI then ends the walk.
+  put(kS + 0x10, 0);
+  put(kS + 0x18, at("ret_outer"));
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x10, kS, kS + 0x10), mem_, modules_);
+  ASSERT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 2u);
+  EXPECT_TRUE(bt.frames[0].jit);
+  EXPECT_EQ(bt.frames[0].module, nullptr);
+  ASSERT_NE(bt.frames[0].jit_entry, nullptr);
+  EXPECT_EQ(bt.frames[0].jit_entry->name, "JS:~fx_jit_inner x.js:1");  // the later line
+  EXPECT_EQ(bt.frames[1].source, FrameSource::FramePointer);
+  EXPECT_FALSE(bt.frames[1].jit);
+}
+
+TEST_F(Scan, JitCallerIsCodeOnlyWhereMemoryIsAnonymousCode) {
+  // leaf (frame 0, no CFI) <- JIT code <- outer, linked by frame records.
+  put(kS, 0);  // no return address at sp: leaf inference does not apply
+  put(kS + 0x10, kS + 0x40);
+  put(kS + 0x18, kJit + 0x20);
+  put(kS + 0x40, 0);
+  put(kS + 0x48, at("ret_outer"));
+  Limits no_scan;
+  no_scan.max_scan_words = 0;
+  const RegisterSet regs = regs_at(at("leaf_body"), kS, kS + 0x10);
+  Backtrace before = Unwinder(no_scan).unwind(regs, mem_, modules_);
+  EXPECT_EQ(before.frames.size(), 1u);
+  EXPECT_NE(before.detail.find("is in no module"), std::string::npos) << before.detail;
+
+  modules_.add_anonymous_code(kJit, kJit + 0x100);
+  Backtrace bt = Unwinder(no_scan).unwind(regs, mem_, modules_);
+  ASSERT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 3u);
+  EXPECT_TRUE(bt.frames[1].jit);
+  EXPECT_EQ(bt.frames[1].jit_entry, nullptr);  // no perf map
+  EXPECT_EQ(bt.frames[1].source, FrameSource::FramePointer);
+  EXPECT_EQ(bt.frames[2].pc, at("ret_outer"));
+}
+
+TEST(PerfMapParse, LinesMalformedAndOverlapping) {
+  PerfMap map = PerfMap::parse(
+      "1000 10 first\n"
+      "zz 10 bad\n"
+      "2000 0 empty\n"
+      "0x1008 4 later overlapping\n"
+      "3000 20 name with  spaces\r\n"
+      "4000\n");
+  EXPECT_EQ(map.size(), 3u);
+  ASSERT_NE(map.find(0x1000), nullptr);
+  EXPECT_EQ(map.find(0x1000)->name, "first");
+  EXPECT_EQ(map.find(0x1009)->name, "later overlapping");
+  EXPECT_EQ(map.find(0x100c)->name, "first");
+  EXPECT_EQ(map.find(0x3010)->name, "name with  spaces");
+  EXPECT_EQ(map.find(0x1010), nullptr);
+  EXPECT_EQ(map.find(0x2000), nullptr);
+  Limits two;
+  two.max_perf_map_entries = 2;
+  EXPECT_EQ(PerfMap::parse("1 1 a\n2 1 b\n3 1 c\n", two).size(), 2u);
+}
+
+// Call instructions laid byte by byte, ending at 0x1010 (the return address).
+std::optional<arch::CallSite> call_in(Arch arch, std::vector<uint8_t> code) {
+  BufferMemory mem;
+  std::vector<std::byte> bytes(0x10 - code.size(), std::byte{0});
+  for (uint8_t b : code) bytes.push_back(std::byte{b});
+  mem.add(0x1000, std::move(bytes));
+  return arch::call_before(arch, mem, 0x1010);
+}
+
+TEST(CallSite, X86_64) {
+  auto rel = call_in(Arch::X86_64, {0xe8, 0xf0, 0xff, 0xff, 0xff});  // call .-11
+  ASSERT_TRUE(rel);
+  EXPECT_EQ(rel->at, 0x100bu);
+  EXPECT_EQ(rel->target, 0x1000u);
+  auto reg = call_in(Arch::X86_64, {0xff, 0xd0});  // call *%rax
+  ASSERT_TRUE(reg);
+  EXPECT_FALSE(reg->target);
+  EXPECT_TRUE(call_in(Arch::X86_64, {0x41, 0xff, 0xd3}));                    // call *%r11
+  EXPECT_TRUE(call_in(Arch::X86_64, {0xff, 0x15, 0x10, 0x20, 0x00, 0x00}));  // call *x(%rip)
+  EXPECT_TRUE(call_in(Arch::X86_64, {0xff, 0x50, 0x08}));                    // call *8(%rax)
+  EXPECT_TRUE(call_in(Arch::X86_64, {0xff, 0x54, 0x24, 0x08}));              // call *8(%rsp)
+  EXPECT_FALSE(call_in(Arch::X86_64, {0xff, 0xe0}));                         // jmp *%rax
+  EXPECT_FALSE(call_in(Arch::X86_64, {0x90, 0x90, 0x90}));
+  EXPECT_FALSE(call_in(Arch::X86_64, {0xe9, 0, 0, 0, 0}));  // jmp rel32
+}
+
+TEST(CallSite, AArch64AndS390x) {
+  auto bl = call_in(Arch::AArch64, {0xfc, 0xff, 0xff, 0x97});  // bl .-16
+  ASSERT_TRUE(bl);
+  EXPECT_EQ(bl->target, 0x100cu - 16);
+  auto blr = call_in(Arch::AArch64, {0x20, 0x02, 0x3f, 0xd6});  // blr x17
+  ASSERT_TRUE(blr);
+  EXPECT_FALSE(blr->target);
+  EXPECT_FALSE(call_in(Arch::AArch64, {0x20, 0x02, 0x1f, 0xd6}));  // br x17
+  EXPECT_FALSE(call_in(Arch::AArch64, {0xfc, 0xff, 0xff, 0x17}));  // b .-16
+
+  auto brasl = call_in(Arch::S390x, {0xc0, 0xe5, 0xff, 0xff, 0xff, 0xf8});  // brasl %r14,.-16
+  ASSERT_TRUE(brasl);
+  EXPECT_EQ(brasl->at, 0x100au);
+  EXPECT_EQ(brasl->target, 0x100au - 16);
+  EXPECT_TRUE(call_in(Arch::S390x, {0x0d, 0xe1}));   // basr %r14,%r1
+  EXPECT_FALSE(call_in(Arch::S390x, {0x07, 0xfe}));  // br %r14
+}
+
+}  // namespace
+}  // namespace ehbt
