@@ -54,15 +54,19 @@ std::vector<Reloc> read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
   return out;
 }
 
-void add_stub(SymbolTable& table, uint64_t addr, uint64_t size, const std::string& name) {
+void add_stub(SymbolSink& table, uint64_t addr, uint64_t size, const std::string& name) {
   if (name.empty()) return;
-  table.add(addr, size, name + "@plt", STB_LOCAL, STT_FUNC);
+  if (!table.wants(addr, size)) {
+    table.skip();  // counted, but no name made for a query that cannot use it
+    return;
+  }
+  table.add(addr, size, table.own(name + "@plt"), STB_LOCAL, STT_FUNC);
 }
 
 // x86-64: every stub (lazy .plt entry, .plt.sec or .plt.got) holds `jmp *disp32(%rip)`
 // (ff 25), possibly after endbr64 and a bnd prefix; the slot it reads names the function.
 std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>& by_slot,
-                         SymbolTable& table, uint64_t entry) {
+                         SymbolSink& table, uint64_t entry) {
   std::size_t added = 0;
   for (std::size_t off = 0; off + entry <= s.bytes.size() && !table.full(); off += entry) {
     for (std::size_t i = off; i + 6 <= off + entry; ++i) {
@@ -85,7 +89,7 @@ std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>
 
 // aarch64 and s390x: a fixed-size header, then one stub per .rela.plt entry, in order.
 std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<Reloc>& relocs,
-                          SymbolTable& table) {
+                          SymbolSink& table) {
   if (relocs.empty() || s.bytes.size() <= header) return 0;
   const uint64_t body = s.bytes.size() - header;
   // The stub size follows from the layout; a PLT that does not divide evenly is not one we
@@ -103,7 +107,7 @@ std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<R
 
 }  // namespace
 
-std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolTable& table, const Limits& limits) {
+std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const Limits& limits) {
   if (e == nullptr) return 0;
   std::size_t shstrndx = 0;
   if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
