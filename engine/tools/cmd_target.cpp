@@ -32,6 +32,7 @@ constexpr OptionSpec kOptions[] = {
     {"-h", false, false},
     {"--sframe-from-eh-frame", false, false},
     {"--sframe-version", true, false},
+    {"--one-thread-at-a-time", false, false},
 };
 
 constexpr std::string_view kOutputHelp = R"(options:
@@ -86,7 +87,8 @@ text output, one block per thread, in the style of GDB's `bt`:
 - A header comes first: Core (or Process), Executable, Arch, Signal.
 
 JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, core (or
-pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
+pid, and stopped_us: microseconds the process was stopped), arch, executable, signal,
+modules [{path, file, base, bias, build_id,
 build_id_match}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
 cfa, source, module, module_offset, symbol, symbol_offset}]}]. Addresses are lowercase
 hex strings with 0x; module_offset = pc - bias; symbol_offset = pc - symbol start. null
@@ -109,7 +111,14 @@ constexpr std::string_view kCoreHelp =
     "build_id_match false.\n\n";
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
-    "process then runs on as before.\n\n";
+    "process then runs on as before. Maps and module files are read before anything is\n"
+    "stopped, and the process runs again before frames are named and printed; --json\n"
+    "reports how long it was stopped (stopped_us).\n"
+    "  --one-thread-at-a-time\n"
+    "                     stop one thread at a time, each only for its own walk (as\n"
+    "                     eu-stack does): the shortest pause for any one thread, but the\n"
+    "                     threads are not seen at one instant; stopped_us is then the\n"
+    "                     longest any one thread was stopped\n\n";
 
 std::string help_text(std::string_view intro) {
   return std::string(intro) + std::string(kOutputHelp);
@@ -134,6 +143,7 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
     o.target.debuginfod_timeout = static_cast<double>(*n);
   }
   o.target.exe = args.value("--exe").value_or("");
+  o.target.one_thread_at_a_time = args.has("--one-thread-at-a-time");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
   if (auto tid = args.value("--thread")) {
@@ -219,6 +229,9 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   if (!inv) return usage_error(self, inv.error());
   if (inv->help) return print_command_help(self);
   const std::string& path = inv->operand;
+  if (inv->options.target.one_thread_at_a_time) {
+    return usage_error(self, "--one-thread-at-a-time is for live processes (ehbt pid)");
+  }
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
   if (!inv->options.json) {
@@ -260,7 +273,7 @@ const CommandRegistrar kPid{
             "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
             "[--debuginfod-timeout S]] [--exe PATH] [--json] [--all-threads | --thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
+            "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
             run_pid}};
 

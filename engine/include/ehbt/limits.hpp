@@ -63,6 +63,8 @@ struct Limits {
   // Decoder memory: the zstd window and liblzma's memory limit (lz4 and gzip need at most a
   // few MiB by their formats).
   uint64_t max_decompressor_memory = 512u << 20;
+  // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
+  uint32_t max_cached_pages = 4096;
 };
 
 }  // namespace ehbt

@@ -40,6 +40,7 @@ constexpr LimitField32 kLimit32[] = {
     {"max_program_headers", &Limits::max_program_headers},
     {"max_threads", &Limits::max_threads},
     {"max_file_mappings", &Limits::max_file_mappings},
+    {"max_cached_pages", &Limits::max_cached_pages},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},
