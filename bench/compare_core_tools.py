@@ -1,8 +1,16 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""ehbt vs. eu-stack vs. GDB on the same cores: wall time, threads/frames printed, peak RSS.
+"""ehbt vs. eu-stack vs. GDB vs. the floor on the same cores: wall time, frames, peak RSS.
 
     bench/compare_core_tools.py [--ehbt PATH] [--engine-bench PATH] [--reps N] [--quick]
+                                [--no-gdb] [--fixtures-only]
+
+The floor is bench/core_floor.c: it maps the core and the modules and touches exactly the
+pages the walk needs (the core's notes, the stack between each thread's frames, and per
+frame the .eh_frame_hdr search path and FDE page), listed from ehbt's own output; nothing
+ehbt does can cost less. Runs are interleaved (one round = every tool once), and the
+verdicts compare ehbt with eu-stack (goal: >= 1.2x faster on every core, >= 10x on the
+CPython core) and with the floor (goal: within 2x).
 
 In one run, on the same inputs:
   * a CPython core with 32 threads blocked in sleep / lock acquire / queue get / select on a
@@ -29,6 +37,7 @@ import resource
 import shutil
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -157,6 +166,135 @@ def frames_gdb(text):
     return counts
 
 
+
+# --- the floor: the data access a walk cannot avoid ----------------------------------------
+
+PAGE = 4096
+
+
+def elf_headers(data):
+    """(program headers [(type, offset, vaddr, filesz)], sections {name: (addr, offset, size)})
+    of a little-endian ELF64 file; empty on anything else."""
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return [], {}
+    phoff, shoff = struct.unpack_from("<QQ", data, 32)
+    phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 54)
+    phdrs = []
+    for i in range(phnum):
+        o = phoff + i * phentsize
+        if o + 56 > len(data):
+            break
+        p_type, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from("<IIQQQQ", data, o)
+        phdrs.append((p_type, p_offset, p_vaddr, p_filesz))
+    sections = {}
+    if shoff and shnum and shstrndx < shnum and shoff + shnum * shentsize <= len(data):
+        def sh(i):
+            return struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
+        strtab_off = sh(shstrndx)[4]
+        for i in range(shnum):
+            name_off, _, _, addr, off, size = sh(i)
+            end = data.find(b"\0", strtab_off + name_off)
+            sections[data[strtab_off + name_off:end].decode("latin-1")] = (addr, off, size)
+    return phdrs, sections
+
+
+class ModulePages:
+    """Pages of one module file a lookup touches: the .eh_frame_hdr binary search path and
+    the FDE it finds (datarel sdata4 tables, what every toolchain writes; others: the whole
+    table, a generous floor)."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, "rb") as f:
+            self.data = f.read()
+        _, self.sections = elf_headers(self.data)
+
+    def pages(self, link_pc):
+        hdr = self.sections.get(".eh_frame_hdr")
+        eh = self.sections.get(".eh_frame")
+        if not hdr or not eh or hdr[2] < 12:
+            return set()
+        addr, off, size = hdr
+        d = self.data
+        version, ptr_enc, count_enc, table_enc = d[off:off + 4]
+        out = {off // PAGE}
+        if version != 1 or count_enc != 0x03 or table_enc != 0x3b or ptr_enc != 0x1b:
+            return out | {p // PAGE for p in range(off, off + size, PAGE)}
+        count = struct.unpack_from("<I", d, off + 8)[0]
+        table = off + 12
+        lo, hi = 0, count
+        while hi - lo > 1:  # last entry with initial location <= link_pc
+            mid = (lo + hi) // 2
+            out.add((table + mid * 8) // PAGE)
+            start = addr + struct.unpack_from("<i", d, table + mid * 8)[0]
+            if start <= link_pc:
+                lo = mid
+            else:
+                hi = mid
+        if count:
+            out.add((table + lo * 8) // PAGE)
+            fde_addr = addr + struct.unpack_from("<i", d, table + lo * 8 + 4)[0]
+            out.add((fde_addr - eh[0] + eh[1]) // PAGE)
+        return out
+
+
+def floor_page_list(core, ehbt_json):
+    """"PATH OFFSET" lines: every page of the core and of the modules the walk needed."""
+    try:
+        doc = json.loads(ehbt_json)
+    except ValueError:
+        return []
+    with open(core, "rb") as f:
+        head = f.read(1 << 20)
+    phdrs, _ = elf_headers(head)
+    if not phdrs:
+        return []
+    core_pages = {0}
+    for p_type, p_offset, _, p_filesz in phdrs:
+        if p_type == 4:  # PT_NOTE: registers, file list, auxv
+            core_pages |= {p // PAGE for p in range(p_offset, p_offset + max(p_filesz, 1), PAGE)}
+    loads = [(v, o, fs) for t, o, v, fs in phdrs if t == 1]
+
+    def core_page(vaddr):
+        for v, o, fs in loads:
+            if v <= vaddr < v + fs:
+                return (o + vaddr - v) // PAGE
+        return None
+
+    files = {m["path"]: m.get("file") for m in doc.get("modules", [])}
+    mods, lines = {}, []
+    for t in doc.get("threads", []):
+        cfas = [int(f["cfa"], 16) for f in t["frames"] if f.get("cfa")]
+        if cfas:  # the stack from below frame 0's CFA (its own frame) to the last CFA
+            for page in range((min(cfas) - PAGE) // PAGE, max(cfas) // PAGE + 1):
+                cp = core_page(page * PAGE)
+                if cp is not None:
+                    core_pages.add(cp)
+        for f in t["frames"]:
+            path = files.get(f.get("module"))
+            if not path or f.get("module_offset") is None or not os.path.exists(path):
+                continue
+            if path not in mods:
+                mods[path] = (ModulePages(path), set())
+            lookup = int(f["module_offset"], 16) - (0 if f["index"] == 0 else 1)
+            mods[path][1].update(mods[path][0].pages(lookup))
+    lines = ["%s %d" % (core, p * PAGE) for p in sorted(core_pages)]
+    for path, (_, pages) in mods.items():
+        lines += ["%s %d" % (path, p * PAGE) for p in sorted(pages)]
+    return lines
+
+
+def build_floor(workdir):
+    exe = os.path.join(workdir, "core_floor")
+    try:
+        subprocess.run(["cc", "-O2", "-o", exe, os.path.join(REPO, "bench", "core_floor.c")],
+                       check=True, timeout=120)
+        return exe
+    except (OSError, subprocess.SubprocessError) as e:
+        log("  cannot build the floor program: %s" % e)
+        return None
+
+
 # --- making the cores ----------------------------------------------------------------------
 
 
@@ -235,23 +373,51 @@ def tool_commands(ehbt, core, exe, ehbt_exe_arg):
     ]
 
 
-def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, want_threads):
-    rows = []
-    for tool, cmd, parse in tool_commands(ehbt, core, exe, ehbt_exe_arg):
-        if shutil.which(cmd[0]) is None:
-            rows.append(dict(input=label, tool=tool, missing=True))
+def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, want_threads,
+            floor=None, skip=()):
+    """Every tool once untimed (warm-up, peak RSS), then `reps` rounds, each running every
+    tool once, so that load changes on the machine hit all tools alike. The floor runs on the
+    page list made from ehbt's warm-up output."""
+    tools = [t for t in tool_commands(ehbt, core, exe, ehbt_exe_arg) if t[0] not in skip]
+    if floor:
+        tools.append(("floor", None, lambda text: {}))
+    live, rows = [], {}
+    ehbt_out = None
+    for tool, cmd, parse in tools:
+        if tool == "floor":
+            lines = floor_page_list(core, ehbt_out) if ehbt_out else []
+            if not lines:
+                rows[tool] = dict(input=label, tool=tool, missing=True)
+                continue
+            list_path = os.path.join(workdir, label + ".pages")
+            with open(list_path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            cmd = [floor, list_path]
+        if shutil.which(cmd[0]) is None and not os.access(cmd[0], os.X_OK):
+            rows[tool] = dict(input=label, tool=tool, missing=True)
             continue
-        # The untimed warm-up run (page cache, ld.so) doubles as the peak-RSS measurement.
         rss = peak_rss(cmd, timeout, workdir, env)
-        runs = [] if rss == "timeout" else [run_measured(cmd, timeout, workdir, env)
-                                            for _ in range(reps)]
-        ok = [r for r in runs if not r.timed_out]
-        counts = parse(ok[-1].out) if ok else {}
-        rows.append(dict(input=label, tool=tool, missing=False, secs=[r.secs for r in ok],
-                         cpu=[r.cpu for r in ok], timed_out=len(ok) < len(runs),
-                         rcs=sorted({r.rc for r in runs}), counts=counts,
-                         rss=rss if isinstance(rss, int) else None, want=want_threads))
-    return rows
+        if tool == "ehbt":
+            ehbt_out = run_measured(cmd, timeout, workdir, env).out
+        if rss == "timeout":
+            rows[tool] = dict(input=label, tool=tool, missing=False, secs=[], cpu=[],
+                              timed_out=True, rcs=[], counts={}, rss=None, want=want_threads)
+            continue
+        live.append((tool, cmd, parse))
+        rows[tool] = dict(input=label, tool=tool, missing=False, runs=[],
+                          rss=rss if isinstance(rss, int) else None,
+                          want=None if tool == "floor" else want_threads)
+    for _ in range(reps):
+        for tool, cmd, _ in live:
+            rows[tool]["runs"].append(run_measured(cmd, timeout, workdir, env))
+    for tool, _, parse in live:
+        r = rows[tool]
+        runs = r.pop("runs")
+        ok = [x for x in runs if not x.timed_out]
+        r.update(secs=[x.secs for x in ok], cpu=[x.cpu for x in ok],
+                 timed_out=len(ok) < len(runs), rcs=sorted({x.rc for x in runs}),
+                 counts=parse(ok[-1].out) if ok else {})
+    return [rows[t[0]] for t in tools if t[0] in rows]
 
 
 def peak_rss(cmd, timeout, workdir, env):
@@ -328,8 +494,24 @@ def verdicts(rows, py_label, fixture_labels):
         out.append("ehbt FAILED (exit status not 0/1, or timed out) on: " + ", ".join(broken))
     e, u = med.get((py_label, "ehbt")), med.get((py_label, "eu-stack"))
     if e and u:
-        out.append("CPython core: eu-stack/ehbt = %.2fx -> %s (goal >= 2x)"
-                   % (u / e, "OK" if u >= 2 * e else "BELOW GOAL"))
+        out.append("CPython core: eu-stack/ehbt = %.2fx -> %s (goal >= 10x)"
+                   % (u / e, "OK" if u >= 10 * e else "BELOW GOAL"))
+    inputs = sorted({r["input"] for r in rows})
+    for name, other, goal, sense in (("eu-stack", "eu-stack", 1.2, "faster"),
+                                     ("floor", "floor", 2.0, "within")):
+        have = [i for i in inputs if (i, "ehbt") in med and (i, other) in med]
+        if not have:
+            continue
+        if sense == "faster":
+            bad = [i for i in have if med[(i, other)] < goal * med[(i, "ehbt")]]
+            out.append("ehbt >= %.1fx faster than %s on %d/%d inputs%s" % (
+                goal, name, len(have) - len(bad), len(have),
+                (" (not on: %s)" % ", ".join(bad)) if bad else ""))
+        else:
+            bad = [i for i in have if med[(i, "ehbt")] > goal * med[(i, other)]]
+            ratios = ", ".join("%s %.2f" % (i, med[(i, "ehbt")] / med[(i, other)]) for i in have)
+            out.append("ehbt within %.1fx of the floor on %d/%d inputs (ehbt/floor: %s)" % (
+                goal, len(have) - len(bad), len(have), ratios))
     slow = [f for f in fixture_labels
             if (f, "ehbt") in med and (f, "gdb") in med and med[(f, "ehbt")] >= med[(f, "gdb")]]
     have = [f for f in fixture_labels if (f, "ehbt") in med and (f, "gdb") in med]
@@ -350,6 +532,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per tool run")
     ap.add_argument("--quick", action="store_true", help="3 reps, skip engine_bench")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with the cores")
+    ap.add_argument("--no-gdb", action="store_true", help="leave GDB out (it is slow)")
+    ap.add_argument("--fixtures-only", action="store_true",
+                    help="only the fixture cores (no CPython cores)")
     args = ap.parse_args()
     if args.quick:
         args.reps = args.fixture_reps = 3
@@ -372,8 +557,12 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ehbt-compare.")
     try:
         log("making the CPython cores in %s ..." % workdir)
-        py_core = make_python_core(MANY_THREADS_SCRIPT, workdir, "py32threads", 30)
-        big_core = make_python_core(BIG_SCRIPT, workdir, "py140mb", 60)
+        py_core = big_core = None
+        if not args.fixtures_only:
+            py_core = make_python_core(MANY_THREADS_SCRIPT, workdir, "py32threads", 30)
+            big_core = make_python_core(BIG_SCRIPT, workdir, "py140mb", 60)
+        floor = build_floor(workdir)
+        skip = ("gdb",) if args.no_gdb else ()
         fixtures = fixture_cores(600)
         for label, path in (("py32threads", py_core), ("py140mb", big_core)):
             if path:
@@ -387,15 +576,15 @@ def main():
         if py_core:
             log("timing on the 32-thread CPython core ...")
             rows += measure("py32threads", py_core, PYTHON, ehbt, args.reps, args.timeout,
-                            workdir, env, False, 33)
+                            workdir, env, False, 33, floor, skip)
         if big_core:
             log("timing on the 140 MB CPython core ...")
             rows += measure("py140mb", big_core, PYTHON, ehbt, max(2, args.reps // 2),
-                            args.timeout, workdir, env, False, 1)
+                            args.timeout, workdir, env, False, 1, floor, skip)
         for label, core, exe, nthreads in fixtures:
             log("timing on fixture %s ..." % label)
             rows += measure(label, core, exe, ehbt, args.fixture_reps, args.timeout, workdir,
-                            env, True, nthreads)
+                            env, True, nthreads, floor, skip)
 
         print("Wall time per run (after one untimed warm-up run); 'x ehbt' = median / ehbt's"
               " median; 'cpu ms' = median user+sys;\n'threads' printed ('!' = not the expected"

@@ -2,13 +2,52 @@
 // Thread selection, unwinding and frame description for `ehbt core` / `ehbt pid`.
 #include "cli_backtrace_collect.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "ehbt/perf_map.hpp"
 
 namespace ehbt::cli {
 
-FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules) {
+namespace {
+
+// A frame whose symbol is still to be looked up: where its line is, and what to look up.
+struct PendingSymbol {
+  const Image* image;
+  uint64_t lookup;  // link-time lookup pc
+  std::size_t thread, frame;
+};
+
+// Names every pending frame with one symbolize_all() per image: a one-shot command needs a
+// few hundred names, and one pass over each symbol table finds them for less than building
+// the table would cost.
+void name_frames(std::vector<PendingSymbol>& pending, BacktraceReport& report) {
+  std::stable_sort(
+      pending.begin(), pending.end(),
+      [](const PendingSymbol& a, const PendingSymbol& b) { return a.image < b.image; });
+  std::vector<uint64_t> addrs;
+  for (std::size_t i = 0; i < pending.size();) {
+    std::size_t j = i;
+    addrs.clear();
+    while (j < pending.size() && pending[j].image == pending[i].image) {
+      addrs.push_back(pending[j++].lookup);
+    }
+    std::vector<std::optional<Symbol>> syms = pending[i].image->symbolize_all(addrs);
+    for (std::size_t k = i; k < j; ++k) {
+      std::optional<Symbol>& sym = syms[k - i];
+      if (!sym) continue;
+      FrameLine& line = report.threads[pending[k].thread].frames[pending[k].frame];
+      line.symbol = std::move(sym->name);
+      line.symbol_offset = *line.module_offset - sym->start;
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
+FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules,
+                         bool with_symbol) {
   FrameLine line;
   line.index = index;
   line.pc = frame.pc;
@@ -24,7 +63,7 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
   if (!module) return line;
   line.module = module->path;
   line.module_offset = module->to_link(frame.pc);
-  if (module->image) {
+  if (module->image && with_symbol) {
     if (auto sym = module->image->symbolize(module->to_link(frame.lookup_pc()))) {
       line.symbol = sym->name;
       line.symbol_offset = module->to_link(frame.pc) - sym->start;
@@ -73,7 +112,10 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   }
 
   Unwinder unwinder(options.limits);
+  std::vector<PendingSymbol> pending;
   for (std::size_t i : chosen) {
+    // A live thread stopped alone (one-thread-at-a-time) that exited first is left out.
+    if (!target.stop_thread(i)) continue;
     const ThreadState& thread = threads[i];
     Backtrace bt = unwinder.unwind(thread.regs, target.memory(), target.modules(), options.unwind);
     ThreadReport t;
@@ -83,11 +125,24 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
     t.crashing = target.signal().has_value() && i == target.crashing_thread();
     t.stop = bt.stop;
     t.detail = bt.detail;
+    t.frames.reserve(bt.frames.size());
     for (std::size_t k = 0; k < bt.frames.size(); ++k) {
-      t.frames.push_back(describe_frame(bt.frames[k], static_cast<uint32_t>(k), target.modules()));
+      const Frame& frame = bt.frames[k];
+      FrameLine line = describe_frame(frame, static_cast<uint32_t>(k), target.modules(), false);
+      const Module* module = frame.module ? frame.module : target.modules().find(frame.lookup_pc());
+      if (module != nullptr && module->image) {
+        pending.push_back(PendingSymbol{module->image.get(), module->to_link(frame.lookup_pc()),
+                                        report.threads.size(), k});
+      }
+      t.frames.push_back(std::move(line));
     }
     report.threads.push_back(std::move(t));
+    target.resume_thread(i);
   }
+  // The stacks are read: a live process runs again before the frames are named.
+  target.release();
+  report.stopped_us = target.stopped_us();
+  name_frames(pending, report);
   return report;
 }
 

@@ -23,7 +23,9 @@ struct CollectOptions {
 
 // One frame as the report shows it. Symbols are looked up at frame.lookup_pc() (pc - 1 for
 // return addresses) but offsets are computed from the pc itself, as GDB shows `fn+0x10c`.
-FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules);
+// Without `with_symbol` the symbol is left for the caller to look up in a batch.
+FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules,
+                         bool with_symbol = true);
 
 // Fills everything but `core`/`pid`. Fails (one line) only when --thread names no thread.
 Expected<BacktraceReport, std::string> collect_backtraces(Target& target,

@@ -2,27 +2,24 @@
 // Text and JSON renderings of a backtrace report.
 #include "cli_backtrace_report.hpp"
 
-#include <cinttypes>
-#include <cstdio>
-
 #include "cli_json.hpp"
 #include "cli_names.hpp"
+#include "cli_numbers.hpp"
 
 namespace ehbt::cli {
 namespace {
 
 std::string padded_address(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, v);
-  return buf;
+  std::string s;
+  util::append_hex16(s, v);
+  return s;
 }
 
 // GDB numbers frames as "#0  ", "#10 ", "#100 ": the number left-aligned in three columns.
 std::string frame_number(uint32_t index) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "#%-3u", index);
-  std::string s = buf;
-  if (s.back() != ' ') s += ' ';
+  std::string s = "#";
+  append_decimal(s, uint64_t{index});
+  s.append(s.size() < 4 ? 4 - s.size() : 1, ' ');
   return s;
 }
 
@@ -98,6 +95,7 @@ std::string render_json(const BacktraceReport& r) {
   w.field("format", "ehbt-backtrace/1");
   if (r.core) w.field("core", *r.core);
   if (r.pid) w.field("pid", *r.pid);
+  if (r.stopped_us) w.field("stopped_us", *r.stopped_us);
   w.field("arch", r.arch);
   w.field("executable", r.executable);
   w.key("signal");

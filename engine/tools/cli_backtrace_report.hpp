@@ -53,8 +53,9 @@ struct SignalLine {
 };
 
 struct BacktraceReport {
-  std::optional<std::string> core;  // the core's path, as given
-  std::optional<int64_t> pid;       // or the live process
+  std::optional<std::string> core;     // the core's path, as given
+  std::optional<int64_t> pid;          // or the live process
+  std::optional<uint64_t> stopped_us;  // how long the live process was stopped
   std::string arch;
   std::string executable;
   bool executable_found = true;  // false: its file is missing or another build

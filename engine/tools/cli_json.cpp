@@ -2,7 +2,10 @@
 // JSON string escaping and the indenting writer.
 #include "cli_json.hpp"
 
-#include <cstdio>
+#include <array>
+#include <cstring>
+
+#include "cli_numbers.hpp"
 
 namespace ehbt::cli {
 namespace {
@@ -36,18 +39,47 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 }
 
 void append_u00(std::string& out, unsigned char c) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\u%04x", c);
-  out += buf;
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const char buf[6] = {'\\', 'u', '0', '0', kDigits[c >> 4], kDigits[c & 0xf]};
+  out.append(buf, sizeof buf);
+}
+
+// Printable ASCII other than '"' and '\\': copied as it is. A table, as the test runs once
+// per byte of every name and path in a document.
+constexpr auto kPlain = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
+bool plain(unsigned char c) {
+  return kPlain[c];
 }
 
 }  // namespace
 
-std::string json_quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
+void append_json_quoted(std::string& out, std::string_view s) {
+  // The common case, a string with nothing to escape: one append with its quotes.
+  std::size_t first = 0;
+  while (first < s.size() && plain(static_cast<unsigned char>(s[first]))) ++first;
+  if (first == s.size()) {
+    const std::size_t at = out.size();
+    out.resize(at + s.size() + 2);
+    char* p = out.data() + at;
+    *p++ = '"';
+    if (!s.empty()) std::memcpy(p, s.data(), s.size());
+    p[s.size()] = '"';
+    return;
+  }
   out += '"';
   for (std::size_t i = 0; i < s.size();) {
+    // Runs of plain characters (nearly every name and path) are appended in one piece.
+    std::size_t run = i;
+    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      if (i == s.size()) break;
+    }
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
@@ -73,11 +105,7 @@ std::string json_quote(std::string_view s) {
           out += "\\t";
           break;
         default:
-          if (c < 0x20) {
-            append_u00(out, c);
-          } else {
-            out += static_cast<char>(c);
-          }
+          append_u00(out, c);  // the remaining control characters
       }
       ++i;
       continue;
@@ -88,11 +116,16 @@ std::string json_quote(std::string_view s) {
       append_u00(out, c);
       ++i;
     } else {
-      out.append(s.substr(i, len));
+      out.append(s.data() + i, len);
       i += len;
     }
   }
   out += '"';
+}
+
+std::string json_quote(std::string_view s) {
+  std::string out;
+  append_json_quoted(out, s);
   return out;
 }
 
@@ -150,7 +183,7 @@ JsonWriter& JsonWriter::end_array() {
 
 JsonWriter& JsonWriter::key(std::string_view k) {
   before_value();
-  out_ += json_quote(k);
+  append_json_quoted(out_, k);
   out_ += ": ";
   after_key_ = true;
   return *this;
@@ -158,19 +191,19 @@ JsonWriter& JsonWriter::key(std::string_view k) {
 
 JsonWriter& JsonWriter::value(std::string_view s) {
   before_value();
-  out_ += json_quote(s);
+  append_json_quoted(out_, s);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(int64_t v) {
   before_value();
-  out_ += std::to_string(v);
+  append_decimal(out_, v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(uint64_t v) {
   before_value();
-  out_ += std::to_string(v);
+  append_decimal(out_, v);
   return *this;
 }
 
@@ -189,7 +222,7 @@ JsonWriter& JsonWriter::null() {
 JsonWriter& JsonWriter::address(uint64_t v) {
   before_value();
   out_ += '"';
-  out_ += hex(v);
+  util::append_hex(out_, v);
   out_ += '"';
   return *this;
 }

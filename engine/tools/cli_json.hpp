@@ -16,6 +16,8 @@ namespace ehbt::cli {
 
 // `s` as a quoted JSON string literal.
 std::string json_quote(std::string_view s);
+// The same, appended to `out`.
+void append_json_quoted(std::string& out, std::string_view s);
 
 // Addresses in every document: "0x" and lowercase hex digits, no padding.
 using util::hex;

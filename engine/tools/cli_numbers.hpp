@@ -12,4 +12,8 @@ namespace ehbt::cli {
 // for register-relative locations).
 std::string signed_offset(int64_t v);
 
+// Decimal digits of v appended to `out` (std::to_chars: no locale, no temporary string).
+void append_decimal(std::string& out, int64_t v);
+void append_decimal(std::string& out, uint64_t v);
+
 }  // namespace ehbt::cli

@@ -33,6 +33,7 @@ constexpr OptionSpec kOptions[] = {
     {"-h", false, false},
     {"--sframe-from-eh-frame", false, false},
     {"--sframe-version", true, false},
+    {"--one-thread-at-a-time", false, false},
 };
 
 constexpr std::string_view kOutputHelp = R"(options:
@@ -106,16 +107,16 @@ text output, one block per thread, in the style of GDB's `bt`:
   whose notes are cut off is unusable (exit 2).
 
 JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, core (or
-pid), arch, executable, signal, modules [{path, file, base, bias, build_id,
-build_id_match}], warnings [{kind, message, path, option}], threads [{tid, crashing,
-stop_reason, stop_detail, frames [{index, pc, cfa, source, module, module_offset, symbol,
-symbol_offset}]}]. Addresses are lowercase hex strings with 0x;
-module_offset = pc - bias; symbol_offset = pc - symbol start. null marks what is
-unknown: no module, no symbol, no file found, no recorded build-id, a build-id match
-that cannot be decided, a signal code without NT_SIGINFO, a CFA the unwinder did not
-compute. Warning kinds:
-missing_file, mismatched_file, executable_mismatch, unreadable_file, truncated_core,
-no_signal_info, debuginfod_failed.
+pid, and stopped_us: microseconds the process was stopped), arch, executable, signal,
+modules [{path, file, base, bias, build_id, build_id_match}], warnings [{kind, message,
+path, option}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
+cfa, source, module, module_offset, symbol, symbol_offset, jit (JIT frames only)}]}].
+Addresses are lowercase hex strings with 0x; module_offset = pc - bias; symbol_offset =
+pc - symbol start. null marks what is unknown: no module, no symbol, no file found, no
+recorded build-id, a build-id match that cannot be decided, a signal code without
+NT_SIGINFO, a CFA the unwinder did not compute. Warning kinds: missing_file,
+mismatched_file, executable_mismatch, unreadable_file, truncated_core, no_signal_info,
+debuginfod_failed.
 
 exit status:
   0  every printed thread reached its outermost frame (or --max-frames)
@@ -133,7 +134,14 @@ constexpr std::string_view kCoreHelp =
     "with build_id_match false and a warning.\n\n";
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
-    "process then runs on as before.\n\n";
+    "process then runs on as before. Maps and module files are read before anything is\n"
+    "stopped, and the process runs again before frames are named and printed; --json\n"
+    "reports how long it was stopped (stopped_us).\n"
+    "  --one-thread-at-a-time\n"
+    "                     stop one thread at a time, each only for its own walk (as\n"
+    "                     eu-stack does): the shortest pause for any one thread, but the\n"
+    "                     threads are not seen at one instant; stopped_us is then the\n"
+    "                     longest any one thread was stopped\n\n";
 
 std::string help_text(std::string_view intro) {
   return std::string(intro) + std::string(kOutputHelp);
@@ -159,6 +167,7 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   }
   o.target.exe = args.value("--exe").value_or("");
   o.target.perf_map = args.value("--perf-map").value_or("");
+  o.target.one_thread_at_a_time = args.has("--one-thread-at-a-time");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
   if (auto tid = args.value("--thread")) {
@@ -246,6 +255,9 @@ int run_core(const Command& self, std::span<const std::string> argv) {
   if (!inv) return usage_error(self, inv.error());
   if (inv->help) return print_command_help(self);
   const std::string& path = inv->operand;
+  if (inv->options.target.one_thread_at_a_time) {
+    return usage_error(self, "--one-thread-at-a-time is for live processes (ehbt pid)");
+  }
   auto target = open_core(path, inv->options.target);
   if (!target) return input_error(path, target.error());
   return print_target(std::move(*target), inv->options, path, path, std::nullopt);
@@ -285,7 +297,7 @@ const CommandRegistrar kPid{
             "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
+            "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",
             "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
             run_pid}};
 

@@ -151,6 +151,7 @@ def test_usage_errors_exit_2_with_one_line(ehbt_bin, tmp_path):
         ["core", core, "--max-frames"],
         ["core", core, "--source", "magic"],
         ["core", core, "--json=yes"],
+        ["core", core, "--one-thread-at-a-time"],  # live processes only
         ["pid", "abc"],
         ["pid", "0"],
         ["cfi"],
@@ -380,6 +381,20 @@ def test_live_process_with_three_threads(ehbt_bin, tmp_path):
         for s in workers:
             i = s.index("cli_worker")
             assert "cli_wait_for_release" in s[:i], s
+        assert isinstance(doc["stopped_us"], int) and doc["stopped_us"] >= 0
+
+        # One thread at a time: the same threads and the same stacks (the workers wait for
+        # "go", so nothing moves between two threads' walks).
+        alone = run_ehbt(ehbt_bin, "pid", proc.pid, "--all-threads", "--json",
+                         "--one-thread-at-a-time")
+        assert alone.returncode in (0, 1), alone.stderr
+        alone_doc = json.loads(alone.stdout)
+        assert sorted(t["tid"] for t in alone_doc["threads"]) == tids
+        assert isinstance(alone_doc["stopped_us"], int) and alone_doc["stopped_us"] >= 0
+        by_tid = {t["tid"]: [f["symbol"] for f in t["frames"]] for t in doc["threads"]}
+        for t in alone_doc["threads"]:
+            if "cli_worker" in by_tid[t["tid"]]:
+                assert [f["symbol"] for f in t["frames"]] == by_tid[t["tid"]]
 
         text = run_ehbt(ehbt_bin, "pid", proc.pid, "--all-threads")
         assert text.returncode in (0, 1)

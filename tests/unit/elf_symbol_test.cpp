@@ -7,7 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
+#include <tuple>
 
 #include "ehbt/image.hpp"
 #include "elf/symbol_table.hpp"
@@ -269,6 +271,186 @@ TEST(ElfSymbol, SeparateDebugFileByBuildId) {
   EXPECT_EQ(sym->name, "ehbt_hidden_helper");
   // The debug file's NOBITS sections do not replace the program's own unwind tables.
   EXPECT_FALSE((*with)->eh_frame().empty());
+}
+
+}  // namespace
+
+namespace {
+
+using ehbt::elf::SymbolQuery;
+
+// One symbol as a test writes it.
+struct TestSym {
+  uint64_t start, size;
+  std::string name;
+  uint8_t bind, type;
+};
+
+// The documented preference order, written out directly over all symbols: the oracle for the
+// sweep (SymbolTable::finish) and the one-pass query alike.
+std::optional<std::string> brute_force(const std::vector<TestSym>& syms, uint64_t addr) {
+  auto bind_rank = [](uint8_t b) {
+    return b == STB_GLOBAL || b == STB_GNU_UNIQUE ? 0 : b == STB_WEAK ? 1 : b == STB_LOCAL ? 2 : 3;
+  };
+  auto underscores = [](const std::string& n) { return n.find_first_not_of('_'); };
+  const TestSym* best = nullptr;
+  for (const TestSym& s : syms) {
+    // The end is exclusive and saturates at the top of the address space (which is then
+    // never covered itself).
+    const uint64_t span = s.size == 0 ? 1 : s.size;
+    const uint64_t end = s.start + span < s.start ? UINT64_MAX : s.start + span;
+    const bool covers = addr >= s.start && addr < end;
+    if (!covers) continue;
+    if (best == nullptr) {
+      best = &s;
+      continue;
+    }
+    auto key = [&](const TestSym& t) {
+      return std::make_tuple(bind_rank(t.bind), ~t.start, t.size,
+                             t.type == STT_FUNC || t.type == STT_GNU_IFUNC ? 0 : 1,
+                             underscores(t.name), t.name);
+    };
+    if (key(s) < key(*best)) best = &s;
+  }
+  if (best == nullptr) return std::nullopt;
+  return best->name;
+}
+
+TEST(ElfSymbol, QueryAnswersLikeTheTable) {
+  std::vector<TestSym> syms = {
+      {0x1000, 0x20, "f", STB_GLOBAL, STT_FUNC},
+      {0x1040, 0, "g_nosize", STB_GLOBAL, STT_FUNC},
+      {0x1100, 0x100, "outer", STB_GLOBAL, STT_FUNC},
+      {0x1180, 0x10, "inner", STB_GLOBAL, STT_FUNC},
+      {0x2000, 0x40, "__GI_raise", STB_LOCAL, STT_FUNC},
+      {0x2000, 0x40, "gsignal", STB_WEAK, STT_FUNC},
+      {0x2000, 0x40, "raise", STB_GLOBAL, STT_FUNC},
+      {0x6000, 0x100, "big_global", STB_GLOBAL, STT_FUNC},
+      {0x6010, 0x10, "nested_local", STB_LOCAL, STT_FUNC},
+  };
+  const std::vector<uint64_t> addrs = {0xfff,  0x1000, 0x101f, 0x1020, 0x1040, 0x1041, 0x1100,
+                                       0x1185, 0x1190, 0x11ff, 0x1200, 0x2010, 0x6011, 0x1185};
+  const std::vector<const char*> want = {nullptr, "f",     "f",          nullptr, "g_nosize",
+                                         nullptr, "outer", "inner",      "outer", "outer",
+                                         nullptr, "raise", "big_global", "inner"};
+  SymbolQuery q(addrs, UINT32_MAX, 1000);
+  for (const TestSym& s : syms) q.add(s.start, s.size, s.name, s.bind, s.type);
+  ASSERT_FALSE(q.overflowed());
+  auto got = q.results();
+  ASSERT_EQ(got.size(), addrs.size());
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    if (want[i] == nullptr) {
+      EXPECT_FALSE(got[i]) << std::hex << addrs[i];
+    } else {
+      ASSERT_TRUE(got[i]) << std::hex << addrs[i];
+      EXPECT_EQ(got[i]->name, want[i]) << std::hex << addrs[i];
+    }
+  }
+  EXPECT_EQ(got[11]->start, 0x2000u);
+  EXPECT_EQ(got[11]->size, 0x40u);
+}
+
+// Random nests, aliases, size-0 and wrapping symbols: the sweep's ranges and the one-pass
+// query both give what the preference order, applied to every symbol, gives.
+TEST(ElfSymbol, TableAndQueryMatchTheRuleOnRandomTables) {
+  std::srand(1234);
+  const std::vector<std::string> names = {"a", "_a", "__a", "b", "zz", "_Z1fv", "m@plt"};
+  const uint8_t binds[] = {STB_GLOBAL, STB_WEAK, STB_LOCAL, STB_GNU_UNIQUE};
+  const uint8_t types[] = {STT_FUNC, STT_NOTYPE, STT_GNU_IFUNC};
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TestSym> syms;
+    const int n = 1 + std::rand() % 40;
+    for (int i = 0; i < n; ++i) {
+      TestSym s;
+      s.start = 0x1000 + static_cast<uint64_t>(std::rand() % 64) * 4;
+      s.size = std::rand() % 5 == 0 ? 0 : static_cast<uint64_t>(std::rand() % 96);
+      if (std::rand() % 50 == 0) s.start = UINT64_MAX - static_cast<uint64_t>(std::rand() % 8);
+      s.name = names[static_cast<std::size_t>(std::rand()) % names.size()];
+      s.bind = binds[std::rand() % 4];
+      s.type = types[std::rand() % 3];
+      syms.push_back(s);
+    }
+    std::vector<uint64_t> addrs;
+    for (uint64_t a = 0xff8; a < 0x1200; a += 3) addrs.push_back(a);
+    for (uint64_t k = 0; k < 9; ++k) addrs.push_back(UINT64_MAX - k);
+
+    SymbolTable table;
+    SymbolQuery query(addrs, UINT32_MAX, UINT64_MAX);
+    for (const TestSym& s : syms) {
+      table.add(s.start, s.size, s.name, s.bind, s.type);
+      query.add(s.start, s.size, s.name, s.bind, s.type);
+    }
+    table.finish();
+    auto answers = query.results();
+    for (std::size_t i = 0; i < addrs.size(); ++i) {
+      auto want = brute_force(syms, addrs[i]);
+      auto from_table = table.lookup(addrs[i]);
+      ASSERT_EQ(want.has_value(), from_table.has_value()) << round << " " << std::hex << addrs[i];
+      ASSERT_EQ(want.has_value(), answers[i].has_value()) << round << " " << std::hex << addrs[i];
+      if (!want) continue;
+      // Demangled for display: compare against the demangled oracle name.
+      EXPECT_EQ(from_table->name, ehbt::elf::demangle(*want)) << round;
+      EXPECT_EQ(answers[i]->name, ehbt::elf::demangle(*want)) << round;
+    }
+  }
+}
+
+// A query that would compare too many (address, symbol) pairs gives up instead of running on.
+TEST(ElfSymbol, QueryWorkIsCapped) {
+  std::vector<uint64_t> addrs;
+  for (uint64_t a = 0; a < 100; ++a) addrs.push_back(0x1000 + a);
+  SymbolQuery q(addrs, UINT32_MAX, 250);
+  for (int i = 0; i < 10; ++i) q.add(0x1000, 0x100, "everywhere", STB_GLOBAL, STT_FUNC);
+  EXPECT_TRUE(q.overflowed());
+}
+
+// symbolize_all on a real library, before and after the full table is built, agrees with
+// symbolize() and with nm: every answer is a symbol nm lists at that start with that size.
+TEST(ElfSymbol, SymbolizeAllOnLibc) {
+  const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  auto fresh = Image::open(libc);
+  auto built = Image::open(libc);
+  ASSERT_TRUE(fresh && built);
+  std::vector<uint64_t> addrs;
+  std::map<std::pair<uint64_t, std::string>, uint64_t> nm;  // (start, name) -> size
+  // Names come from .dynsym or, when the system has it, the build-id debug file's .symtab.
+  const std::string id = elf_test::readelf_build_id(libc);
+  std::vector<elf_test::NmSymbol> listed = elf_test::nm_symbols(libc, true);
+  if (id.size() > 2) {
+    for (auto& s : elf_test::nm_symbols("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" +
+                                        id.substr(2) + ".debug"))
+      listed.push_back(s);
+  }
+  for (const auto& s : listed) {
+    nm[{s.start, s.name.substr(0, s.name.find('@'))}] = s.size;
+    if (addrs.size() < 3000 && s.start != 0 && (s.kind == 'T' || s.kind == 't')) {
+      addrs.push_back(s.start);
+      addrs.push_back(s.start + s.size / 2);
+      addrs.push_back(s.start + s.size);  // often padding
+    }
+  }
+  ASSERT_GT(addrs.size(), 300u);
+  auto one_pass = (*fresh)->symbolize_all(addrs);
+  (*built)->symbolize(addrs[0]);  // builds the table
+  auto from_table = (*built)->symbolize_all(addrs);
+  ASSERT_EQ(one_pass.size(), addrs.size());
+  std::size_t named = 0;
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    auto single = (*built)->symbolize(addrs[i]);
+    ASSERT_EQ(one_pass[i].has_value(), single.has_value()) << std::hex << addrs[i];
+    ASSERT_EQ(from_table[i].has_value(), single.has_value()) << std::hex << addrs[i];
+    if (!single) continue;
+    ++named;
+    EXPECT_EQ(one_pass[i]->name, single->name);
+    EXPECT_EQ(one_pass[i]->start, single->start);
+    EXPECT_EQ(from_table[i]->name, single->name);
+    // PLT stubs are synthesised; every other answer is in nm's list, with nm's size.
+    if (single->name.ends_with("@plt")) continue;
+    auto it = nm.find({single->start, single->name});
+    ASSERT_NE(it, nm.end()) << single->name;
+    EXPECT_EQ(it->second, single->size) << single->name;
+  }
+  EXPECT_GT(named, addrs.size() / 2);
 }
 
 }  // namespace

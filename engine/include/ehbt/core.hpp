@@ -91,6 +91,10 @@ struct TargetOptions {
   // Names for JIT code (`START SIZE NAME` lines, as /tmp/perf-PID.map). Empty: none for a
   // core; /tmp/perf-PID.map, when it exists, for a live process.
   std::string perf_map;
+  // Live processes: stop one thread at a time (stop_thread/resume_thread), as eu-stack does,
+  // instead of the whole process at once: each thread pauses only for its own walk, but the
+  // threads are not seen at one instant.
+  bool one_thread_at_a_time = false;
 };
 
 class Target {
@@ -108,6 +112,20 @@ class Target {
   // absent signal details, failed fetches. Each once, in the order found.
   const std::vector<Warning>& warnings() const { return warnings_; }
   virtual Memory& memory() = 0;
+
+  // Live processes. Every thread is stopped from attach_process() until release(), unless
+  // TargetOptions::one_thread_at_a_time: then none is, and stop_thread(i) stops thread i
+  // and reads its registers into threads()[i] (false: it could not be stopped, e.g. it
+  // exited), resume_thread(i) lets it run again. After release() the process runs and
+  // memory() reads see it changing: call it once the walks are done, before the slower
+  // work of naming and printing frames. For cores all three do nothing.
+  virtual bool stop_thread(std::size_t /*index*/) { return true; }
+  virtual void resume_thread(std::size_t /*index*/) {}
+  virtual void release() {}
+  // How long the process was stopped, in microseconds: the whole-process window, or in
+  // one-thread-at-a-time mode the longest any one thread was stopped. Nothing for cores,
+  // and before release().
+  virtual std::optional<uint64_t> stopped_us() const { return std::nullopt; }
 
  protected:
   Arch arch_ = Arch::X86_64;

@@ -94,6 +94,10 @@ class Image {
   // The symbol that covers link_addr (.symtab, else .dynsym, else a build-id debug file's),
   // or nothing; never the nearest preceding symbol of another function. Loaded lazily.
   std::optional<Symbol> symbolize(uint64_t link_addr) const;
+  // symbolize() for many addresses at once, for one-shot callers (the CLI): unless the table
+  // is loaded already, one pass over the symbol sources answers exactly these addresses and
+  // keeps nothing, which costs far less than building the table. Same answers, in order.
+  std::vector<std::optional<Symbol>> symbolize_all(std::span<const uint64_t> link_addrs) const;
 
   // .gnu_debuglink: the separate debug file's name ("" when absent) and the CRC-32 of that
   // file's whole contents.

@@ -76,6 +76,8 @@ struct Limits {
   // 512), and frames found by scanning per thread.
   uint32_t max_scan_words = 512;
   uint32_t max_scan_frames = 64;
+  // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
+  uint32_t max_cached_pages = 4096;
 };
 
 }  // namespace ehbt

@@ -44,6 +44,7 @@ constexpr LimitField32 kLimit32[] = {
     {"max_code_regions", &Limits::max_code_regions},
     {"max_scan_words", &Limits::max_scan_words},
     {"max_scan_frames", &Limits::max_scan_frames},
+    {"max_cached_pages", &Limits::max_cached_pages},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},

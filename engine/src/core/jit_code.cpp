@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/jit_code.hpp"
 
+#include "core/warnings.hpp"
+
 #include <memory>
 #include <string_view>
 
@@ -76,7 +78,7 @@ CodeRegions anonymous_code_from_maps(const std::string& maps_text, const Limits&
 }
 
 void add_jit_code(ModuleSet& modules, const CodeRegions& regions, const std::string& perf_map,
-                  bool required, const Limits& limits, std::vector<std::string>& warnings) {
+                  bool required, const Limits& limits, std::vector<Warning>& warnings) {
   for (const auto& [start, end] : regions) {
     if (modules.find(start) == nullptr && modules.find(end - 1) == nullptr) {
       modules.add_anonymous_code(start, end);
@@ -85,7 +87,11 @@ void add_jit_code(ModuleSet& modules, const CodeRegions& regions, const std::str
   if (perf_map.empty()) return;
   auto map = PerfMap::load(perf_map, limits);
   if (!map) {
-    if (required) warnings.push_back(map.error() + " (JIT frames stay unnamed)");
+    if (required) {
+      add_warning(warnings,
+                  Warning{kWarningUnreadableFile, map.error() + " (JIT frames stay unnamed)",
+                          perf_map, "--perf-map"});
+    }
     return;
   }
   modules.set_perf_map(std::make_shared<const PerfMap>(std::move(*map)));

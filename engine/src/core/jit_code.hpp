@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/elf_core_file.hpp"
+#include "ehbt/core.hpp"
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
 
@@ -28,6 +29,6 @@ CodeRegions anonymous_code_from_maps(const std::string& maps_text, const Limits&
 // An unreadable map is a warning when `required` (the user named it), silent otherwise (the
 // default /tmp/perf-PID.map of a live process need not exist).
 void add_jit_code(ModuleSet& modules, const CodeRegions& regions, const std::string& perf_map,
-                  bool required, const Limits& limits, std::vector<std::string>& warnings);
+                  bool required, const Limits& limits, std::vector<Warning>& warnings);
 
 }  // namespace ehbt::core

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // attach_process: a live process as a Target. Every thread is seized and interrupted (so the
-// process notices nothing but a pause), read, and detached when the target is destroyed.
+// process notices nothing but a pause), read, and detached by release() or when the target is
+// destroyed; or, one thread at a time, stopped and resumed around its own walk. Everything
+// that does not need the threads stopped (maps, module files, thread names) is done before
+// stopping any, so the process is stopped only for reading registers and walking stacks.
 // ptrace requests must come from the thread that attached: use one target from one thread.
 #include <elf.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -47,11 +53,22 @@ struct Attached {
   int pending_signal = 0;  // a signal that stopped it instead of our interrupt: re-deliver
 };
 
+using Clock = std::chrono::steady_clock;
+
+uint64_t micros(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
 class LiveTarget final : public Target {
  public:
-  explicit LiveTarget(int pid) : pid_(pid), memory_(pid) {}
-  ~LiveTarget() override { detach_all(); }
+  LiveTarget(int pid, const Limits& limits) : pid_(pid), memory_(pid, limits.max_cached_pages) {}
+  ~LiveTarget() override { release(); }
   Memory& memory() override { return memory_; }
+
+  bool stop_thread(std::size_t index) override;
+  void resume_thread(std::size_t index) override;
+  void release() override;
+  std::optional<uint64_t> stopped_us() const override { return stopped_us_; }
 
   static Expected<std::unique_ptr<Target>, std::string> attach(int pid,
                                                                const TargetOptions& options);
@@ -60,12 +77,20 @@ class LiveTarget final : public Target {
   Expected<void, std::string> seize_all();
   void wait_all();
   void read_threads();
+  void name_threads();
+  ThreadState read_thread(int tid) const;
   void find_modules(const TargetOptions& options);
   void detach_all();
 
   int pid_;
   core::ProcessMemory memory_;
   std::vector<Attached> attached_;
+  std::map<int, std::string> names_;  // by tid, read before anything is stopped
+  bool one_at_a_time_ = false;
+  bool released_ = false;
+  int stop_errno_ = 0;  // why the last stop_thread() failed
+  Clock::time_point stop_start_{};
+  std::optional<uint64_t> stopped_us_;
 };
 
 std::string attach_error(int pid, int err) {
@@ -90,6 +115,7 @@ Expected<void, std::string> LiveTarget::seize_all() {
         continue;
       }
       core::guard_register(tid);
+      if (attached_.empty()) stop_start_ = Clock::now();
       attached_.push_back(Attached{tid, 0});
       if (ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr) != 0) {
         // Already gone; wait_all() reaps or drops it.
@@ -126,23 +152,33 @@ void LiveTarget::wait_all() {
   attached_ = std::move(stopped);
 }
 
+ThreadState LiveTarget::read_thread(int tid) const {
+  ThreadState ts;
+  ts.tid = tid;
+  ts.regs = RegisterSet(kNativeArch);
+  std::byte buf[1024];
+  iovec iov{buf, sizeof buf};
+  if (ptrace(PTRACE_GETREGSET, tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) == 0) {
+    auto regs = core::decode_gregset(kNativeArch, std::span<const std::byte>(buf, iov.iov_len),
+                                     kHostBigEndian);
+    if (regs) ts.regs = *regs;
+  }
+  auto name = names_.find(tid);
+  if (name != names_.end()) ts.name = name->second;
+  return ts;
+}
+
 void LiveTarget::read_threads() {
-  for (const Attached& a : attached_) {
-    ThreadState ts;
-    ts.tid = a.tid;
-    ts.regs = RegisterSet(kNativeArch);
-    std::byte buf[1024];
-    iovec iov{buf, sizeof buf};
-    if (ptrace(PTRACE_GETREGSET, a.tid, reinterpret_cast<void*>(NT_PRSTATUS), &iov) == 0) {
-      auto regs = core::decode_gregset(kNativeArch, std::span<const std::byte>(buf, iov.iov_len),
-                                       kHostBigEndian);
-      if (regs) ts.regs = *regs;
-    }
+  for (const Attached& a : attached_) threads_.push_back(read_thread(a.tid));
+}
+
+// Thread names (/proc/PID/task/TID/comm) of the threads there are now, before stopping any.
+void LiveTarget::name_threads() {
+  for (int tid : core::list_threads(pid_)) {
     std::string comm = core::read_proc_file(
-        "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(a.tid) + "/comm", 64);
+        "/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/comm", 64);
     while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-    ts.name = comm;
-    threads_.push_back(std::move(ts));
+    names_[tid] = std::move(comm);
   }
 }
 
@@ -168,12 +204,52 @@ void LiveTarget::find_modules(const TargetOptions& options) {
 }
 
 void LiveTarget::detach_all() {
+  memory_.set_caching(false);  // the process runs again: cached pages go stale
   for (const Attached& a : attached_) {
     ptrace(PTRACE_DETACH, a.tid, nullptr,
            reinterpret_cast<void*>(static_cast<uintptr_t>(a.pending_signal)));
     core::guard_unregister(a.tid);
   }
   attached_.clear();
+}
+
+void LiveTarget::release() {
+  if (released_) return;
+  released_ = true;
+  const bool was_stopped = !attached_.empty();
+  detach_all();
+  if (!one_at_a_time_ && was_stopped) stopped_us_ = micros(Clock::now() - stop_start_);
+}
+
+bool LiveTarget::stop_thread(std::size_t index) {
+  if (!one_at_a_time_) return !released_;
+  if (index >= threads_.size() || released_) return false;
+  resume_thread(index);  // at most one thread stopped at any time
+  const int tid = static_cast<int>(threads_[index].tid);
+  if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
+    stop_errno_ = errno;
+    return false;
+  }
+  core::guard_register(tid);
+  stop_start_ = Clock::now();
+  attached_.push_back(Attached{tid, 0});
+  ptrace(PTRACE_INTERRUPT, tid, nullptr, nullptr);
+  wait_all();
+  if (attached_.empty()) {
+    stop_errno_ = ESRCH;  // exited meanwhile
+    return false;
+  }
+  ThreadState ts = read_thread(tid);
+  threads_[index].regs = std::move(ts.regs);
+  memory_.set_caching(true);
+  return true;
+}
+
+void LiveTarget::resume_thread(std::size_t /*index*/) {
+  if (!one_at_a_time_ || attached_.empty()) return;
+  detach_all();
+  const uint64_t us = micros(Clock::now() - stop_start_);
+  stopped_us_ = std::max(stopped_us_.value_or(0), us);
 }
 
 Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
@@ -184,13 +260,34 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
                     ": live processes are not supported on this architecture");
 #else
   if (pid <= 0) return unexpected(attach_error(pid, ESRCH));
-  auto t = std::make_unique<LiveTarget>(pid);
+  auto t = std::make_unique<LiveTarget>(pid, options.limits);
   t->arch_ = kNativeArch;
+  t->one_at_a_time_ = options.one_thread_at_a_time;
+  // Maps, module files and names first: none of it needs the threads stopped. A module
+  // loaded between this and the stop is missed (its frames show no module), as it would be
+  // by a tool that reads the maps after stopping but before the module's mapping.
+  t->name_threads();
+  if (t->names_.empty()) return unexpected(attach_error(pid, ESRCH));
+  t->find_modules(options);
+  if (t->one_at_a_time_) {
+    // Nothing stopped yet: stop_thread() reads each thread's registers when its turn comes.
+    for (const auto& [tid, name] : t->names_) {
+      ThreadState ts;
+      ts.tid = tid;
+      ts.name = name;
+      ts.regs = RegisterSet(kNativeArch);
+      t->threads_.push_back(std::move(ts));
+    }
+    // The first thread is stopped now, so that a process we may not trace fails here as it
+    // does in the other mode; the walk of it follows at once.
+    if (!t->stop_thread(0)) return unexpected(attach_error(pid, t->stop_errno_));
+    return std::unique_ptr<Target>(std::move(t));
+  }
   if (auto ok = t->seize_all(); !ok) return unexpected(ok.error());  // t detaches what it has
   t->wait_all();
   if (t->attached_.empty()) return unexpected(attach_error(pid, ESRCH));
   t->read_threads();
-  t->find_modules(options);
+  t->memory_.set_caching(true);
   return std::unique_ptr<Target>(std::move(t));
 #endif
 }

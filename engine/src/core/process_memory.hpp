@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory of another live process: process_vm_readv, falling back to /proc/PID/mem.
+// Memory of another live process: process_vm_readv, falling back to /proc/PID/mem, through
+// a page cache while the process is stopped.
 #pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
 
 #include "ehbt/memory.hpp"
 
@@ -8,19 +15,38 @@ namespace ehbt::core {
 
 class ProcessMemory final : public Memory {
  public:
-  explicit ProcessMemory(int pid) : pid_(pid) {}
+  // `max_cached_pages` (Limits::max_cached_pages) bounds the cache; 0 turns it off.
+  explicit ProcessMemory(int pid, uint32_t max_cached_pages = 0)
+      : pid_(pid), max_cached_pages_(max_cached_pages) {}
   ~ProcessMemory() override;
   ProcessMemory(const ProcessMemory&) = delete;
   ProcessMemory& operator=(const ProcessMemory&) = delete;
 
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
 
+  // Caching pays only while the target cannot change its memory: on while every thread we
+  // read is stopped, off (and emptied) once any runs again.
+  void set_caching(bool on);
+  // System calls made to read target memory so far (for benchmarks and tests).
+  uint64_t syscalls() const { return syscalls_; }
+
  private:
+  static constexpr uint64_t kPage = 4096;
+  struct Page {
+    bool readable = false;
+    std::array<std::byte, kPage> bytes;
+  };
   std::size_t read_chunk(uint64_t addr, std::span<std::byte> out);
+  std::size_t read_direct(uint64_t addr, std::span<std::byte> out);
+  const Page& page(uint64_t page_addr);
 
   int pid_;
   int mem_fd_ = -1;  // /proc/PID/mem, opened on first need
   bool vm_readv_ok_ = true;
+  uint32_t max_cached_pages_;
+  bool caching_ = false;
+  uint64_t syscalls_ = 0;
+  std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
 };
 
 }  // namespace ehbt::core

@@ -56,18 +56,19 @@ const GoPclntab* go_pclntab(const Image& image) {
   return im.go ? &*im.go : nullptr;
 }
 
-std::size_t add_go_symbols(const Image& image, SymbolTable& table, const Limits& limits) {
+std::size_t add_go_symbols(const Image& image, SymbolSink& sink, const Limits& limits) {
   const GoPclntab* go = go_pclntab(image);
   if (go == nullptr) return 0;
   const uint64_t count = std::min<uint64_t>(go->size(), limits.max_symbols);
-  table.reserve(count, count * 32);
+  sink.reserve(count);
   std::size_t added = 0;
-  for (uint64_t i = 0; i < count && !table.full(); ++i) {
+  for (uint64_t i = 0; i < count && !sink.full(); ++i) {
     auto f = go->func(i);
     if (!f) continue;
     auto name = go->name(*f);
     if (!name) continue;
-    if (table.add(f->entry, f->end - f->entry, *name, STB_LOCAL, STT_FUNC)) ++added;
+    // The name is a view into the image's own bytes, which outlive the sink.
+    if (sink.add(f->entry, f->end - f->entry, *name, STB_LOCAL, STT_FUNC)) ++added;
   }
   return added;
 }

@@ -17,6 +17,6 @@ const GoPclntab* go_pclntab(const Image& image);
 
 // Adds one symbol per Go function (size up to the next function's entry), bound LOCAL so that
 // any ELF symbol at the same place is preferred. Returns how many it added.
-std::size_t add_go_symbols(const Image& image, SymbolTable& table, const Limits& limits);
+std::size_t add_go_symbols(const Image& image, SymbolSink& sink, const Limits& limits);
 
 }  // namespace ehbt::elf

@@ -110,4 +110,16 @@ std::optional<Symbol> Image::symbolize(uint64_t link_addr) const {
   return impl_->symbols.lookup(link_addr);
 }
 
+std::vector<std::optional<Symbol>> Image::symbolize_all(
+    std::span<const uint64_t> link_addrs) const {
+  if (impl_ == nullptr) return std::vector<std::optional<Symbol>>(link_addrs.size());
+  if (!impl_->symbols_ready.load(std::memory_order_acquire)) {
+    return ImageLoader::query_symbols(*this, link_addrs);
+  }
+  std::vector<std::optional<Symbol>> out;
+  out.reserve(link_addrs.size());
+  for (uint64_t a : link_addrs) out.push_back(impl_->symbols.lookup(a));
+  return out;
+}
+
 }  // namespace ehbt

@@ -5,6 +5,7 @@
 
 #include <libelf.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,7 @@ struct Image::Impl {
   bool has_section_headers = false;
   std::once_flag go_once;
   std::optional<elf::GoPclntab> go;
+  std::atomic<bool> symbols_ready{false};  // set once `symbols` is built
 };
 
 // Builds images; a friend of Image, so its members fill the protected fields directly.
@@ -83,7 +85,13 @@ class ImageLoader {
   static Expected<void, std::string> parse_file(Image& image, int fd);
   static Result from_memory(Memory& mem, uint64_t load_addr, std::string name,
                             const Limits& limits);
+  // Feeds every symbol source of the image, in order, to `sink` (symbol_loader.cpp).
+  static void collect_symbols(const Image& image, elf::SymbolSink& sink);
+  // Builds the image's full symbol table (once).
   static void load_symbols(const Image& image);
+  // One pass over the symbol sources answering `addrs` only (no table kept).
+  static std::vector<std::optional<Symbol>> query_symbols(const Image& image,
+                                                          std::span<const uint64_t> addrs);
 };
 
 namespace elf {

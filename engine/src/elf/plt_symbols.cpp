@@ -5,7 +5,8 @@
 #include <elf.h>
 #include <gelf.h>
 
-#include <map>
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,14 +22,35 @@ struct Section {
   bool present = false;
 };
 
-struct Reloc {
-  uint64_t offset;  // GOT slot (link-time)
-  std::string name;
+// Where relocations' symbol names come from: the symbol table a relocation section links to.
+// Names are looked up only for the stubs that get a symbol, not for every relocation.
+struct NameSource {
+  Elf* e = nullptr;
+  Elf_Data* syms = nullptr;
+  std::size_t strndx = 0;
+  std::string_view name(uint64_t symidx) const {
+    GElf_Sym sym;
+    if (syms == nullptr || symidx == 0 || symidx > INT32_MAX ||
+        gelf_getsym(syms, static_cast<int>(symidx), &sym) == nullptr)
+      return {};
+    const char* n = elf_strptr(e, strndx, sym.st_name);
+    return n != nullptr ? std::string_view(n) : std::string_view();
+  }
 };
 
-// The relocations of a SHT_RELA section that name a symbol, in table order.
-std::vector<Reloc> read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
-  std::vector<Reloc> out;
+struct Reloc {
+  uint64_t offset;  // GOT slot (link-time)
+  uint64_t symidx;  // 0: no symbol (IRELATIVE)
+};
+
+struct Relocs {
+  NameSource names;
+  std::vector<Reloc> entries;  // in table order
+};
+
+// The relocations of a SHT_RELA section, in table order.
+Relocs read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
+  Relocs out;
   GElf_Shdr sh;
   if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_RELA) return out;
   Elf_Data* data = elf_getdata(scn, nullptr);
@@ -38,31 +60,43 @@ std::vector<Reloc> read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
   Elf_Data* syms = elf_getdata(symscn, nullptr);
   const std::size_t entsize = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
   if (syms == nullptr || entsize == 0) return out;
+  out.names = NameSource{e, syms, symsh.sh_link};
   const uint64_t count = std::min<uint64_t>(data->d_size / entsize, max);
+  out.entries.reserve(static_cast<std::size_t>(count));
   for (uint64_t i = 0; i < count; ++i) {
     GElf_Rela rela;
     if (gelf_getrela(data, static_cast<int>(i), &rela) == nullptr) break;
-    const uint64_t symidx = GELF_R_SYM(rela.r_info);
-    GElf_Sym sym;
-    const char* name = nullptr;
-    if (symidx != 0 && gelf_getsym(syms, static_cast<int>(symidx), &sym) != nullptr) {
-      name = elf_strptr(e, symsh.sh_link, sym.st_name);
-    }
-    // Stubs without a symbol (IRELATIVE) keep their place in the order with an empty name.
-    out.push_back(Reloc{rela.r_offset, name != nullptr ? name : ""});
+    // Stubs without a symbol (IRELATIVE) keep their place in the order, nameless.
+    out.entries.push_back(Reloc{rela.r_offset, GELF_R_SYM(rela.r_info)});
   }
   return out;
 }
 
-void add_stub(SymbolTable& table, uint64_t addr, uint64_t size, const std::string& name) {
+void add_stub(SymbolSink& table, uint64_t addr, uint64_t size, const NameSource& names,
+              uint64_t symidx) {
+  if (symidx == 0) return;
+  if (!table.wants(addr, size)) {
+    table.skip();  // counted, but no name made for a query that cannot use it
+    return;
+  }
+  const std::string_view name = names.name(symidx);
   if (name.empty()) return;
-  table.add(addr, size, name + "@plt", STB_LOCAL, STT_FUNC);
+  std::string stub(name);
+  stub += "@plt";
+  table.add(addr, size, table.own(std::move(stub)), STB_LOCAL, STT_FUNC);
 }
+
+// A GOT slot and the relocation that names it.
+struct Slot {
+  uint64_t offset;
+  uint64_t symidx;
+  const NameSource* names;
+};
 
 // x86-64: every stub (lazy .plt entry, .plt.sec or .plt.got) holds `jmp *disp32(%rip)`
 // (ff 25), possibly after endbr64 and a bnd prefix; the slot it reads names the function.
-std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>& by_slot,
-                         SymbolTable& table, uint64_t entry) {
+std::size_t x86_64_stubs(const Section& s, const std::vector<Slot>& by_slot, SymbolSink& table,
+                         uint64_t entry) {
   std::size_t added = 0;
   for (std::size_t off = 0; off + entry <= s.bytes.size() && !table.full(); off += entry) {
     for (std::size_t i = off; i + 6 <= off + entry; ++i) {
@@ -72,9 +106,10 @@ std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>
         disp |= static_cast<int32_t>(static_cast<uint32_t>(s.bytes[i + 2 + b]) << (8 * b));
       }
       const uint64_t slot = s.addr + i + 6 + static_cast<int64_t>(disp);
-      auto it = by_slot.find(slot);
-      if (it != by_slot.end()) {
-        add_stub(table, s.addr + off, entry, it->second);
+      auto it = std::lower_bound(by_slot.begin(), by_slot.end(), slot,
+                                 [](const Slot& a, uint64_t b) { return a.offset < b; });
+      if (it != by_slot.end() && it->offset == slot) {
+        add_stub(table, s.addr + off, entry, *it->names, it->symidx);
         ++added;
       }
       break;
@@ -84,8 +119,8 @@ std::size_t x86_64_stubs(const Section& s, const std::map<uint64_t, std::string>
 }
 
 // aarch64 and s390x: a fixed-size header, then one stub per .rela.plt entry, in order.
-std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<Reloc>& relocs,
-                          SymbolTable& table) {
+std::size_t ordered_stubs(const Section& s, uint64_t header, const Relocs& all, SymbolSink& table) {
+  const std::vector<Reloc>& relocs = all.entries;
   if (relocs.empty() || s.bytes.size() <= header) return 0;
   const uint64_t body = s.bytes.size() - header;
   // The stub size follows from the layout; a PLT that does not divide evenly is not one we
@@ -95,7 +130,7 @@ std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<R
   if (entry < 8 || entry > 64) return 0;
   std::size_t added = 0;
   for (std::size_t i = 0; i < relocs.size() && !table.full(); ++i) {
-    add_stub(table, s.addr + header + i * entry, entry, relocs[i].name);
+    add_stub(table, s.addr + header + i * entry, entry, all.names, relocs[i].symidx);
     ++added;
   }
   return added;
@@ -103,12 +138,12 @@ std::size_t ordered_stubs(const Section& s, uint64_t header, const std::vector<R
 
 }  // namespace
 
-std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolTable& table, const Limits& limits) {
+std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const Limits& limits) {
   if (e == nullptr) return 0;
   std::size_t shstrndx = 0;
   if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
   Section plt, plt_sec, plt_got;
-  std::vector<Reloc> jump_slots, glob_dat;
+  Relocs jump_slots, glob_dat;
   Elf_Scn* scn = nullptr;
   for (uint32_t n = 0; n < kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
     GElf_Shdr sh;
@@ -135,12 +170,23 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolTable& table, cons
   }
   switch (image.arch()) {
     case Arch::X86_64: {
-      std::map<uint64_t, std::string> by_slot;
-      for (const auto* list : {&glob_dat, &jump_slots}) {
-        for (const Reloc& r : *list) {
-          if (!r.name.empty()) by_slot[r.offset] = r.name;
+      // Slot -> naming relocation; for a slot both name, .rela.plt's (listed last) wins.
+      std::vector<Slot> by_slot;
+      for (const Relocs* list : {&glob_dat, &jump_slots}) {
+        for (const Reloc& r : list->entries) {
+          if (r.symidx != 0) by_slot.push_back(Slot{r.offset, r.symidx, &list->names});
         }
       }
+      std::stable_sort(by_slot.begin(), by_slot.end(),
+                       [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
+      // Keep the last of each run of equal slots.
+      std::vector<Slot> unique;
+      unique.reserve(by_slot.size());
+      for (std::size_t i = 0; i < by_slot.size(); ++i) {
+        if (i + 1 < by_slot.size() && by_slot[i + 1].offset == by_slot[i].offset) continue;
+        unique.push_back(by_slot[i]);
+      }
+      by_slot = std::move(unique);
       std::size_t added = 0;
       // The lazy .plt holds the jumps unless .plt.sec (IBT) took them over; PLT0's jump
       // reads a GOT slot no relocation names, so it stays nameless.

@@ -14,6 +14,6 @@ namespace ehbt::elf {
 // Adds NAME@plt symbols for the stubs of .plt, .plt.sec and .plt.got (x86-64: each stub's
 // indirect jump decoded to its GOT slot, matched to the relocation of that slot; aarch64 and
 // s390x: stubs in .rela.plt order after the PLT header). Returns how many it added.
-std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolTable& table, const Limits& limits);
+std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const Limits& limits);
 
 }  // namespace ehbt::elf

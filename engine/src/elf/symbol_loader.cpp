@@ -12,6 +12,8 @@
 #include <libelf.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <string_view>
 
 #include "elf/go_image.hpp"
@@ -24,43 +26,85 @@ namespace {
 
 constexpr std::string_view kSystemDebugDir = "/usr/lib/debug/.build-id";
 
+// A string table's bytes as libelf holds them (in the file mapping): names are views into it.
+std::span<const char> string_table(Elf* e, std::size_t index) {
+  Elf_Scn* scn = elf_getscn(e, index);
+  GElf_Shdr sh;
+  if (scn == nullptr || gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_STRTAB ||
+      (sh.sh_flags & SHF_COMPRESSED) != 0)
+    return {};
+  Elf_Data* d = elf_getdata(scn, nullptr);
+  if (d == nullptr || d->d_buf == nullptr) return {};
+  return {static_cast<const char*>(d->d_buf), d->d_size};
+}
+
+// The NUL-terminated name at `off`; empty when it is out of bounds or unterminated.
+std::string_view name_at(std::span<const char> strings, uint64_t off) {
+  if (off >= strings.size()) return {};
+  const char* p = strings.data() + off;
+  const std::size_t room = strings.size() - static_cast<std::size_t>(off);
+  const std::size_t len = strnlen(p, room);
+  return len < room ? std::string_view(p, len) : std::string_view();
+}
+
+// Reads the entries in place (libelf has already converted them to host order) rather than
+// copying each through gelf_getsym.
+template <typename Sym>
+std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, const Image& image,
+                        elf::SymbolSink& sink, uint64_t max_entries) {
+  const auto* syms = static_cast<const Sym*>(data.d_buf);
+  const uint64_t count = data.d_size / sizeof(Sym);
+  const bool terminated = !strings.empty() && strings.back() == '\0';
+  std::size_t added = 0;
+  // Entry 0 is the reserved null symbol.
+  for (uint64_t i = 1; i < count && i < max_entries && !sink.full(); ++i) {
+    const Sym& sym = syms[i];
+    const unsigned st_type = ELF64_ST_TYPE(sym.st_info);
+    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
+    const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
+    const bool code_label =
+        st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
+    if (!func && !code_label) continue;
+    // A symbol the sink has no use for is only counted: when the table ends in NUL, a
+    // non-empty first byte is all it takes to know its name is valid, so the name is never
+    // scanned (a one-shot query skips nearly every symbol this way).
+    if (terminated && sym.st_name < strings.size() && strings[sym.st_name] != '\0' &&
+        !sink.wants(sym.st_value, sym.st_size)) {
+      if (sink.skip()) ++added;
+      continue;
+    }
+    const std::string_view name = name_at(strings, sym.st_name);
+    if (name.empty()) continue;
+    if (sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
+                 static_cast<uint8_t>(st_type)))
+      ++added;
+  }
+  return added;
+}
+
 // Adds the function symbols of the first section of `type` in `e`. True when it added any.
-bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolTable& table,
+bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sink,
                  const Limits& limits) {
   if (e == nullptr) return false;
   // Raw entries examined per table: symbol tables hold many non-function entries.
   const uint64_t max_entries = uint64_t{limits.max_symbols} * 4 + 16;
+  const int cls = gelf_getclass(e);
   Elf_Scn* scn = nullptr;
   for (uint32_t n = 0; n < elf::kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != type) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
-    const std::size_t entsize = gelf_fsize(e, ELF_T_SYM, 1, EV_CURRENT);
-    if (data == nullptr || entsize == 0) return false;
-    const uint64_t count = data->d_size / entsize;
-    // Most entries of a real table are functions; the string table bounds the names.
-    GElf_Shdr strtab;
-    Elf_Scn* str_scn = elf_getscn(e, sh.sh_link);
-    const uint64_t name_bytes =
-        str_scn != nullptr && gelf_getshdr(str_scn, &strtab) != nullptr ? strtab.sh_size : 0;
-    table.reserve(std::min<uint64_t>(count, max_entries), name_bytes);
-    std::size_t added = 0;
-    // Entry 0 is the reserved null symbol.
-    for (uint64_t i = 1; i < count && i < max_entries && !table.full(); ++i) {
-      GElf_Sym sym;
-      if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
-      const unsigned st_type = GELF_ST_TYPE(sym.st_info);
-      if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-      const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
-      const bool code_label =
-          st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
-      if (!func && !code_label) continue;
-      const char* name = elf_strptr(e, sh.sh_link, sym.st_name);
-      if (name == nullptr || *name == '\0') continue;
-      if (table.add(sym.st_value, sym.st_size, name, GELF_ST_BIND(sym.st_info),
-                    static_cast<uint8_t>(st_type)))
-        ++added;
-    }
+    if (data == nullptr || data->d_buf == nullptr || data->d_type != ELF_T_SYM) return false;
+    const std::size_t entsize = cls == ELFCLASS64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+    const std::size_t align = cls == ELFCLASS64 ? alignof(Elf64_Sym) : alignof(Elf32_Sym);
+    if ((reinterpret_cast<uintptr_t>(data->d_buf) % align) != 0) return false;
+    // Most entries of a real table are functions.
+    sink.reserve(std::min<uint64_t>(data->d_size / entsize, max_entries));
+    const std::span<const char> strings = string_table(e, sh.sh_link);
+    const std::size_t added =
+        cls == ELFCLASS64   ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries)
+        : cls == ELFCLASS32 ? add_entries<Elf32_Sym>(*data, strings, image, sink, max_entries)
+                            : 0;
     return added > 0;
   }
   return false;
@@ -103,25 +147,49 @@ std::shared_ptr<Image> open_debug_file(const std::string& build_id, const Limits
 
 }  // namespace
 
-void ImageLoader::load_symbols(const Image& image) {
+void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
   Image::Impl& im = *image.impl_;
-  elf::SymbolTable table(im.limits.max_symbols);
-  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, table, im.limits);
+  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
     if (!dbg && !image.build_id().empty()) dbg = open_debug_file(image.build_id(), im.limits);
-    if (dbg) found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
+    if (dbg) {
+      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits);
+      sink.keep(dbg);  // its string table holds the names
+    }
   }
   if (!found) {
     if (auto mini = elf::open_minidebuginfo(im.gnu_debugdata, im.limits)) {
-      add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, table, im.limits);
+      add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits);
+      sink.keep(mini);
     }
-    add_symbols(im.elf.elf, SHT_DYNSYM, image, table, im.limits);
-    elf::add_go_symbols(image, table, im.limits);
+    add_symbols(im.elf.elf, SHT_DYNSYM, image, sink, im.limits);
+    elf::add_go_symbols(image, sink, im.limits);
   }
-  elf::add_plt_symbols(im.elf.elf, image, table, im.limits);
+  elf::add_plt_symbols(im.elf.elf, image, sink, im.limits);
+}
+
+void ImageLoader::load_symbols(const Image& image) {
+  Image::Impl& im = *image.impl_;
+  elf::SymbolTable table(im.limits.max_symbols);
+  collect_symbols(image, table);
   table.finish();
   im.symbols = std::move(table);
+  im.symbols_ready.store(true, std::memory_order_release);
+}
+
+std::vector<std::optional<Symbol>> ImageLoader::query_symbols(const Image& image,
+                                                              std::span<const uint64_t> addrs) {
+  Image::Impl& im = *image.impl_;
+  // As much work as building the full table would take; more (many symbols covering many of
+  // the addresses: hostile or odd tables) and the table is built after all.
+  elf::SymbolQuery query(addrs, im.limits.max_symbols, uint64_t{im.limits.max_symbols} + 16);
+  collect_symbols(image, query);
+  if (!query.overflowed()) return query.results();
+  std::vector<std::optional<Symbol>> out;
+  out.reserve(addrs.size());
+  for (uint64_t a : addrs) out.push_back(image.symbolize(a));
+  return out;
 }
 
 }  // namespace ehbt

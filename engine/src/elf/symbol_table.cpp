@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Symbol coverage is resolved once, when the table is built: a sweep over all symbol starts
-// and ends yields disjoint ranges, each tagged with its preferred symbol, so a lookup is one
-// binary search no matter how symbols nest or alias.
+// Symbol coverage is resolved once, when the table is built: one sort by start and a sweep
+// that keeps the covering symbols in a heap ordered by preference yield disjoint ranges,
+// each tagged with its preferred symbol, so a lookup is one binary search no matter how
+// symbols nest or alias. A SymbolQuery resolves a fixed set of addresses with the same
+// preference order and no index at all.
 #include "elf/symbol_table.hpp"
 
 #include <cxxabi.h>
@@ -9,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <set>
 
 namespace ehbt::elf {
 namespace {
@@ -34,8 +35,10 @@ constexpr std::size_t kMaxDemangleLength = 4096;
 }  // namespace
 
 std::string demangle(std::string_view name) {
+  if (name.size() < 3 || name.size() > kMaxDemangleLength || name.substr(0, 2) != "_Z") {
+    return std::string(name);
+  }
   std::string s(name);
-  if (s.size() < 3 || s.size() > kMaxDemangleLength || s.compare(0, 2, "_Z") != 0) return s;
   int status = 0;
   char* out = abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status);
   if (status == 0 && out != nullptr) s = out;
@@ -43,8 +46,8 @@ std::string demangle(std::string_view name) {
   return s;
 }
 
-bool SymbolTable::add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind,
-                      uint8_t type) {
+bool SymbolSink::add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind,
+                     uint8_t type) {
   if (full()) return false;
   // A .symtab written by the static linker names versioned definitions `name@@VERSION` or
   // `name@VERSION`; the symbol is `name` (as .dynsym and GDB show it). PLT stubs keep their
@@ -53,86 +56,83 @@ bool SymbolTable::add(uint64_t start, uint64_t size, std::string_view name, uint
                         name.find('@') == name.size() - 4;
   if (auto at = name.find('@'); !plt_stub && at != std::string_view::npos && at > 0)
     name = name.substr(0, at);
-  if (name.empty() || name.size() > UINT32_MAX || names_.size() > UINT32_MAX - name.size())
-    return true;  // skipped, not full
-  Entry e{};
+  if (name.empty() || name.size() > UINT32_MAX) return true;  // skipped, not full
+  Entry e;
   e.start = start;
-  uint64_t span = size == 0 ? 1 : size;
+  const uint64_t span = size == 0 ? 1 : size;
   e.end = start + span < start ? UINT64_MAX : start + span;
   e.size = size;
-  e.name_off = static_cast<uint32_t>(names_.size());
+  e.name = name.data();
   e.name_len = static_cast<uint32_t>(name.size());
   e.bind_rank = bind_rank(bind);
   e.type_rank = (type == STT_FUNC || type == STT_GNU_IFUNC) ? 0 : 1;
   uint8_t u = 0;
   while (u < name.size() && u < 255 && name[u] == '_') ++u;
   e.underscores = u;
-  names_.append(name);
-  entries_.push_back(e);
+  ++added_;
+  accept(e);
   return true;
 }
 
-void SymbolTable::reserve(uint64_t symbols, uint64_t name_bytes) {
-  const uint64_t room = max_symbols_ > entries_.size() ? max_symbols_ - entries_.size() : 0;
-  entries_.reserve(entries_.size() + static_cast<std::size_t>(std::min(symbols, room)));
-  // A hint only (a hostile sh_size must not reserve gigabytes): growth past it still works.
-  names_.reserve(names_.size() +
-                 static_cast<std::size_t>(std::min<uint64_t>(name_bytes, 64u << 20)));
-}
-
-std::string_view SymbolTable::name_of(const Entry& e) const {
-  return std::string_view(names_).substr(e.name_off, e.name_len);
-}
-
-bool SymbolTable::better(uint32_t a, uint32_t b) const {
-  const Entry& x = entries_[a];
-  const Entry& y = entries_[b];
+bool SymbolSink::better(const Entry& x, const Entry& y) {
   if (x.bind_rank != y.bind_rank) return x.bind_rank < y.bind_rank;
   if (x.start != y.start) return x.start > y.start;
   if (x.size != y.size) return x.size < y.size;
   if (x.type_rank != y.type_rank) return x.type_rank < y.type_rank;
   if (x.underscores != y.underscores) return x.underscores < y.underscores;
-  int c = name_of(x).compare(name_of(y));
-  if (c != 0) return c < 0;
-  return a < b;
+  return x.name_view() < y.name_view();
+}
+
+Symbol SymbolSink::to_symbol(const Entry& e) {
+  return Symbol{demangle(e.name_view()), e.start, e.size};
+}
+
+void SymbolTable::reserve(uint64_t symbols) {
+  const uint64_t room = max_symbols() > added() ? max_symbols() - added() : 0;
+  entries_.reserve(entries_.size() + static_cast<std::size_t>(std::min(symbols, room)));
 }
 
 void SymbolTable::finish() {
   ranges_.clear();
-  ranges_.reserve(entries_.size());
   const std::size_t n = entries_.size();
-  std::vector<uint32_t> by_start(n), by_end(n);
-  for (std::size_t i = 0; i < n; ++i) by_start[i] = by_end[i] = static_cast<uint32_t>(i);
-  std::sort(by_start.begin(), by_start.end(),
-            [&](uint32_t a, uint32_t b) { return entries_[a].start < entries_[b].start; });
-  std::sort(by_end.begin(), by_end.end(),
-            [&](uint32_t a, uint32_t b) { return entries_[a].end < entries_[b].end; });
+  std::sort(entries_.begin(), entries_.end(),
+            [](const Entry& a, const Entry& b) { return a.start < b.start; });
+  ranges_.reserve(n);
 
-  auto cmp = [this](uint32_t a, uint32_t b) { return better(a, b); };
-  std::set<uint32_t, decltype(cmp)> active(cmp);
-  std::size_t si = 0, ei = 0;
-  // Each iteration consumes at least one start or end event: at most 2n iterations.
-  while (si < n || ei < n) {
-    uint64_t at = UINT64_MAX;
-    if (si < n) at = std::min(at, entries_[by_start[si]].start);
-    if (ei < n) at = std::min(at, entries_[by_end[ei]].end);
-    while (ei < n && entries_[by_end[ei]].end == at) active.erase(by_end[ei++]);
-    while (si < n && entries_[by_start[si]].start == at) {
-      uint32_t idx = by_start[si++];
-      if (entries_[idx].end > at) active.insert(idx);
+  // The preferred cover can only change where a symbol starts or where the current preferred
+  // one ends (another symbol ending leaves the best one best), so the sweep visits those
+  // points alone. `active` is a max-heap by preference; symbols that ended are dropped when
+  // they reach its top.
+  auto worse = [this](uint32_t a, uint32_t b) { return better(entries_[b], entries_[a]); };
+  std::vector<uint32_t> active;
+  std::size_t next_start = 0;
+  uint64_t at = n > 0 ? entries_[0].start : 0;
+  // Each iteration pushes a symbol, pops one, or ends: at most 2n + 1 iterations.
+  for (std::size_t guard = 0; guard <= 2 * n + 1; ++guard) {
+    while (next_start < n && entries_[next_start].start <= at) {
+      active.push_back(static_cast<uint32_t>(next_start++));
+      std::push_heap(active.begin(), active.end(), worse);
     }
-    if (active.empty()) continue;
-    uint64_t next = UINT64_MAX;
-    if (si < n) next = std::min(next, entries_[by_start[si]].start);
-    if (ei < n) next = std::min(next, entries_[by_end[ei]].end);
-    if (next <= at) continue;
-    uint32_t best = *active.begin();
+    while (!active.empty() && entries_[active.front()].end <= at) {
+      std::pop_heap(active.begin(), active.end(), worse);
+      active.pop_back();
+    }
+    if (active.empty()) {
+      if (next_start >= n) break;
+      at = entries_[next_start].start;
+      continue;
+    }
+    const uint32_t best = active.front();
+    uint64_t next = entries_[best].end;
+    if (next_start < n) next = std::min(next, entries_[next_start].start);
     if (!ranges_.empty() && ranges_.back().end == at && ranges_.back().entry == best) {
       ranges_.back().end = next;
     } else {
       ranges_.push_back(Range{at, next, best});
     }
+    at = next;
   }
+  ranges_.shrink_to_fit();
 }
 
 std::optional<Symbol> SymbolTable::lookup(uint64_t addr) const {
@@ -141,8 +141,45 @@ std::optional<Symbol> SymbolTable::lookup(uint64_t addr) const {
   if (it == ranges_.begin()) return std::nullopt;
   --it;
   if (addr >= it->end) return std::nullopt;
-  const Entry& e = entries_[it->entry];
-  return Symbol{demangle(name_of(e)), e.start, e.size};
+  return to_symbol(entries_[it->entry]);
+}
+
+SymbolQuery::SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, uint64_t work_cap)
+    : SymbolSink(max_symbols), addrs_(addrs.begin(), addrs.end()), work_cap_(work_cap) {
+  sorted_ = addrs_;
+  std::sort(sorted_.begin(), sorted_.end());
+  sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
+  best_.assign(sorted_.size(), Entry{});
+}
+
+bool SymbolQuery::wants(uint64_t start, uint64_t size) const {
+  const uint64_t span = size == 0 ? 1 : size;
+  const uint64_t end = start + span < start ? UINT64_MAX : start + span;
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), start);
+  return it != sorted_.end() && *it < end;
+}
+
+void SymbolQuery::accept(const Entry& e) {
+  if (overflowed_) return;
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), e.start);
+  for (std::size_t i = static_cast<std::size_t>(it - sorted_.begin());
+       i < sorted_.size() && sorted_[i] < e.end; ++i) {
+    if (++work_ > work_cap_) {
+      overflowed_ = true;
+      return;
+    }
+    if (best_[i].name == nullptr || better(e, best_[i])) best_[i] = e;
+  }
+}
+
+std::vector<std::optional<Symbol>> SymbolQuery::results() const {
+  std::vector<std::optional<Symbol>> out(addrs_.size());
+  for (std::size_t k = 0; k < addrs_.size(); ++k) {
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), addrs_[k]);
+    const Entry& e = best_[static_cast<std::size_t>(it - sorted_.begin())];
+    if (e.name != nullptr) out[k] = to_symbol(e);
+  }
+  return out;
 }
 
 }  // namespace ehbt::elf

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,23 +15,84 @@
 
 namespace ehbt::elf {
 
-// Collects symbols, then answers lookups. Covering rule: a symbol covers addr when
-// start <= addr < start + size; a size-0 symbol covers only its own address. Nothing is
-// guessed from a neighbouring symbol. When several symbols cover an address the preferred one
-// is, in order: the better binding (GLOBAL/GNU_UNIQUE, then WEAK, then LOCAL) — so the public
-// `raise` wins over the hidden alias `__GI_raise` —, the later start (the innermost),
-// the smaller size, a FUNC/IFUNC over a NOTYPE, fewer leading underscores, and finally the
-// lexicographically smaller name, so the answer never depends on table order.
-class SymbolTable {
+// Covering rule: a symbol covers addr when start <= addr < start + size; a size-0 symbol
+// covers only its own address. Nothing is guessed from a neighbouring symbol. When several
+// symbols cover an address the preferred one is, in order: the better binding (GLOBAL/
+// GNU_UNIQUE, then WEAK, then LOCAL) — so the public `raise` wins over the hidden alias
+// `__GI_raise` —, the later start (the innermost), the smaller size, a FUNC/IFUNC over a
+// NOTYPE, fewer leading underscores, and finally the lexicographically smaller name, so the
+// answer never depends on table order.
+//
+// Symbol sources (symbol_loader.cpp, plt_symbols.cpp) feed a SymbolSink: the full table for
+// long-lived users, or a SymbolQuery that answers a fixed set of addresses in the same pass.
+// Names are not copied: they stay in the mapped string table they came from, so whoever
+// feeds a sink keeps that table alive as long as the sink (keep()), and synthesised names go
+// through own().
+class SymbolSink {
  public:
-  explicit SymbolTable(uint32_t max_symbols = UINT32_MAX) : max_symbols_(max_symbols) {}
+  explicit SymbolSink(uint32_t max_symbols) : max_symbols_(max_symbols) {}
+  virtual ~SymbolSink() = default;
+  // Moving keeps every owned name where it is (views into it stay valid); copying would not.
+  SymbolSink(SymbolSink&&) = default;
+  SymbolSink& operator=(SymbolSink&&) = default;
+  SymbolSink(const SymbolSink&) = delete;
+  SymbolSink& operator=(const SymbolSink&) = delete;
 
   // Adds one symbol (name not yet demangled). Returns false once the cap is reached.
   bool add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind, uint8_t type);
-  bool full() const { return entries_.size() >= max_symbols_; }
-  // Room for `symbols` more entries (capped by the table's limit) and `name_bytes` of names,
-  // so that loading a large table does not regrow and copy its vectors.
-  void reserve(uint64_t symbols, uint64_t name_bytes);
+  // Whether a symbol at [start, start + size) can matter to this sink. When it cannot, a
+  // source may call skip() instead of add(): it counts towards the cap as add() would,
+  // without the name ever being read.
+  virtual bool wants(uint64_t /*start*/, uint64_t /*size*/) const { return true; }
+  bool skip() {
+    if (full()) return false;
+    ++added_;
+    return true;
+  }
+  bool full() const { return added_ >= max_symbols_; }
+  // Room for `symbols` more entries (capped by the limit), so that loading a large table
+  // does not regrow its vectors.
+  virtual void reserve(uint64_t /*symbols*/) {}
+  // Keeps the bytes that added names point into alive as long as this sink.
+  void keep(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+  // A stable copy of a name made up by a source (`NAME@plt`).
+  std::string_view own(std::string name) { return owned_.emplace_back(std::move(name)); }
+
+ protected:
+  // One symbol as the preference order needs it; the name is a view (see above).
+  struct Entry {
+    uint64_t start;
+    uint64_t end;  // exclusive; start + 1 for size-0 symbols, saturated at UINT64_MAX
+    uint64_t size;
+    const char* name;
+    uint32_t name_len;
+    uint8_t bind_rank;
+    uint8_t type_rank;
+    uint8_t underscores;
+    std::string_view name_view() const { return {name, name_len}; }
+  };
+  // True when x is preferred over y (the order described above; total up to equal symbols).
+  static bool better(const Entry& x, const Entry& y);
+  static Symbol to_symbol(const Entry& e);
+  virtual void accept(const Entry& e) = 0;
+  uint32_t max_symbols() const { return max_symbols_; }
+  uint64_t added() const { return added_; }
+
+ private:
+  uint32_t max_symbols_;
+  uint64_t added_ = 0;
+  std::vector<std::shared_ptr<const void>> owners_;
+  std::deque<std::string> owned_;  // a deque never moves its elements: views stay valid
+};
+
+// Collects symbols, then answers any lookup.
+class SymbolTable : public SymbolSink {
+ public:
+  explicit SymbolTable(uint32_t max_symbols = UINT32_MAX) : SymbolSink(max_symbols) {}
+  SymbolTable(SymbolTable&&) = default;
+  SymbolTable& operator=(SymbolTable&&) = default;
+
+  void reserve(uint64_t symbols) override;
   std::size_t size() const { return entries_.size(); }
 
   // Builds the lookup index; call once after the last add().
@@ -38,28 +102,40 @@ class SymbolTable {
   std::optional<Symbol> lookup(uint64_t addr) const;
 
  private:
-  struct Entry {
-    uint64_t start;
-    uint64_t end;  // exclusive; start + 1 for size-0 symbols, saturated at UINT64_MAX
-    uint64_t size;
-    uint32_t name_off;
-    uint32_t name_len;
-    uint8_t bind_rank;
-    uint8_t type_rank;
-    uint8_t underscores;
-  };
   // A maximal address range in which one symbol is the preferred cover.
   struct Range {
     uint64_t start, end;
     uint32_t entry;
   };
-  bool better(uint32_t a, uint32_t b) const;
-  std::string_view name_of(const Entry& e) const;
+  void accept(const Entry& e) override { entries_.push_back(e); }
 
-  uint32_t max_symbols_;
   std::vector<Entry> entries_;
-  std::string names_;
   std::vector<Range> ranges_;  // sorted, disjoint
+};
+
+// Answers a fixed set of addresses in one pass over the symbols, without building an index:
+// each symbol is compared only against the addresses it covers. For one-shot commands that
+// symbolise a few hundred pcs of a table of many thousand symbols.
+class SymbolQuery : public SymbolSink {
+ public:
+  // `work_cap` bounds (address, covering symbol) comparisons; past it the query gives up
+  // (overflowed()) and the caller builds the full table instead.
+  SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, uint64_t work_cap);
+
+  bool overflowed() const { return overflowed_; }
+  bool wants(uint64_t start, uint64_t size) const override;
+  // The answer for addrs[i], the same one SymbolTable::lookup gives for the same symbols.
+  std::vector<std::optional<Symbol>> results() const;
+
+ private:
+  void accept(const Entry& e) override;
+
+  std::vector<uint64_t> addrs_;   // as given
+  std::vector<uint64_t> sorted_;  // distinct, ascending
+  std::vector<Entry> best_;       // per sorted_ address; name == nullptr: none yet
+  uint64_t work_cap_;
+  uint64_t work_ = 0;
+  bool overflowed_ = false;
 };
 
 // Demangles an Itanium C++ ABI name; returns the input unchanged when it is not one.

@@ -9,5 +9,9 @@ namespace ehbt::util {
 
 // "0x" followed by lowercase hex digits, no padding: "0x1f2e", "0x0".
 std::string hex(uint64_t v);
+// The same, appended to `out` (no temporary string: the renderers write thousands of these).
+void append_hex(std::string& out, uint64_t v);
+// "0x" and exactly 16 lowercase hex digits, zero-padded (GDB's frame addresses).
+void append_hex16(std::string& out, uint64_t v);
 
 }  // namespace ehbt::util
