@@ -203,7 +203,9 @@ TEST_P(QemuCoreTest, ModulesFromTheLinkMap) {
     EXPECT_EQ(m->build_id_match, m->build_id.empty() ? std::nullopt : std::optional<bool>(true));
     EXPECT_NE(m->image, nullptr);
     ASSERT_TRUE(m->image);
-    if (!m->build_id.empty()) EXPECT_EQ(m->build_id, m->image->build_id());
+    if (!m->build_id.empty()) {
+      EXPECT_EQ(m->build_id, m->image->build_id());
+    }
     EXPECT_EQ(m->image->arch(), g.arch);
     EXPECT_LT(m->start, m->end);
   }
