@@ -393,8 +393,7 @@ TEST(ArchAArch64FramePointerStep, MemoryFaultInTheScanLeavesSpUnknown) {
 
 std::filesystem::path cores_dir() {
   if (const char* env = std::getenv("EHBT_CORES_DIR")) return env;
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "cores" /
-         "out";
+  return std::filesystem::path(EHBT_SOURCE_DIR) / "cores" / "out";
 }
 
 // N of the `stp x29, x30, [sp, #-N]!` objdump shows in `function` (0 when not found).

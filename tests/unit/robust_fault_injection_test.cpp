@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 fs::path cores_dir() {
   if (const char* env = std::getenv("EHBT_CORES_DIR")) return env;
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "cores" / "out";
+  return fs::path(EHBT_SOURCE_DIR) / "cores" / "out";
 }
 
 // The value of a top-level "key": "string" in an expected.json (null or absent -> "").

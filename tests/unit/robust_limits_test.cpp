@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 fs::path x86_cores() {
   if (const char* env = std::getenv("EHBT_CORES_DIR")) return fs::path(env) / "x86_64";
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "cores" / "out" / "x86_64";
+  return fs::path(EHBT_SOURCE_DIR) / "cores" / "out" / "x86_64";
 }
 
 // The "pc" values of the first thread of an expected.json, in order (GDB's frames).

@@ -13,8 +13,7 @@ namespace ehbt::sframe {
 namespace {
 
 TEST(SframeCorpus, SeedsAreValidSections) {
-  const auto dir =
-      std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz/corpus/fuzz_sframe";
+  const auto dir = std::filesystem::path(EHBT_SOURCE_DIR) / "tests/fuzz/corpus/fuzz_sframe";
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   int seeds = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
