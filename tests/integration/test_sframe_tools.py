@@ -664,11 +664,12 @@ def test_live_chain_unwinds_through_sframe(ehbt_bin, suite):
         assert frames == ([("chain_block", "context")] + [(n, "sframe") for n in CHAIN[1:]] +
                           [("__libc_start_call_main", "sframe")]), frames
         assert thread["stop_reason"] == "no_unwind_info", thread
-        # --source auto: SFrame where the module has it, .eh_frame for libc and for _start
-        # (crt1.o has no SFrame): the whole chain down to _start.
+        # --source auto: .eh_frame first, the more precise table, and it covers every
+        # function here; a module's own .sframe only where no CFI covers the pc
+        # (test_sframe_cores.py::test_auto_takes_sframe_where_no_cfi_covers).
         thread, frames = frames_of(ehbt_bin, proc.pid, "auto")
-        assert frames == ([("chain_block", "context")] + [(n, "sframe") for n in CHAIN[1:]] +
-                          [("__libc_start_call_main", "sframe"),
+        assert frames == ([("chain_block", "context")] + [(n, "eh_frame") for n in CHAIN[1:]] +
+                          [("__libc_start_call_main", "eh_frame"),
                            ("__libc_start_main", "eh_frame"), ("_start", "eh_frame")]), frames
         assert thread["stop_reason"] == "outermost", thread
     finally:
@@ -703,12 +704,13 @@ def test_live_signal_frame(ehbt_bin, suite):
                           ("__pthread_kill_implementation", "signal")], frames
         assert thread["stop_reason"] == "no_unwind_info", thread
         thread, frames = frames_of(ehbt_bin, proc.pid, "auto")
-        # sig_raiser is found by raise's .eh_frame row; main by sig_raiser's SFrame.
-        assert frames == [("sig_work", "context"), ("sig_handler", "sframe"),
-                          ("__restore_rt", "sframe"),
+        # .eh_frame covers every function: it is taken over the program's .sframe; the
+        # interrupted frame is found through the kernel's signal frame.
+        assert frames == [("sig_work", "context"), ("sig_handler", "eh_frame"),
+                          ("__restore_rt", "eh_frame"),
                           ("__pthread_kill_implementation", "signal"), ("raise", "eh_frame"),
-                          ("sig_raiser", "eh_frame"), ("main", "sframe"),
-                          ("__libc_start_call_main", "sframe"),
+                          ("sig_raiser", "eh_frame"), ("main", "eh_frame"),
+                          ("__libc_start_call_main", "eh_frame"),
                           ("__libc_start_main", "eh_frame"), ("_start", "eh_frame")], frames
         assert thread["stop_reason"] == "outermost", thread
     finally:
@@ -731,9 +733,10 @@ def test_live_return_address_past_the_function_end(ehbt_bin, suite):
             proc_out = run_ehbt(ehbt_bin, "pid", proc.pid, "--source", source, "--json")
             thread = json.loads(proc_out.stdout)["threads"][0]
             frames = thread["frames"]
+            table = "sframe" if source == "sframe" else "eh_frame"  # auto: CFI first
             assert [(f["symbol"], f["source"]) for f in frames[:4]] == [
-                ("nr_block", "context"), ("nr_check", "sframe"), ("main", "sframe"),
-                ("__libc_start_call_main", "sframe")], frames
+                ("nr_block", "context"), ("nr_check", table), ("main", table),
+                ("__libc_start_call_main", table)], frames
             assert int(frames[1]["module_offset"], 16) == end
             assert int(frames[1]["symbol_offset"], 16) == end - nr_check
     finally:

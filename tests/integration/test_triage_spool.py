@@ -58,7 +58,13 @@ def spool_run(tool_env, spool, tmp_path_factory):
 
 def gdb_identity(exp):
     """A crash as GDB tells it: the crashing thread's first three functions of the program
-    itself (its own module), after libc's and libstdc++'s abort machinery."""
+    itself (its own module), after libc's and libstdc++'s abort machinery. The Go and no-CFI
+    fixtures (other expected formats) are one program each; the Go builds (plain, stripped,
+    PIE) are one crash: the same source."""
+    if exp.get("format") == "ehbt-go-expected/1":
+        return ("go program", "gocrash")
+    if "threads" not in exp:
+        return ("program", exp["program"])
     (thread,) = [t for t in exp["threads"] if t.get("crashing")] or exp["threads"][:1]
     own = [f["function"] for f in thread["frames"]
            if f.get("module") == exp["program"] and f.get("function")]

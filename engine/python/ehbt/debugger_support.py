@@ -47,7 +47,9 @@ def memory_module(read, load, name):
         image = ehbt.Image.from_memory(read, load, name)
     except (ehbt.Error, ValueError):
         return None
-    return ehbt.Module(image, path=name, bias=(load - image.min_vaddr) & MASK, file="")
+    # No file to compare with the image read from memory: a build-id match is unknown.
+    return ehbt.Module(image, path=name, bias=(load - image.min_vaddr) & MASK, file="",
+                       build_id_match=None)
 
 
 def same_file(a, b):

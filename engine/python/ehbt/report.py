@@ -157,7 +157,8 @@ def target_document(target, threads="crashing", options=None, limits=None, core=
     return document(
         target.arch, records, modules=target.modules, executable=target.executable or None,
         core=core if core is not None else (target.path or None),
-        signal=target_signal(target), pid=target.pid if live else None)
+        signal=target_signal(target), pid=target.pid if live else None,
+        warnings=list(getattr(target, "warnings", [])))
 
 
 def dumps(doc):

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "arch/call_site.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::unwind {
 namespace {
@@ -33,6 +34,12 @@ class CodeBytes final : public Memory {
 std::optional<arch::CallSite> call_in_module(const ScanContext& ctx, const Module& m, uint64_t ra) {
   CodeBytes code(ctx.mem, m);
   return arch::call_before(ctx.ops.info().arch, code, ra);
+}
+
+bool code_readable(const ScanContext& ctx, const Module& m, uint64_t addr) {
+  CodeBytes code(ctx.mem, m);
+  uint64_t probe = 0;
+  return code.read_uint(addr, 1, false, probe);
 }
 
 bool is_plt_symbol(const std::string& name) {
@@ -81,8 +88,8 @@ arch::Recovered caller_at(const ScanContext& ctx, const Frame& frame, uint64_t r
 }  // namespace
 
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
-                                                std::optional<uint64_t> function_start,
-                                                bool strict);
+                                                std::optional<uint64_t> function_start, bool strict,
+                                                std::string& undecidable);
 
 bool in_entry_function(const Frame& frame, const Module* module,
                        std::optional<uint64_t> function_start) {
@@ -126,15 +133,17 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
   for (int pass = 0; pass < 2; ++pass) {
     const bool strict = pass == 0;
     if (!strict && !function_start) break;  // without a function, pass 0 accepted any call
-    if (auto found = scan_pass(ctx, frame, function_start, strict)) return *found;
+    std::string undecidable;
+    if (auto found = scan_pass(ctx, frame, function_start, strict, undecidable)) return *found;
+    if (!undecidable.empty()) return unexpected(std::move(undecidable));
   }
   return unexpected("no return address in " + std::to_string(ctx.limits.max_scan_words) +
                     " stack words");
 }
 
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
-                                                std::optional<uint64_t> function_start,
-                                                bool strict) {
+                                                std::optional<uint64_t> function_start, bool strict,
+                                                std::string& undecidable) {
   const ArchInfo& info = ctx.ops.info();
   const uint64_t sp = frame.regs.raw(info.sp_reg);
   const unsigned word = info.address_size;
@@ -144,6 +153,14 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     uint64_t value = 0;
     if (!ctx.mem.read_uint(slot, word, info.big_endian, value)) break;  // the stack's end
     const uint64_t ra = ctx.ops.strip_return_address(value);
+    // A word pointing into a module whose file is missing may be a return address nobody
+    // can check (the core holds no code there); passing over it would drop frames silently
+    // and hand a later, checkable one to the wrong caller. The scan stops instead.
+    if (const Module* m = ra != 0 ? ctx.modules.find(ra - 1) : nullptr;
+        m != nullptr && !m->missing.empty() && !code_readable(ctx, *m, ra - 1)) {
+      undecidable = "cannot check " + util::hex(ra) + " on the stack: " + m->missing;
+      return std::nullopt;
+    }
     if (!valid_return_address(ctx, ra, strict ? function_start : std::nullopt, false)) continue;
     const arch::ScanLayout at = arch::scan_layout(info.arch, slot);
     // The caller's frame must lie above this one's stack pointer.
@@ -156,9 +173,7 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
 bool follows_call(const ScanContext& ctx, uint64_t ra) {
   const Module* m = ctx.modules.find(ra - 1);
   if (m == nullptr) return true;  // JIT code, or no modules known: nothing to judge
-  CodeBytes code(ctx.mem, *m);
-  uint64_t probe = 0;
-  if (!code.read_uint(ra - 1, 1, false, probe)) return true;
+  if (!code_readable(ctx, *m, ra - 1)) return true;
   return call_in_module(ctx, *m, ra).has_value();
 }
 
