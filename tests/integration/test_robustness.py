@@ -12,6 +12,8 @@ import json
 import os
 import pathlib
 import random
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,29 +37,34 @@ TIMEOUT = 10.0
 
 
 def run_limited(cmd, timeout=TIMEOUT, ceiling=MEMORY_CEILING):
-    """Runs cmd under `prlimit --as=ceiling` (prlimit execs the command, so the child's
-    resource usage is the command's own). Returns (exit code or -signal, stdout, stderr, peak
-    RSS in bytes, seconds), or None on timeout (the child is killed)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Runs cmd under `prlimit --as=ceiling`, itself under GNU time, which reports the peak
+    RSS of the process it forked. Measuring here with wait4 would not do: the child pytest
+    forks starts as a copy of pytest (tens of MiB by the end of a session), and the kernel
+    keeps that high-water mark across exec. Returns (exit code or -signal, stdout, stderr,
+    peak RSS in bytes, seconds), or None on timeout (the command is killed)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r") as usage:
         start = time.monotonic()
-        proc = subprocess.Popen(["prlimit", "--as=%d" % ceiling, "--"] + [str(c) for c in cmd],
-                                stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == proc.pid:
-                break
-            if time.monotonic() - start > timeout:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9  # reaped here: keep Popen from waiting again
-                return None
-            time.sleep(0.005)
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "rss %M", "-o", usage.name,
+                                 "prlimit", "--as=%d" % ceiling, "--"] + [str(c) for c in cmd],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return None
         elapsed = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        report = usage.read()
+        rss = int(re.search(r"^rss (\d+)$", report, re.M).group(1)) * 1024
+        # time exits 128 + N for a command killed by signal N, and says so.
+        killed = re.search(r"terminated by signal (\d+)", report)
+        rc = -int(killed.group(1)) if killed else proc.returncode
         out.seek(0)
         err.seek(0)
-        return (proc.returncode, out.read().decode(errors="replace"),
-                err.read().decode(errors="replace"), usage.ru_maxrss * 1024, elapsed)
+        return (rc, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                rss, elapsed)
 
 
 def _check(ehbt_bin, core, sysroots, exe):

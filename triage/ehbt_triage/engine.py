@@ -118,8 +118,7 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
             doc = fast_document(target, path)
         else:
             doc = ehbt.report.target_document(target, threads="all", core=path)
-        doc["warnings"] = [warning_record(w) for w in getattr(target, "warnings", None) or []]
-        return doc
+        return doc  # the document carries the engine's warnings
     finally:
         target.close()
 
@@ -142,7 +141,7 @@ def fast_document(target, core):
         target.arch, threads, modules=target.modules, executable=target.executable or None,
         core=core if core is not None else (target.path or None),
         signal=report.signal_record(sig.number, sig.code, sig.address) if sig is not None
-        else None)
+        else None, warnings=list(getattr(target, "warnings", [])))
 
 
 def find_cli():
