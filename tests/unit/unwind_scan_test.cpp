@@ -158,6 +158,27 @@ TEST_F(Scan, ReturnAddressNotAfterACallIsNoCandidate) {
       << bt.detail;
 }
 
+TEST_F(Scan, StopsAtAWordItCannotCheck) {
+  // A module whose file is missing (no image, no code in the core): a word pointing into it
+  // may be the real return address. Scanning past it to the checkable ret_mid would drop
+  // that frame silently and make ret_mid leaf's caller.
+  constexpr uint64_t kGone = 0x600000000000;
+  Module gone;
+  gone.path = "/usr/lib/libgone.so";
+  gone.start = kGone;
+  gone.end = kGone + 0x10000;
+  gone.missing = "libgone.so not found (named by the core)";
+  modules_.add(std::move(gone));
+  put(kS, kGone + 0x1234);
+  put(kS + 8, at("ret_mid"));
+  Backtrace bt = Unwinder().unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  EXPECT_EQ(bt.frames.size(), 1u) << bt.detail;
+  EXPECT_NE(bt.detail.find("scan: cannot check 0x600000001234 on the stack: libgone.so not "
+                           "found (named by the core)"),
+            std::string::npos)
+      << bt.detail;
+}
+
 TEST_F(Scan, FramePointerStopDetailSaysWhatFailed) {
   // mid at its return site, rbp -> a frame record whose return address is 0.
   put(kS + 0x100, 0);
