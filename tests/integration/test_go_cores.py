@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 import cores_expect as ce
+from test_triage import read_jsonl, tool_env, triage  # noqa: F401
 
 GO_CORES = ce.CORES / "make_go_cores.py"
 NAMES = ["go", "gostripped", "gopie"]
@@ -139,3 +140,21 @@ def test_lldb_plugin_on_go_core(build_dir, go_expected, name, tmp_path):
     assert [p for p, _ in got] == [p for p, _ in want], (got, want)
     for (pc, sym), (_, names) in zip(got, want):
         assert sym in names, "%s: %s not in %s" % (pc, sym, names)
+
+
+def test_triage_signs_go_crashes_by_the_programs_own_frames(tool_env, go_expected, tmp_path):
+    """The three builds of one Go crash (plain, stripped, PIE) share one bucket, and its
+    signature is gocrash.go's own call chain (fxGoLeaf <- fxGoMiddle <- fxGoOuter <- main):
+    Go's signal handler, panic and re-raise frames above it only report the crash, and
+    runtime.main below it starts every goroutine. `runtime.raise.abi0` (the unstripped
+    build's ELF symbol) and `runtime.raise` (the stripped build's .gopclntab name) are one
+    function."""
+    cores = [go_expected[n]["core"] for n in NAMES]
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", *cores)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    recs = read_jsonl(tmp_path / "o.jsonl")
+    assert len(recs) == 3, recs
+    assert {r["signature"] for r in recs} == {
+        "main.fxGoLeaf | main.fxGoMiddle | main.fxGoOuter | main.main"}, recs
+    assert len({r["bucket"] for r in recs}) == 1
+    assert not any(r["unreliable"] or r["partial"] for r in recs), recs

@@ -251,8 +251,10 @@ def test_signature_skips_unnamed_libc_frames_inside_the_reporting_run():
 def test_signature_normalises_compiler_suffixes():
     s = sigmod.Signer()
     frames = [_f("parse.constprop.0.isra.0"), _f("load.cold"), _f("ns::run(int) [clone .cold]"),
-              _f("helper.part.1"), _f("g.lto_priv.0"), _f("main")]
+              _f("helper.part.1"), _f("g.lto_priv.0"), _f("runtime.mapaccess1.abi0"),
+              _f("main")]
     assert s.sign(_doc(frames)) == "parse | load | ns::run(int) | helper | g"
+    assert s.sign(_doc(frames[5:])) == "runtime.mapaccess1 | main"
 
 
 def test_signature_without_names_is_unreliable_and_keyed_by_program():

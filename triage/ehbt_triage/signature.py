@@ -9,7 +9,8 @@ The rule (kept in one place so the report, the store and the docs agree):
    ``@VERSION``/``@@VERSION`` suffix (``__libc_start_main@@GLIBC_2.34`` reads
    ``__libc_start_main``; ``NAME@plt`` stays) and without the suffixes compilers give their
    copies of a function (``.cold``, ``.constprop.N``, ``.isra.N``, ``.part.N``,
-   ``.lto_priv.N``, ``.clone.N``, ``.llvm.N``, and C++'s `` [clone .cold]``), so
+   ``.lto_priv.N``, ``.clone.N``, ``.llvm.N``, C++'s `` [clone .cold]``, and Go's
+   ``.abi0``/``.abiinternal`` wrappers), so
    ``parse.constprop.0.isra.0`` reads ``parse`` -- else ``<module basename>+0x<module_offset>``
    (an offset in the module's own ELF address space, so the label does not move with ASLR),
    else ``<unknown>`` for a pc outside every module (``0x0`` .. ``0xfff`` are kept as they
@@ -55,7 +56,8 @@ PROCESS_START = "process-start"
 _RUNTIME_MODULE = re.compile(r"(libc|libpthread|libstdc\+\+|libgcc_s|ld-linux[-.a-z0-9_]*|ld|"
                              r"libc\.musl-[a-z0-9_]+|ld-musl-[a-z0-9_]+)([-.].*)?\.so(\.[0-9.]+)?")
 _COMPILER_SUFFIX = re.compile(
-    r"(?:\.(?:cold|constprop|isra|part|lto_priv|clone|llvm|localalias|specialized)"
+    r"(?:\.(?:cold|constprop|isra|part|lto_priv|clone|llvm|localalias|specialized|abi0|"
+    r"abiinternal)"
     r"(?:\.[0-9]+)*)+$")
 _CLONE_SUFFIX = re.compile(r"(?: \[clone \.[^\]]*\])+$")
 
