@@ -116,14 +116,14 @@ def compile_c(src, out, *flags):
     return out
 
 
-@pytest.fixture(scope="module")
-def crash(tmp_path_factory):
-    """A program crashed with SIGSEGV in cli_fx_level3; its core and its executable."""
+def make_crash(d, *flags):
+    """Compiles CRASH_C into d/crasher (with gcc `flags`) and crashes it there, with SIGSEGV
+    in cli_fx_level3; (core, exe). Skips where the kernel writes no core into d."""
     pattern = pathlib.Path("/proc/sys/kernel/core_pattern").read_text().strip()
     if pattern.startswith("|") or "/" in pattern:
         pytest.skip(f"core_pattern {pattern!r} does not write cores to the working directory")
-    d = tmp_path_factory.mktemp("crash")
-    exe = compile_c(CRASH_C, d / "crasher")
+    d.mkdir(parents=True, exist_ok=True)
+    exe = compile_c(CRASH_C, d / "crasher", *flags)
 
     def allow_cores():
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
@@ -133,7 +133,15 @@ def crash(tmp_path_factory):
     cores = [p for p in d.iterdir() if p.name == "core" or p.name.startswith("core.")]
     if not cores:
         pytest.skip("no core was written (core dumps disabled on this machine)")
-    return {"core": cores[0], "exe": exe, "pid_core": cores[0].name, "dir": d}
+    return cores[0], exe
+
+
+@pytest.fixture(scope="module")
+def crash(tmp_path_factory):
+    """A program crashed with SIGSEGV in cli_fx_level3; its core and its executable."""
+    d = tmp_path_factory.mktemp("crash")
+    core, exe = make_crash(d)
+    return {"core": core, "exe": exe, "pid_core": core.name, "dir": d}
 
 
 def test_usage_errors_exit_2_with_one_line(ehbt_bin, tmp_path):

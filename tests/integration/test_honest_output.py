@@ -10,33 +10,16 @@ from binutils (readelf), never from ehbt."""
 import json
 import os
 import pathlib
-import resource
-import shutil
 import struct
 import subprocess
 
 import pytest
 
 import cores_expect as ce
+from test_cli import make_crash  # noqa: E402  (test_cli's CRASH_C, crashed in a directory)
 
 TIMEOUT = 120
 
-CRASH_C = r"""
-#include <stddef.h>
-__attribute__((noinline)) void honest_level3(volatile int *p) { *p = 42; }
-__attribute__((noinline)) void honest_level2(volatile int *p) {
-  honest_level3(p);
-  __asm__ volatile("" ::: "memory");
-}
-__attribute__((noinline)) void honest_level1(volatile int *p) {
-  honest_level2(p);
-  __asm__ volatile("" ::: "memory");
-}
-int main(void) {
-  honest_level1((volatile int *)NULL);
-  return 0;
-}
-"""
 
 NT_SIGINFO = 0x53494749
 PT_LOAD, PT_NOTE = 1, 4
@@ -49,30 +32,6 @@ def run_ehbt(ehbt_bin, *args):
 
 def warning_lines(proc):
     return [line for line in proc.stderr.splitlines() if line.startswith("warning: ")]
-
-
-def make_crash(d, *flags):
-    """Compiles CRASH_C into d/crasher, crashes it there; (core, exe)."""
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc not installed")
-    pattern = pathlib.Path("/proc/sys/kernel/core_pattern").read_text().strip()
-    if pattern.startswith("|") or "/" in pattern:
-        pytest.skip(f"core_pattern {pattern!r} does not write cores to the working directory")
-    d.mkdir(parents=True, exist_ok=True)
-    src = d / "crasher.c"
-    src.write_text(CRASH_C)
-    exe = d / "crasher"
-    subprocess.run(["gcc", "-O2", "-g", *flags, "-o", str(exe), str(src)], check=True)
-
-    def allow_cores():
-        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-    proc = subprocess.run([str(exe)], cwd=d, preexec_fn=allow_cores, timeout=TIMEOUT)
-    assert proc.returncode == -11, "the crasher did not die of SIGSEGV"
-    cores = [p for p in d.iterdir() if p.name == "core" or p.name.startswith("core.")]
-    if not cores:
-        pytest.skip("no core was written (core dumps disabled on this machine)")
-    return cores[0], exe
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +105,7 @@ def test_missing_executable_is_said_and_named_as_the_cause(ehbt_bin, tmp_path, h
         assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         assert warning_lines(fixed) == []
         assert "(not found)" not in fixed.stdout
-        assert "honest_level1" in fixed.stdout
+        assert "cli_fx_level1" in fixed.stdout
 
 
 def test_another_programs_executable_is_a_mismatch(ehbt_bin, crash):
