@@ -38,6 +38,9 @@ trap 'rm -rf "$work"' EXIT
 export PYTHONPATH="$build/engine/python"
 export EHBT_BIN="$build/engine/tools/ehbt"
 triage="$here/triage/ehbt-triage"
+# Byte-compiled once, as an installed package is: with PYTHONDONTWRITEBYTECODE set (as it is in
+# some environments) every run would compile the package's modules from source again.
+"$py" -m compileall -q "$here/triage/ehbt_triage" "$build/engine/python/ehbt" >/dev/null || true
 
 prog="import os, threading, time
 ev = threading.Event()

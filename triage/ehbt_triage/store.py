@@ -29,6 +29,8 @@ import os
 import sqlite3
 import time
 
+# A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
+# column, an index), raise the version.
 SCHEMA_VERSION = 2
 
 # Columns added after version 1: (name, SQLite type, PostgreSQL type). A store made by an
@@ -150,15 +152,28 @@ def describe(spec):
 class Store:
     def __init__(self, path):
         self.path = path
+        self.db = None
         try:
             self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.executescript(SCHEMA)
-            self._migrate()
+            if self._schema_version() != str(SCHEMA_VERSION):
+                # One transaction, not one per CREATE: each commit is a sync of the file.
+                self.db.executescript("BEGIN IMMEDIATE;\n%s\nCOMMIT;" % SCHEMA)
+                self._migrate()
         except sqlite3.Error as e:
+            if self.db is not None and self.db.in_transaction:
+                self.db.execute("ROLLBACK")
             raise StoreError("%s: %s" % (path, e)) from None
+
+    def _schema_version(self):
+        """The store's schema version (text), or None for a new or unversioned file."""
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        except sqlite3.OperationalError:  # no meta table yet
+            return None
+        return row[0] if row else None
 
     def _migrate(self):
         """Brings a store of an older schema up to SCHEMA_VERSION (in one transaction)."""
