@@ -658,7 +658,18 @@ def _reference_sparse_sha256(path):
     return h.hexdigest()
 
 
-def test_content_hash_ignores_how_the_file_is_stored(tmp_path):
+@pytest.fixture(params=["engine", "python"])
+def sparse_sha256(request, tool_env):
+    """Both implementations of the content key: the engine's (ehbt.content_key, what a run
+    uses) and the Python fallback (runs without the package)."""
+    if request.param == "python":
+        return content_hash.python_sparse_sha256
+    sys.path.insert(0, tool_env["PYTHONPATH"].split(os.pathsep)[0])
+    import ehbt
+    return lambda path: ehbt.content_key(str(path))
+
+
+def test_content_hash_ignores_how_the_file_is_stored(tmp_path, sparse_sha256):
     sparse = tmp_path / "sparse"
     with open(sparse, "wb") as f:  # data, a 5 MiB hole, data across a block edge, a tail hole
         f.write(b"\x7fELF" + bytes(range(256)) * 40)
@@ -670,17 +681,17 @@ def test_content_hash_ignores_how_the_file_is_stored(tmp_path):
     full = tmp_path / "full"
     full.write_bytes(sparse.read_bytes())  # same content, no holes
     want = _reference_sparse_sha256(sparse)
-    assert content_hash.sparse_sha256(sparse) == want
-    assert content_hash.sparse_sha256(full) == want
+    assert sparse_sha256(sparse) == want
+    assert sparse_sha256(full) == want
     changed = bytearray(full.read_bytes())
     changed[(7 << 20)] = 1  # one byte inside what was a hole
     (tmp_path / "changed").write_bytes(changed)
-    assert content_hash.sparse_sha256(tmp_path / "changed") != want
+    assert sparse_sha256(tmp_path / "changed") != want
     (tmp_path / "longer").write_bytes(bytes(full.read_bytes()) + b"\0")
-    assert content_hash.sparse_sha256(tmp_path / "longer") != want
+    assert sparse_sha256(tmp_path / "longer") != want
 
 
-def test_content_hash_partial_last_block_and_chunk_edges(tmp_path):
+def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256):
     # Data on both sides of the 1 MiB read-chunk edge and in a short last block whose tail is
     # zero: each block is judged on its own bytes only.
     p = tmp_path / "edges"
@@ -690,10 +701,10 @@ def test_content_hash_partial_last_block_and_chunk_edges(tmp_path):
         f.seek((3 << 20) + (1 << 16))
         f.write(b"short last block")
         f.write(bytes(1000))
-    assert content_hash.sparse_sha256(p) == _reference_sparse_sha256(p)
+    assert sparse_sha256(p) == _reference_sparse_sha256(p)
     zero_tail = tmp_path / "zero-tail"
     zero_tail.write_bytes(b"head" + bytes((1 << 16) + 300))  # last block: 300 zero bytes
-    assert content_hash.sparse_sha256(zero_tail) == _reference_sparse_sha256(zero_tail)
+    assert sparse_sha256(zero_tail) == _reference_sparse_sha256(zero_tail)
 
 
 # ---------------------------------------------------------------------------------------------

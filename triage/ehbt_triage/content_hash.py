@@ -13,10 +13,13 @@ stored, and that can be read from the data extents alone:
 The last block is shorter when the size is not a multiple of 64 KiB. Equal content gives an
 equal hash whether the file is sparse or not (`cp --sparse=never` copies match), and any
 change of a byte or of the size changes it. It is NOT `sha256sum`'s value.
+
+The engine computes it (``ehbt.content_key``: C++, OpenSSL's SHA-256, the GIL released) when
+the ehbt package is importable; the Python code below is the same definition for the CLI
+fallback (and the reference the tests hold the engine to).
 """
 
 import errno
-import hashlib
 import os
 import struct
 
@@ -63,7 +66,29 @@ def _touched_runs(extents, size):
 
 
 def sparse_sha256(path):
-    """The hex digest described above.
+    """The hex digest described above: by the engine when it is importable, else by
+    python_sparse_sha256. Raises OSError."""
+    engine_key = _engine_key()
+    if engine_key is not None:
+        return engine_key(os.fspath(path))
+    return python_sparse_sha256(path)
+
+
+_ENGINE_KEY = []  # [ehbt.content_key or None], once looked up
+
+
+def _engine_key():
+    if not _ENGINE_KEY:
+        try:
+            from ehbt import content_key
+        except Exception:  # no package, an older one, or a broken extension
+            content_key = None
+        _ENGINE_KEY.append(content_key)
+    return _ENGINE_KEY[0]
+
+
+def python_sparse_sha256(path):
+    """The hex digest described above, in Python.
 
     Only the data extents are read: the parts of a touched block that lie in a hole are zeros
     by definition and are filled in, not read (reading a hole makes the kernel allocate and
@@ -71,6 +96,8 @@ def sparse_sha256(path):
     Everything happens in one reusable 1 MiB buffer (os.preadv into it, blocks compared with
     zeros in place by bytearray.startswith, memoryview slices hashed): no allocation or copy
     per chunk."""
+    import hashlib  # only here: loading OpenSSL costs every run that does not need it
+
     h = hashlib.sha256()
     # The buffer is reused across calls: a fresh 1 MiB object is mmap()ed by malloc and
     # page-faulted in every time (on a VM that costs as much as hashing it).

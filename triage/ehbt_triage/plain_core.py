@@ -17,11 +17,11 @@ linked into a directory).
 """
 
 import os
-import shutil
-import subprocess
-import tempfile
 
 from .content_hash import BLOCK
+
+# shutil, subprocess and tempfile are imported where a compressed core needs them: a batch of
+# plain cores does not, and every run pays at start for what it imports.
 
 # Magic numbers, as in discover.py (which uses them to accept a file as a core candidate).
 FORMATS = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
@@ -57,6 +57,8 @@ def _caps():
 
 
 def tool_available(fmt):
+    import shutil
+
     return shutil.which(_TOOLS[fmt][0]) is not None
 
 
@@ -79,6 +81,8 @@ class PlainCore:
             # file's (a plain copy of the same core is not recognised as the same).
             self.keyed_compressed = True
             return
+        import tempfile
+
         self._file = tempfile.TemporaryFile(prefix="ehbt-triage-core-")
         try:
             _decompress(path, fmt, self._file)
@@ -104,6 +108,10 @@ class PlainCore:
 
 
 def _decompress(path, fmt, out):
+    import shutil
+    import subprocess
+    import tempfile
+
     max_bytes, max_disk, memory = _caps()
     cmd = list(_TOOLS[fmt])
     if fmt in ("zstd", "xz"):

@@ -78,6 +78,9 @@ struct Limits {
   uint32_t max_scan_frames = 64;
   // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
   uint32_t max_cached_pages = 4096;
+  // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the
+  // rest of the file is read as data, which gives the same key, only slower.
+  uint32_t max_content_key_extents = 1u << 20;
 };
 
 }  // namespace ehbt

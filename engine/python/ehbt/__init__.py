@@ -36,6 +36,7 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     Unwinder,
     Warning,
     attach_process,
+    content_key,
     open_core,
     signal_name,
 )
@@ -44,7 +45,7 @@ __all__ = [
     "FRAME_SOURCES", "STOP_REASONS", "Arch", "ArchInfo", "Backtrace", "Error", "Frame", "Image",
     "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Segment", "Signal",
     "StepResult", "Symbol", "Target", "Thread", "UnwindOptions", "Unwinder", "attach_process",
-    "open_core", "signal_name",
+    "content_key", "open_core", "signal_name",
 ]
 # ehbt.Warning (a target's warnings) is left out of __all__: a star import must not shadow
 # the builtin Warning class.

@@ -45,6 +45,7 @@ constexpr LimitField32 kLimit32[] = {
     {"max_scan_words", &Limits::max_scan_words},
     {"max_scan_frames", &Limits::max_scan_frames},
     {"max_cached_pages", &Limits::max_cached_pages},
+    {"max_content_key_extents", &Limits::max_content_key_extents},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},

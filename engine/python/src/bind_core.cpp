@@ -3,9 +3,11 @@
 // Unwinding a target's thread runs entirely in C++ with the GIL released.
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <utility>
 
 #include "bindings.hpp"
+#include "ehbt/content_key.hpp"
 
 namespace ehbt::py {
 
@@ -220,6 +222,31 @@ void bind_core(pyb::module_& m) {
       "debuginfod_timeout: seconds all fetches of this core may take together.\n"
       "perf_map: a perf map file (START SIZE NAME lines) naming JIT code (like --perf-map).\n"
       "Raises ehbt.Error (one line saying why) when unusable.");
+
+  m.def(
+      "content_key",
+      [](const std::string& path, const pyb::handle& limits) {
+        Limits l = limits_from_py(limits);
+        Expected<std::string, ContentKeyError> r = unexpected(ContentKeyError{});
+        {
+          pyb::gil_scoped_release nogil;
+          r = sparse_sha256(path, l);
+        }
+        if (!r) {
+          // OSError(errno, strerror, path): what reading the file in Python would raise.
+          pyb::object os_error = pyb::module_::import("builtins").attr("OSError");
+          PyErr_SetObject(os_error.ptr(),
+                          pyb::make_tuple(r.error().error_number,
+                                          std::string(strerror(r.error().error_number)), path)
+                              .ptr());
+          throw pyb::error_already_set();
+        }
+        return *r;
+      },
+      pyb::arg("path"), pyb::arg("limits") = pyb::none(),
+      "ehbt-triage's content key of a file: hex SHA-256 of its sparse form\n"
+      "(\"ehbt-sparse-sha256/1 SIZE\\n\", then offset and bytes of every 64 KiB block that is\n"
+      "not all zeros). Reads only the data extents, without the GIL. Raises OSError.");
 
   m.def(
       "attach_process",

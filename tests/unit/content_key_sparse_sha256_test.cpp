@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// ehbt::sparse_sha256 against the definition computed the obvious way in this test: the whole
+// file read into memory, cut into 64 KiB blocks, non-zero blocks hashed with their offsets (by
+// OpenSSL's one-shot SHA256, not the streaming code under test). Sparse and fully written
+// files must agree; a changed byte or size must not.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <openssl/sha.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ehbt/content_key.hpp"
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/ehbt-content-key-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string path;
+};
+
+// Writes `bytes` to `path`; with `sparse`, all-zero 4 KiB pages are seeked over (holes).
+void write_file(const std::string& path, const std::vector<unsigned char>& bytes, bool sparse) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  for (std::size_t off = 0; off < bytes.size(); off += 4096) {
+    std::size_t n = std::min<std::size_t>(4096, bytes.size() - off);
+    bool zero = true;
+    for (std::size_t i = 0; i < n && zero; ++i) zero = bytes[off + i] == 0;
+    if (sparse && zero) continue;
+    ASSERT_EQ(pwrite(fd, bytes.data() + off, n, static_cast<off_t>(off)), static_cast<ssize_t>(n));
+  }
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+  close(fd);
+}
+
+std::string reference(const std::vector<unsigned char>& bytes) {
+  std::string text = "ehbt-sparse-sha256/1 " + std::to_string(bytes.size()) + "\n";
+  std::vector<unsigned char> all(text.begin(), text.end());
+  const std::size_t block = 1u << 16;
+  for (std::size_t off = 0; off < bytes.size(); off += block) {
+    std::size_t n = std::min(block, bytes.size() - off);
+    bool zero = true;
+    for (std::size_t i = 0; i < n && zero; ++i) zero = bytes[off + i] == 0;
+    if (zero) continue;
+    for (int i = 0; i < 8; ++i) all.push_back(static_cast<unsigned char>(uint64_t(off) >> (8 * i)));
+    all.insert(all.end(), bytes.begin() + off, bytes.begin() + off + n);
+  }
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(all.data(), all.size(), digest);
+  char hex[2 * SHA256_DIGEST_LENGTH + 1];
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; ++i) std::snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+  return hex;
+}
+
+// Data at chunk (1 MiB) and block (64 KiB) edges, a page of data inside a block of zeros, long
+// holes, and a short last block.
+std::vector<unsigned char> sample(std::size_t size) {
+  std::vector<unsigned char> b(size, 0);
+  auto fill = [&](std::size_t from, std::size_t n, unsigned char v) {
+    for (std::size_t i = from; i < from + n && i < size; ++i)
+      b[i] = static_cast<unsigned char>(v + i);
+  };
+  fill(0, 100, 1);
+  fill((1u << 16) - 10, 20, 2);           // across a block edge
+  fill((1u << 20) - 4096, 8192, 3);       // across a chunk edge
+  fill(3u << 20, 4096, 4);                // one page in a block of zeros
+  fill((5u << 20) + 12345, 3u << 20, 5);  // several chunks of data
+  fill(size - 7, 7, 6);                   // the short last block
+  return b;
+}
+
+TEST(ContentKey, SparseAndFullFilesMatchTheDefinition) {
+  TempDir dir;
+  const auto bytes = sample((20u << 20) + 1000);
+  const std::string sparse = dir.path + "/sparse", full = dir.path + "/full";
+  write_file(sparse, bytes, true);
+  write_file(full, bytes, false);
+  const std::string want = reference(bytes);
+  auto a = ehbt::sparse_sha256(sparse);
+  auto b = ehbt::sparse_sha256(full);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(*a, want);
+  EXPECT_EQ(*b, want);
+}
+
+TEST(ContentKey, AByteOrTheSizeChangesTheKey) {
+  TempDir dir;
+  auto bytes = sample(3u << 20);
+  write_file(dir.path + "/a", bytes, true);
+  bytes[(2u << 20) + 5] = 9;  // in a hole of the original
+  write_file(dir.path + "/b", bytes, true);
+  bytes.push_back(0);  // a trailing zero: only the size differs
+  write_file(dir.path + "/c", bytes, true);
+  auto a = ehbt::sparse_sha256(dir.path + "/a");
+  auto b = ehbt::sparse_sha256(dir.path + "/b");
+  auto c = ehbt::sparse_sha256(dir.path + "/c");
+  ASSERT_TRUE(a && b && c);
+  EXPECT_NE(*a, *b);
+  EXPECT_NE(*b, *c);
+  EXPECT_EQ(*c, reference(bytes));
+}
+
+TEST(ContentKey, ExtentCapStillGivesTheSameKey) {
+  TempDir dir;
+  const auto bytes = sample(12u << 20);
+  write_file(dir.path + "/f", bytes, true);
+  ehbt::Limits limits;
+  limits.max_content_key_extents = 1;  // the rest is read as data, holes and all
+  auto capped = ehbt::sparse_sha256(dir.path + "/f", limits);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(*capped, reference(bytes));
+}
+
+TEST(ContentKey, EmptyMissingAndSpecialFiles) {
+  TempDir dir;
+  write_file(dir.path + "/empty", {}, false);
+  auto empty = ehbt::sparse_sha256(dir.path + "/empty");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(*empty, reference({}));
+  auto missing = ehbt::sparse_sha256(dir.path + "/nope");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().error_number, ENOENT);
+  EXPECT_NE(missing.error().message.find("/nope"), std::string::npos);
+  ASSERT_EQ(mkfifo((dir.path + "/fifo").c_str(), 0600), 0);
+  auto fifo = ehbt::sparse_sha256(dir.path + "/fifo");  // must not block
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().error_number, EINVAL);
+}
+
+}  // namespace
