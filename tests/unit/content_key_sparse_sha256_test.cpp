@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ehbt/content_key.hpp"
+#include "sparse_sha256.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "bindings.hpp"
-#include "ehbt/content_key.hpp"
+#include "sparse_sha256.hpp"
 
 namespace ehbt::py {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// sparse-sha256/1 (see ehbt/content_key.hpp) with the data extents from SEEK_DATA/SEEK_HOLE,
+// sparse-sha256/1 (see sparse_sha256.hpp) with the data extents from SEEK_DATA/SEEK_HOLE,
 // read with pread into one reused buffer and hashed with OpenSSL's SHA-256 (SHA-NI where the
 // CPU has it: ~2 GB/s, several times Python's per-block loop around the same hash).
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "ehbt/content_key.hpp"
+#include "sparse_sha256.hpp"
 
 namespace ehbt {
 
