@@ -691,6 +691,19 @@ def test_content_hash_ignores_how_the_file_is_stored(tmp_path, sparse_sha256):
     assert sparse_sha256(tmp_path / "longer") != want
 
 
+def test_engine_content_key_errors_are_oserrors(tmp_path, tool_env):
+    # The worker reports an unreadable core from OSError.strerror, as it did for Python's own
+    # hash; a FIFO put in a core's place must fail at once, not block the worker.
+    sys.path.insert(0, tool_env["PYTHONPATH"].split(os.pathsep)[0])
+    import ehbt
+    with pytest.raises(FileNotFoundError):
+        ehbt.content_key(str(tmp_path / "missing"))
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError) as e:
+        ehbt.content_key(str(tmp_path / "fifo"))
+    assert e.value.strerror
+
+
 def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256):
     # Data on both sides of the 1 MiB read-chunk edge and in a short last block whose tail is
     # zero: each block is judged on its own bytes only.
