@@ -23,5 +23,10 @@ function(ehbt_install_python subdir type)
     set(EHBT_PYTHON_SITE_DIR \"${EHBT_PYTHON_SITE_DIR}\")
     include(\"${PROJECT_SOURCE_DIR}/cmake/PythonSiteDir.cmake\")
     file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/\${EHBT_SITE_DIR}/${subdir}\"
-         TYPE ${type} FILES ${files})")
+         TYPE ${type} FILES ${files})
+    # Byte-compiled here, as Debian's packaging does: a user who cannot write the directory
+    # would otherwise compile every module from source on every start (tens of ms per run).
+    execute_process(COMMAND \"\${EHBT_PYTHON}\" -m compileall -q
+                    \"\${CMAKE_INSTALL_PREFIX}/\${EHBT_SITE_DIR}/${subdir}\"
+                    OUTPUT_QUIET ERROR_QUIET)")
 endfunction()
