@@ -135,8 +135,9 @@ constexpr std::string_view kCoreHelp =
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
     "process then runs on as before. Maps and module files are read before anything is\n"
-    "stopped, and the process runs again before frames are named and printed; --json\n"
-    "reports how long it was stopped (stopped_us).\n"
+    "stopped; once all threads are stopped their registers and stacks are copied and the\n"
+    "process runs again before the walks (a stack too long to copy is walked first);\n"
+    "--json reports how long it was stopped (stopped_us).\n"
     "  --one-thread-at-a-time\n"
     "                     stop one thread at a time, each only for its own walk (as\n"
     "                     eu-stack does): the shortest pause for any one thread, but the\n"
