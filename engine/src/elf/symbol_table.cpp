@@ -10,9 +10,7 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
-#include <vector>
 
 namespace ehbt::elf {
 namespace {
@@ -28,31 +26,6 @@ uint8_t bind_rank(uint8_t bind) {
       return 2;
     default:
       return 3;
-  }
-}
-
-// Sorts by start with an LSD radix sort, 8 bits a pass, skipping the bytes in which all
-// starts agree (one image's addresses differ in their low three or four bytes): a few linear
-// passes. std::sort took most of the time of building a 100,000-symbol table (node's), which
-// a walk needs as soon as one frame has no unwind table. Equal starts keep their order;
-// `better` decides among them in the sweep, so the order among ties does not matter.
-template <class Entry>
-void sort_by_start(std::vector<Entry>& v) {
-  constexpr std::size_t kSmall = 64;
-  if (v.size() < kSmall) {
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
-    return;
-  }
-  uint64_t differ = 0;
-  for (const auto& e : v) differ |= e.start ^ v.front().start;
-  std::vector<Entry> out(v.size());
-  for (unsigned shift = 0; shift < 64; shift += 8) {
-    if (((differ >> shift) & 0xff) == 0) continue;
-    std::array<std::size_t, 257> at{};
-    for (const auto& e : v) ++at[((e.start >> shift) & 0xff) + 1];
-    for (std::size_t d = 1; d < at.size(); ++d) at[d] += at[d - 1];
-    for (const auto& e : v) out[at[(e.start >> shift) & 0xff]++] = e;
-    v.swap(out);
   }
 }
 
@@ -122,7 +95,8 @@ void SymbolTable::reserve(uint64_t symbols) {
 void SymbolTable::finish() {
   ranges_.clear();
   const std::size_t n = entries_.size();
-  sort_by_start(entries_);
+  std::sort(entries_.begin(), entries_.end(),
+            [](const Entry& a, const Entry& b) { return a.start < b.start; });
   ranges_.reserve(n);
 
   // The preferred cover can only change where a symbol starts or where the current preferred
