@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Fully static executables (`ehbt`): a one-shot command on a small core otherwise spends much
-# of its run in the kernel's exec of ld.so, in ld.so loading and relocating libc, libelf and
-# the four decompressors, and in the page faults that costs (see docs/performance.md).
+# of its run in ld.so, mapping and relocating libc, libelf and the four decompressors, and in
+# the page faults that costs (noreturn.core: 186 -> 124 page faults, 1.76 M -> 1.30 M
+# instructions, CPU 12.4 -> 7.5 ms with the static build).
 #
 # ehbt_allow_static(<pkg>...) rewrites the link interface of each PkgConfig::<pkg> imported
 # target so that a consumer whose EHBT_STATIC_LINK property is true links the library's static
