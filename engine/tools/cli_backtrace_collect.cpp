@@ -111,6 +111,8 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
         ModuleLine{m.path, m.file, m.start, m.bias, m.build_id, m.build_id_match});
   }
 
+  // A process whose stacks were copied at the stop runs again before the walks.
+  if (target.stacks_copied()) target.release();
   Unwinder unwinder(options.limits);
   std::vector<PendingSymbol> pending;
   for (std::size_t i : chosen) {

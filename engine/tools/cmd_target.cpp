@@ -135,8 +135,9 @@ constexpr std::string_view kCoreHelp =
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
     "process then runs on as before. Maps and module files are read before anything is\n"
-    "stopped, and the process runs again before frames are named and printed; --json\n"
-    "reports how long it was stopped (stopped_us).\n"
+    "stopped; once all threads are stopped their registers and stacks are copied and the\n"
+    "process runs again before the walks (a stack too long to copy is walked first);\n"
+    "--json reports how long it was stopped (stopped_us).\n"
     "  --one-thread-at-a-time\n"
     "                     stop one thread at a time, each only for its own walk (as\n"
     "                     eu-stack does): the shortest pause for any one thread, but the\n"
@@ -234,13 +235,37 @@ Expected<Invocation, std::string> parse_invocation(std::span<const std::string> 
   return inv;
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EHBT_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(EHBT_UNDER_ASAN)
+constexpr bool kFreeAtExit = true;
+#else
+constexpr bool kFreeAtExit = false;
+#endif
+
+// Lets the process go, then leaves the target's mappings and heap to the kernel at exit: one
+// by one, unmapping the core and every module file and freeing the tables took longer than
+// the walk on small cores, and exit drops the whole address space at once. Sanitizer builds
+// still free everything, so leak checks keep their meaning.
+void drop_target(std::unique_ptr<Target> target) {
+  target->release();
+  if (kFreeAtExit) {
+    target.reset();
+  } else {
+    (void)target.release();
+  }
+}
+
 // Unwinds, then releases the target before anything is written (a live process is detached
 // as soon as its stacks are read, whatever happens to our stdout), then prints. The report
 // names the target by its core path or its pid.
 int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const std::string& subject,
                  std::optional<std::string> core, std::optional<int64_t> pid) {
   auto report = collect_backtraces(*target, o.collect);
-  target.reset();
+  drop_target(std::move(target));
   if (!report) return input_error(subject, report.error());
   report->core = std::move(core);
   report->pid = pid;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ProcessMemory's page cache, on this process's own memory: whole pages per system call
 // while caching, the exact readable prefix at an unreadable page, and fresh reads once
-// caching is off.
+// caching is off; a whole range prefetched in one call, and what stays once the process runs.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -93,6 +93,78 @@ TEST(ProcessMemory, CacheStaysWithinItsCap) {
       }
     }
   }
+}
+
+TEST(ProcessMemory, PrefetchReadsARangeInOneCall) {
+  TwoPages m;
+  ASSERT_NE(m.base, nullptr);
+  ProcessMemory mem(getpid(), 64);
+  mem.set_caching(true);
+  // From the middle of the first page: the range is widened to whole pages.
+  EXPECT_TRUE(mem.prefetch(m.addr(100), m.addr(2 * 4096)));
+  EXPECT_EQ(mem.syscalls(), 1u);
+  for (std::size_t off = 0; off < 2 * 4096; off += 8) {
+    std::byte word[8];
+    ASSERT_EQ(mem.read(m.addr(off), word), 8u);
+    ASSERT_EQ(std::memcmp(word, m.base + off, 8), 0) << off;
+  }
+  EXPECT_EQ(mem.syscalls(), 1u);
+  // Already cached: nothing to read.
+  EXPECT_TRUE(mem.prefetch(m.addr(0), m.addr(2 * 4096)));
+  EXPECT_EQ(mem.syscalls(), 1u);
+}
+
+TEST(ProcessMemory, PrefetchStopsAtAnUnreadablePageAndAtTheCap) {
+  TwoPages m;
+  ASSERT_NE(m.base, nullptr);
+  ASSERT_EQ(mprotect(m.base + 4096, 4096, PROT_NONE), 0);
+  ProcessMemory mem(getpid(), 64);
+  mem.set_caching(true);
+  EXPECT_FALSE(mem.prefetch(m.addr(0), m.addr(2 * 4096)));
+  std::byte buf[32];
+  EXPECT_EQ(mem.read(m.addr(4096 - 16), buf), 16u);  // the readable prefix, as before
+  EXPECT_EQ(std::memcmp(buf, m.base + 4096 - 16, 16), 0);
+  EXPECT_EQ(mem.read(m.addr(4096), buf), 0u);
+
+  TwoPages n;
+  ASSERT_NE(n.base, nullptr);
+  ProcessMemory small(getpid(), 1);
+  small.set_caching(true);
+  EXPECT_FALSE(small.prefetch(n.addr(0), n.addr(2 * 4096)));  // room for one page only
+  ASSERT_EQ(small.read(n.addr(4096 + 8), std::span(buf, 8)), 8u);
+  EXPECT_EQ(std::memcmp(buf, n.base + 4096 + 8, 8), 0);
+  // Caching off: nothing is prefetched.
+  ProcessMemory off(getpid(), 64);
+  EXPECT_FALSE(off.prefetch(n.addr(0), n.addr(4096)));
+  EXPECT_EQ(off.syscalls(), 0u);
+}
+
+TEST(ProcessMemory, KeptPagesStayAndOthersAreReadFresh) {
+  TwoPages m;
+  ASSERT_NE(m.base, nullptr);
+  ProcessMemory mem(getpid(), 64);
+  mem.set_caching(true);
+  ASSERT_TRUE(mem.prefetch(m.addr(0), m.addr(4096)));  // the first page only
+  mem.keep_cached();
+  std::memset(m.base + 64, 0x11, 8);
+  std::memset(m.base + 4096 + 64, 0x22, 8);
+  uint64_t v = 0;
+  std::span<std::byte> out(reinterpret_cast<std::byte*>(&v), 8);
+  ASSERT_EQ(mem.read(m.addr(64), out), 8u);
+  EXPECT_NE(v, 0x1111111111111111ull);  // the snapshot taken before the change
+  ASSERT_EQ(mem.read(m.addr(4096 + 64), out), 8u);
+  EXPECT_EQ(v, 0x2222222222222222ull);  // not in the snapshot: read from the process now
+  std::memset(m.base + 4096 + 64, 0x33, 8);
+  ASSERT_EQ(mem.read(m.addr(4096 + 64), out), 8u);
+  EXPECT_EQ(v, 0x3333333333333333ull);  // and not kept
+  // A read across the two: the snapshot's part, then the fresh part.
+  std::byte across[16];
+  ASSERT_EQ(mem.read(m.addr(4096 - 8), across), 16u);
+  EXPECT_EQ(std::memcmp(across + 8, m.base + 4096, 8), 0);
+  // Turning caching off drops the snapshot too.
+  mem.set_caching(false);
+  ASSERT_EQ(mem.read(m.addr(64), out), 8u);
+  EXPECT_EQ(v, 0x1111111111111111ull);
 }
 
 }  // namespace

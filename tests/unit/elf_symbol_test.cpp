@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "ehbt/image.hpp"
 #include "elf/symbol_table.hpp"
@@ -145,6 +147,34 @@ TEST(ElfSymbol, TableCoveringRule) {
   EXPECT_EQ(t.lookup(0x1190)->name, "outer");
   EXPECT_EQ(t.lookup(0x11ff)->name, "outer");
   EXPECT_FALSE(t.lookup(0x1200));
+}
+
+// A table large enough for the radix sort, added in a scrambled order, with starts that
+// differ in low, middle and high bytes: every symbol is found by its own addresses, and an
+// alias at the same start (weak) never wins over the global one, whichever came first.
+TEST(ElfSymbol, LargeScrambledTableResolvesEverySymbol) {
+  constexpr uint64_t kCount = 5000;
+  std::vector<std::string> names;
+  for (uint64_t i = 0; i < kCount; ++i) names.push_back("fn" + std::to_string(i));
+  // Symbol i: 0x40 bytes at a base per thousand (high bytes) plus i * 0x100 (low bytes).
+  auto start_of = [](uint64_t i) { return (uint64_t{i / 1000} << 40) + 0x1000 + i * 0x100; };
+  SymbolTable t;
+  for (uint64_t k = 0; k < kCount; ++k) {
+    const uint64_t i = (k * 2654435761u) % kCount;  // a permutation: gcd(2654435761, 5000) = 1
+    if (i % 7 == 0) t.add(start_of(i), 0x40, "weak_alias", STB_WEAK, STT_FUNC);
+    t.add(start_of(i), 0x40, names[i], STB_GLOBAL, STT_FUNC);
+    if (i % 11 == 0) t.add(start_of(i), 0x40, "local_alias", STB_LOCAL, STT_FUNC);
+  }
+  t.finish();
+  for (uint64_t i = 0; i < kCount; ++i) {
+    auto first = t.lookup(start_of(i));
+    auto last = t.lookup(start_of(i) + 0x3f);
+    ASSERT_TRUE(first && last) << i;
+    EXPECT_EQ(first->name, names[i]);
+    EXPECT_EQ(last->name, names[i]);
+    EXPECT_EQ(first->start, start_of(i));
+    EXPECT_FALSE(t.lookup(start_of(i) + 0x40)) << i;  // the gap before the next one
+  }
 }
 
 TEST(ElfSymbol, TablePrefersGlobalThenWeakThenLocal) {

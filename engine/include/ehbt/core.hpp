@@ -122,6 +122,11 @@ class Target {
   virtual bool stop_thread(std::size_t /*index*/) { return true; }
   virtual void resume_thread(std::size_t /*index*/) {}
   virtual void release() {}
+  // Live processes stopped all at once: true when every thread's stack (from its stack
+  // pointer to the end of its mapping) was copied while the process was stopped. The walks
+  // may then follow release() (stop_thread() still says yes): they read the stacks as they
+  // were at the stop, and only other memory from the running process. Cores: false.
+  virtual bool stacks_copied() const { return false; }
   // How long the process was stopped, in microseconds: the whole-process window, or in
   // one-thread-at-a-time mode the longest any one thread was stopped. Nothing for cores,
   // and before release().

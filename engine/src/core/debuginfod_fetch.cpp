@@ -34,6 +34,9 @@ struct DebuginfodApi {
   decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
   decltype(&debuginfod_find_executable) find_executable = nullptr;
   decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  // The library's own free, for the paths it returns: in a static `ehbt`, dlopen gives the
+  // library a C library (and heap) of its own, so the program's free must not take them.
+  void (*release)(void*) = nullptr;
   std::string error;  // why it is unusable; "" when every pointer is set
 };
 
@@ -60,6 +63,7 @@ const DebuginfodApi& debuginfod_api() {
     get(api.set_progressfn, "debuginfod_set_progressfn");
     get(api.find_executable, "debuginfod_find_executable");
     get(api.find_debuginfo, "debuginfod_find_debuginfo");
+    get(api.release, "free");
   });
   return api;
 }
@@ -165,7 +169,7 @@ DebuginfodResult DebuginfodSession::fetch(const std::string& build_id, Debuginfo
       out.error = why_given_up_;
     }
   }
-  std::free(path);
+  api.release(path);
   api.end(client);
   return out;
 }

@@ -68,6 +68,7 @@ class LiveTarget final : public Target {
   bool stop_thread(std::size_t index) override;
   void resume_thread(std::size_t index) override;
   void release() override;
+  bool stacks_copied() const override { return stacks_copied_; }
   std::optional<uint64_t> stopped_us() const override { return stopped_us_; }
 
   static Expected<std::unique_ptr<Target>, std::string> attach(int pid,
@@ -77,6 +78,7 @@ class LiveTarget final : public Target {
   Expected<void, std::string> seize_all();
   void wait_all();
   void read_threads();
+  void copy_stacks(const Limits& limits);
   void name_threads();
   ThreadState read_thread(int tid) const;
   void find_modules(const TargetOptions& options);
@@ -88,7 +90,9 @@ class LiveTarget final : public Target {
   std::map<int, std::string> names_;  // by tid, read before anything is stopped
   bool one_at_a_time_ = false;
   bool released_ = false;
-  int stop_errno_ = 0;  // why the last stop_thread() failed
+  bool stacks_copied_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> mappings_;  // [start, end) from maps, ascending
+  int stop_errno_ = 0;                                   // why the last stop_thread() failed
   Clock::time_point stop_start_{};
   std::optional<uint64_t> stopped_us_;
 };
@@ -188,6 +192,8 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   executable_ = core::strip_deleted(core::read_link(proc + "/exe"));
   const std::string maps_text = core::read_proc_file(proc + "/maps", kMaxMapsBytes);
   auto maps = core::parse_proc_maps(maps_text, kMaxMapsLines);
+  for (const core::FileMapping& m : maps) mappings_.emplace_back(m.start, m.end);
+  std::sort(mappings_.begin(), mappings_.end());
   core::ModuleResolver resolver(memory_, kNativeArch, kHostBigEndian, options, kPageSize);
   resolver.set_warnings(&warnings_);
   resolver.set_named_by("the process");
@@ -203,8 +209,40 @@ void LiveTarget::find_modules(const TargetOptions& options) {
                      options.limits, warnings_);
 }
 
+// Every stopped thread's stack, from just below its stack pointer (the red zone) to the end of
+// the mapping it is in, read into the page cache: one system call per thread instead of one
+// per page the walk touches, and the walks need not keep the process stopped. Each thread
+// may take an equal share of Limits::max_cached_pages; a stack longer than that, or one in
+// no mapping listed before the stop, is read on demand and keeps the process stopped.
+void LiveTarget::copy_stacks(const Limits& limits) {
+  if (threads_.empty() || mappings_.empty()) return;
+  const uint64_t share =
+      std::max<uint64_t>(limits.max_cached_pages / threads_.size(), 1) * kPageSize;
+  constexpr uint64_t kRedZone = 128;
+  bool all = true;
+  for (const ThreadState& t : threads_) {
+    const uint64_t sp = t.regs.sp();
+    auto it = std::upper_bound(mappings_.begin(), mappings_.end(), std::make_pair(sp, UINT64_MAX));
+    if (it == mappings_.begin() || sp >= std::prev(it)->second) {
+      all = false;
+      continue;
+    }
+    const auto [start, end] = *std::prev(it);
+    const uint64_t begin = std::max(start, sp >= kRedZone ? sp - kRedZone : 0);
+    if (end - begin > share) all = false;
+    if (!memory_.prefetch(begin, std::min(end, begin + share))) all = false;
+  }
+  stacks_copied_ = all;
+}
+
 void LiveTarget::detach_all() {
-  memory_.set_caching(false);  // the process runs again: cached pages go stale
+  // The process runs again: cached pages go stale. Stacks copied while every thread was
+  // stopped stay, as the snapshot they are (ProcessMemory::keep_cached).
+  if (!one_at_a_time_ && stacks_copied_) {
+    memory_.keep_cached();
+  } else {
+    memory_.set_caching(false);
+  }
   for (const Attached& a : attached_) {
     ptrace(PTRACE_DETACH, a.tid, nullptr,
            reinterpret_cast<void*>(static_cast<uintptr_t>(a.pending_signal)));
@@ -222,7 +260,8 @@ void LiveTarget::release() {
 }
 
 bool LiveTarget::stop_thread(std::size_t index) {
-  if (!one_at_a_time_) return !released_;
+  // Stopped all at once: each thread's walk may follow release() when the stacks were copied.
+  if (!one_at_a_time_) return !released_ || stacks_copied_;
   if (index >= threads_.size() || released_) return false;
   resume_thread(index);  // at most one thread stopped at any time
   const int tid = static_cast<int>(threads_[index].tid);
@@ -288,6 +327,7 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
   if (t->attached_.empty()) return unexpected(attach_error(pid, ESRCH));
   t->read_threads();
   t->memory_.set_caching(true);
+  t->copy_stacks(options.limits);
   return std::unique_ptr<Target>(std::move(t));
 #endif
 }

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace ehbt::core {
 
@@ -60,15 +61,16 @@ std::size_t ProcessMemory::read_direct(uint64_t addr, std::span<std::byte> out) 
   return done;
 }
 
-const ProcessMemory::Page& ProcessMemory::page(uint64_t page_addr) {
+const ProcessMemory::Page* ProcessMemory::page(uint64_t page_addr) {
   auto it = pages_.find(page_addr);
-  if (it != pages_.end()) return *it->second;
+  if (it != pages_.end()) return it->second.get();
+  if (frozen_) return nullptr;
   // Full: start over rather than track recency; a walk's working set is a few stack pages.
   if (pages_.size() >= max_cached_pages_) pages_.clear();
   auto p = std::make_unique<Page>();
   // Mappings are whole pages: a page reads completely or not at all.
   p->readable = read_chunk(page_addr, p->bytes) == kPage;
-  return *pages_.emplace(page_addr, std::move(p)).first->second;
+  return pages_.emplace(page_addr, std::move(p)).first->second.get();
 }
 
 std::size_t ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
@@ -83,19 +85,70 @@ std::size_t ProcessMemory::read(uint64_t addr, std::span<std::byte> out) {
     const uint64_t a = addr + done;
     if (a < addr) break;  // wrapped past the top of the address space
     const uint64_t base = a & ~(kPage - 1);
-    const Page& p = page(base);
-    if (!p.readable) break;
     const std::size_t off = static_cast<std::size_t>(a - base);
     const std::size_t n = std::min<std::size_t>(out.size() - done, kPage - off);
-    std::memcpy(out.data() + done, p.bytes.data() + off, n);
+    const Page* p = page(base);
+    if (p == nullptr) {
+      const std::size_t got = read_direct(a, out.subspan(done, n));
+      done += got;
+      if (got < n) break;
+      continue;
+    }
+    if (!p->readable) break;
+    std::memcpy(out.data() + done, p->bytes.data() + off, n);
     done += n;
   }
   return done;
 }
 
+bool ProcessMemory::prefetch(uint64_t begin, uint64_t end) {
+  if (!caching_ || frozen_ || begin >= end) return false;
+  begin &= ~(kPage - 1);
+  // IOV_MAX local buffers per call; one remote range, so a short read is a readable prefix.
+  constexpr std::size_t kBatch = 1024;
+  std::vector<std::unique_ptr<Page>> fresh;
+  std::vector<iovec> local;
+  uint64_t a = begin;
+  while (a < end) {
+    fresh.clear();
+    local.clear();
+    const uint64_t run = a;
+    // Consecutive pages not cached yet, as many as the cache may still take.
+    while (a < end && fresh.size() < kBatch && !pages_.contains(a) &&
+           pages_.size() + fresh.size() < max_cached_pages_) {
+      fresh.push_back(std::make_unique<Page>());
+      local.push_back(iovec{fresh.back()->bytes.data(), kPage});
+      a += kPage;
+    }
+    if (fresh.empty()) {
+      if (a < end && pages_.contains(a)) {
+        a += kPage;
+        continue;
+      }
+      return false;  // the cache is full
+    }
+    ++syscalls_;
+    iovec remote{reinterpret_cast<void*>(static_cast<uintptr_t>(run)), local.size() * kPage};
+    const ssize_t n =
+        vm_readv_ok_ ? process_vm_readv(pid_, local.data(), local.size(), &remote, 1, 0) : -1;
+    const std::size_t whole = n > 0 ? static_cast<std::size_t>(n) / kPage : 0;
+    for (std::size_t i = 0; i < whole; ++i) {
+      fresh[i]->readable = true;
+      pages_.emplace(run + i * kPage, std::move(fresh[i]));
+    }
+    if (whole < fresh.size()) return false;  // the rest reads on demand, page by page
+  }
+  return true;
+}
+
 void ProcessMemory::set_caching(bool on) {
   caching_ = on;
+  frozen_ = false;
   if (!on) pages_.clear();
+}
+
+void ProcessMemory::keep_cached() {
+  if (caching_) frozen_ = true;
 }
 
 }  // namespace ehbt::core

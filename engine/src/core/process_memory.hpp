@@ -27,6 +27,14 @@ class ProcessMemory final : public Memory {
   // Caching pays only while the target cannot change its memory: on while every thread we
   // read is stopped, off (and emptied) once any runs again.
   void set_caching(bool on);
+  // Reads the pages of [begin, end) into the cache in one system call per 1,024 pages (while
+  // caching is on), leaving out pages already there and stopping where the target's memory
+  // or the cache's capacity ends. Returns whether all of the range is now cached.
+  bool prefetch(uint64_t begin, uint64_t end);
+  // The process runs again, but the pages cached so far were all read while it was stopped:
+  // they stay and keep answering reads (a snapshot of the stopped process); any other read
+  // goes to the running process and is not kept.
+  void keep_cached();
   // System calls made to read target memory so far (for benchmarks and tests).
   uint64_t syscalls() const { return syscalls_; }
 
@@ -38,13 +46,14 @@ class ProcessMemory final : public Memory {
   };
   std::size_t read_chunk(uint64_t addr, std::span<std::byte> out);
   std::size_t read_direct(uint64_t addr, std::span<std::byte> out);
-  const Page& page(uint64_t page_addr);
+  const Page* page(uint64_t page_addr);  // nullptr: not cached and nothing may be added
 
   int pid_;
   int mem_fd_ = -1;  // /proc/PID/mem, opened on first need
   bool vm_readv_ok_ = true;
   uint32_t max_cached_pages_;
   bool caching_ = false;
+  bool frozen_ = false;  // keep_cached(): serve the cached pages, add none
   uint64_t syscalls_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
 };
