@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Builds the fixture programs, crashes them into cores and records the expected frames.
 
-    make_cores.py [x86_64|aarch64|s390x|all]... [--only NAME,...] [-j N]
+    make_cores.py [x86_64|aarch64|s390x|i386|all]... [--only NAME,...] [-j N]
 
 Outputs, per architecture, in cores/out/<arch>/:
     bin/<name>                 the executable that ran (bin/<name>.unstripped for `stripped`)
@@ -46,7 +46,21 @@ ARCHES = {
                     gdb="gdb-multiarch", call=("bl",)),
     "s390x": dict(prefix="s390x-linux-gnu-", qemu="qemu-s390x", sysroot="/usr/s390x-linux-gnu",
                   gdb="gdb-multiarch", call=("brasl", "bras", "basr")),
+    # 32-bit x86 goes through qemu-user too: kernels without 32-bit exec support (the
+    # Firecracker/PVM guests CI runs on) cannot run it natively.
+    # GDB lists no shared libraries through qemu-i386's gdbstub: cores/gdb_expect.py adds
+    # them from the program's link map (ehbt-load-solibs). The cross glibc's ld.so searches
+    # /lib32 (it is amd64's multilib glibc), which is not in the sysroot: qemu would fall back
+    # to the host's /lib32 (libc6-i386) or find no libc; LD_LIBRARY_PATH=/lib keeps the
+    # guest in the sysroot.
+    "i386": dict(prefix="i686-linux-gnu-", qemu="qemu-i386", sysroot="/usr/i686-linux-gnu",
+                 gdb="gdb-multiarch", call=("call",), gdb_misses_solibs=True,
+                 guest_env=["LD_LIBRARY_PATH=/lib"]),
 }
+# The arches every general case runs on; i386 has the subset below that exercises what
+# differs for it (4-byte CFI, its two signal frame layouts, DRAP, threads).
+BASE_ARCHES = ("x86_64", "aarch64", "s390x")
+WITH_I386 = BASE_ARCHES + ("i386",)
 
 # Frames GDB records past this are not recorded (the overflow case has thousands).
 DEFAULT_MAX_FRAMES = 512
@@ -55,7 +69,7 @@ DEFAULT_MAX_FRAMES = 512
 class Case:
     """One crash scenario: how to build it, run it, and what its crashing thread must show."""
 
-    def __init__(self, name, sources, chain, signal, arches=("x86_64", "aarch64", "s390x"),
+    def __init__(self, name, sources, chain, signal, arches=BASE_ARCHES,
                  cflags=(), ldflags=(), mode="signal", post_build=None, checks=(), max_frames=None,
                  compare_frames=None, stop="outermost", stack_kb=None, qemu_cpu=None,
                  expect_cpu=None, note=""):
@@ -363,21 +377,28 @@ def check_pltcrash(arch, exe, bins):
 NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
 
 CASE_LIST = [
-    Case("chain", ["chain.c"], NATIVE_CHAIN, 11,
+    Case("chain", ["chain.c"], NATIVE_CHAIN, 11, arches=WITH_I386,
          note="plain PIE, null write three calls deep"),
     Case("noreturn", ["noreturn.c"], ["fx_noreturn_last", "fx_noreturn_caller", "main"], 6,
-         checks=[check_noreturn],
+         checks=[check_noreturn], arches=WITH_I386,
          note="return address of a call to abort() lies past fx_noreturn_last's end"),
     Case("sighandler", ["sighandler.c"],
          ["fx_handler_crash", "fx_handler", "<signal handler called>", "fx_interrupted",
           "fx_sig_caller", "main"], 11,
-         expect_cpu={"aarch64": "max,sve=off"},
-         note="SIGSEGV in a SIGUSR1 handler; through the signal trampoline into fx_interrupted"),
+         expect_cpu={"aarch64": "max,sve=off"}, arches=WITH_I386,
+         note="SIGSEGV in a SIGUSR1 handler; through the signal trampoline into fx_interrupted"
+              " (a handler without SA_SIGINFO: i386 gets the old sigframe and __restore)"),
+    Case("siginfo", ["sighandler.c"],
+         ["fx_handler_crash", "fx_handler", "fx_info_handler", "<signal handler called>", "fx_interrupted",
+          "fx_sig_caller", "main"], 11, cflags=["-DFX_SIGINFO=1"], arches=("i386",),
+         note="sighandler with an SA_SIGINFO handler: i386 gets the rt_sigframe and "
+              "__restore_rt (elsewhere there is only that one frame layout)"),
     Case("threads", ["threads.c"], ["fx_main_abort", "main"], 6, ldflags=["-pthread"],
-         cflags=["-pthread"],
+         cflags=["-pthread"], arches=WITH_I386,
          note="main aborts while 4 threads block in read, nanosleep, futex, poll"),
     Case("drap", ["drap.c"], ["fx_drap_callee", "fx_drap_realign", "fx_drap_caller", "main"], 11,
-         checks=[check_drap], note="crash in the callee of a DRAP-realigned function"),
+         checks=[check_drap], arches=WITH_I386,
+         note="crash in the callee of a DRAP-realigned function"),
     Case("plt", ["plt.c"], ["getppid@plt", "fx_plt_caller", "fx_plt_outer", "main"], 5,
          arches=("x86_64",), mode="gdb-plt", ldflags=["-Wl,-z,lazy"], checks=[check_plt],
          note="stopped by GDB on the first instruction of a lazy .plt slot, core by gcore"),
@@ -478,8 +499,9 @@ def kernel_writes_cores_to_cwd():
     return not pattern.startswith("|") and "/" not in pattern and pattern.startswith("core")
 
 
-def gdb_record_cmds(raw, max_frames):
-    return ["-x", GDB_EXPECT, "-ex", "thread apply all bt %d" % max_frames,
+def gdb_record_cmds(raw, max_frames, load_solibs=None):
+    load = ["-ex", "ehbt-load-solibs " + load_solibs] if load_solibs else []
+    return ["-x", GDB_EXPECT] + load + ["-ex", "thread apply all bt %d" % max_frames,
             "-ex", "ehbt-expect %s %d" % (raw, max_frames)]
 
 
@@ -543,6 +565,8 @@ def run_qemu_live(arch, case, bins, raw, text, cpu=None, want_core=True):
         qemu += ["-cpu", cpu]
     if case.stack_kb:
         qemu += ["-s", str(case.stack_kb * 1024)]
+    for env in a.get("guest_env", ()):
+        qemu += ["-E", env]
     # coredump_filter 0: qemu re-raises the signal on itself after writing the guest core;
     # this keeps the host core of qemu (deleted below) tiny.
     guest = subprocess.Popen(qemu + [bins["exe"]], cwd=rundir, stdin=subprocess.DEVNULL,
@@ -553,7 +577,8 @@ def run_qemu_live(arch, case, bins, raw, text, cpu=None, want_core=True):
                    "-ex", "set sysroot " + a["sysroot"], "-ex", "set tcp connect-timeout 30",
                    "-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "file " + bins["gdb_exe"],
                    "-ex", "target remote 127.0.0.1:%d" % port, "-ex", "continue"]
-        gdb_cmd += gdb_record_cmds(raw, case.max_frames)
+        gdb_cmd += gdb_record_cmds(raw, case.max_frames,
+                                   a["sysroot"] if a.get("gdb_misses_solibs") else None)
         gdb_cmd += ["-ex", "continue" if want_core else "kill"]
         proc = run(gdb_cmd, check=False, timeout=300)
         with open(text, "w") as f:
