@@ -202,7 +202,7 @@ def check_drap(arch, exe, bins):
     if not found:
         raise CaseError("no FDE for fx_drap_realign")
     has_expr = any("DW_CFA_def_cfa_expression" in i for i in found[0][2])
-    if arch == "x86_64" and not has_expr:
+    if arch in ("x86_64", "i386") and not has_expr:
         raise CaseError("fx_drap_realign's FDE has no DW_CFA_def_cfa_expression (no DRAP)")
     return "fx_drap_realign FDE %s DW_CFA_def_cfa_expression" % ("uses" if has_expr else
                                                                  "does not use (no DRAP here)")
@@ -788,6 +788,46 @@ def verify_chain(case, frames):
                     (names, chain))
 
 
+# The system call an i386 case's signal trampoline must make: the old sigframe returns through
+# sigreturn (119), the rt_sigframe through rt_sigreturn (173).
+I386_SIGRETURN = {"sighandler": 119, "siginfo": 173}
+
+
+def check_i386_sigreturn(arch, case, frames):
+    """The trampoline frame GDB shows is glibc's restorer for the frame layout the case is
+    for: the `mov $NR,%eax` in its disassembly names the system call. The restorer is a local
+    symbol (not in the cross libc's .dynsym), so it is found by its offset in libc, using the
+    load bias of a libc frame GDB named."""
+    tramp = [f for f in frames if f["type"] == "sigtramp"]
+    named = [f for f in frames if f["module_file"] and f["module_file"] == (
+        tramp[0]["module_file"] if tramp else None) and f["symbols"]]
+    if not tramp or not named:
+        raise CaseError("no trampoline frame in libc, or no named libc frame for its bias")
+    lib, ref = tramp[0]["module_file"], named[0]
+    addrs = [a for a, _, _, n in nm_symbols(lib) + nm_symbols(lib, dynamic=True)
+             if n == ref["symbols"][0]]
+    if not addrs:
+        raise CaseError("%s: no address for %s" % (lib, ref["symbols"][0]))
+    addr = addrs[0]
+    raw = json.load(open(case_raw_path(arch, case)))
+    off = [f["min_symbol_offset"] for t in raw["threads"] for f in t["frames"]
+           if f.get("pc") == ref["pc"]][0]
+    lookup = int(ref["pc"], 16) - (0 if ref["index"] == 0 else 1)
+    bias = lookup - off - addr
+    pc = int(tramp[0]["pc"], 16) - bias
+    text = run([tool(arch, "objdump"), "-d", "--start-address=0x%x" % pc,
+                "--stop-address=0x%x" % (pc + 8), lib]).stdout
+    want = "mov    $0x%x,%%eax" % I386_SIGRETURN[case.name]
+    if want not in text:
+        raise CaseError("the trampoline at %s+0x%x does not make system call %d:\n%s" % (
+            lib, pc, I386_SIGRETURN[case.name], text))
+    return "trampoline at libc+0x%x makes system call %d" % (pc, I386_SIGRETURN[case.name])
+
+
+def case_raw_path(arch, case):
+    return os.path.join(OUT, arch, case.name + ".raw.json")
+
+
 def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", extra_note=""):
     raw = json.load(open(raw_path))
     a = ARCHES[arch]
@@ -830,6 +870,8 @@ def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", ext
         check_return_addresses(arch, bins, raw_path, ct["frames"], case.chain)
     start = verify_chain(case, ct["frames"])
     case_notes = list(notes)
+    if arch == "i386" and case.name in I386_SIGRETURN:
+        case_notes.append(check_i386_sigreturn(arch, case, ct["frames"]))
 
     if case.stop == "outermost":
         for t in threads:
