@@ -289,6 +289,7 @@ def test_i386_live_ehbt_command_through_qemu_gdbstub(build_dir, tmp_path, name):
         "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out_file)])
     assert out_file.exists(), out[-3000:]
     text = out_file.read_text()
+    assert "{" in text, out[-3000:]
     doc = json.loads(text[text.find("{"):])
     assert doc["arch"] == "i386"
     (got,) = [t for t in doc["threads"] if t["crashing"]]
