@@ -278,7 +278,7 @@ def _i386_live(build_dir, name, commands):
         guest.kill()
         guest.wait()
     (thread,) = [t for t in exp["threads"] if t["crashing"]]
-    return out, [int(f["pc"], 16) for f in thread["frames"]], thread
+    return out, [int(f["pc"], 16) for f in thread["frames"]], dict(thread, signal=exp["signal"])
 
 
 @pytest.mark.parametrize("name", I386_LIVE)
@@ -292,6 +292,9 @@ def test_i386_live_ehbt_command_through_qemu_gdbstub(build_dir, tmp_path, name):
     assert "{" in text, out[-3000:]
     doc = json.loads(text[text.find("{"):])
     assert doc["arch"] == "i386"
+    # qemu's gdbstub gives no siginfo: the signal GDB stopped with, its code and address null.
+    assert doc["signal"] == {"number": thread["signal"], "name": doc["signal"]["name"],
+                             "code": None, "address": None}, doc["signal"]
     (got,) = [t for t in doc["threads"] if t["crashing"]]
     assert [int(f["pc"], 16) for f in got["frames"]] == want, (got["frames"], want)
     assert got["stop_reason"] == "outermost", got

@@ -25,6 +25,18 @@ def hexaddr(value):
     return None if value is None else "0x%x" % value
 
 
+# Architectures whose addresses GDB pads to 8 hex digits (its pointer width), not 16.
+_NARROW_ARCHES = frozenset({"i386"})
+
+
+def padded_address(value, arch):
+    """A frame address as GDB and the CLI print it: 0x and 16 digits, 8 on a 32-bit target
+    (a value that does not fit keeps all its digits)."""
+    if str(arch) in _NARROW_ARCHES and value <= 0xffffffff:
+        return "0x%08x" % value
+    return "0x%016x" % value
+
+
 def _symbol(frame, symbol_of):
     """(name, target start) of the symbol covering a frame, or None. `symbol_of(frame)`, when
     given, is asked only where the engine knows no symbol (a debugger's own symbol tables)."""
@@ -219,7 +231,8 @@ def frame_line(frame, index, symbol_of=None):
         text = number + "<signal handler called>"
     else:
         sym = _symbol(frame, symbol_of)
-        text = number + "0x%016x in %s ()" % (frame.pc, sym[0] if sym else "??")
+        text = number + "%s in %s ()" % (padded_address(frame.pc, frame.regs.arch),
+                                         sym[0] if sym else "??")
         module = frame.module
         if module is not None:
             text += " from " + module.path
