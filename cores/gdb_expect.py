@@ -159,78 +159,7 @@ class EhbtExpect(gdb.Command):
             json.dump(doc, f, indent=1)
 
 
-def _auxv():
-    """{AT_*: value} of the inferior, from GDB's `info auxv` (first column is the type)."""
-    out = {}
-    for line in gdb.execute("info auxv", to_string=True).splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].isdigit():
-            value = [p for p in parts if p.startswith("0x") or p.isdigit()][-1]
-            out[int(parts[0])] = int(value, 0)
-    return out
-
-
-class EhbtLoadSolibs(gdb.Command):
-    """ehbt-load-solibs SYSROOT: when GDB found no shared libraries, add their symbols (and so
-    their CFI) from the program's own link map, at the load bias the dynamic linker recorded.
-
-    GDB 13 with qemu-i386 7.2's gdbstub sets no solib event breakpoint and lists no shared
-    libraries (qemu answers qOffsets, and only .text/.data/.bss get relocated), although the
-    dynamic linker's r_debug is fine. The link map is the program's own record of what it
-    loaded, so frames in libc are still GDB's, from the libraries' own CFI and symbols."""
-
-    def __init__(self):
-        super().__init__("ehbt-load-solibs", gdb.COMMAND_DATA)
-
-    def invoke(self, arg, from_tty):
-        sysroot = gdb.string_to_argv(arg)[0]
-        if "No shared libraries" not in gdb.execute("info sharedlibrary", to_string=True):
-            return
-        inf = gdb.selected_inferior()
-        ptr = gdb.lookup_type("void").pointer().sizeof
-        order = "little"
-
-        def word(addr, size=ptr):
-            return int.from_bytes(bytes(inf.read_memory(addr, size)), order)
-
-        aux = _auxv()
-        phdr, phnum = aux[3], aux[5]  # AT_PHDR, AT_PHNUM
-        entsize = 32 if ptr == 4 else 56
-        bias, dynamic = None, None
-        for i in range(phnum):
-            ph = phdr + i * entsize
-            ptype = word(ph, 4)
-            vaddr = word(ph + (8 if ptr == 4 else 16))
-            if ptype == 6:  # PT_PHDR
-                bias = phdr - vaddr
-            elif ptype == 2:  # PT_DYNAMIC
-                dynamic = vaddr
-        if bias is None or dynamic is None:
-            raise gdb.GdbError("ehbt-load-solibs: no PT_PHDR or PT_DYNAMIC")
-        r_debug = 0
-        for i in range(512):
-            tag, val = word(bias + dynamic + 2 * i * ptr), word(bias + dynamic + (2 * i + 1) * ptr)
-            if tag == 0:
-                break
-            if tag == 21:  # DT_DEBUG
-                r_debug = val
-        if not r_debug:
-            raise gdb.GdbError("ehbt-load-solibs: DT_DEBUG is 0")
-        lm = word(r_debug + ptr)  # r_map follows the int r_version, padded to a pointer
-        for _ in range(512):
-            if not lm:
-                break
-            l_addr, l_name, l_next = word(lm), word(lm + ptr), word(lm + 3 * ptr)
-            name = inf.read_memory(l_name, 256).tobytes().split(b"\0")[0].decode() if l_name \
-                else ""
-            if name.startswith("/"):
-                gdb.execute("add-symbol-file %s%s -o 0x%x" % (sysroot, name, l_addr),
-                            to_string=True)
-            lm = l_next
-
-
 # GDB stops at main by default; ehbt walks to the outermost frame (_start, clone3).
 gdb.execute("set backtrace past-main on")
 gdb.execute("set backtrace past-entry on")
 EhbtExpect()
-EhbtLoadSolibs()
