@@ -209,6 +209,13 @@ def thread_header(tid, crashing=False, signal=None, name=None):
     return text + ":"
 
 
+def _padded_address(frame):
+    """The pc padded to the target's pointer width as GDB does: 16 digits, 8 on i386."""
+    regs = getattr(frame, "regs", None)
+    narrow = regs is not None and regs.arch.info.address_size == 4 and frame.pc <= 0xFFFFFFFF
+    return ("0x%08x" if narrow else "0x%016x") % frame.pc
+
+
 def frame_line(frame, index, symbol_of=None):
     """A frame in GDB's bt look: ``#3  0x000055d4... in check () from /opt/app/bin/server``;
     ``#2  <signal handler called>`` for a signal trampoline."""
@@ -219,7 +226,7 @@ def frame_line(frame, index, symbol_of=None):
         text = number + "<signal handler called>"
     else:
         sym = _symbol(frame, symbol_of)
-        text = number + "0x%016x in %s ()" % (frame.pc, sym[0] if sym else "??")
+        text = number + _padded_address(frame) + " in %s ()" % (sym[0] if sym else "??")
         module = frame.module
         if module is not None:
             text += " from " + module.path
