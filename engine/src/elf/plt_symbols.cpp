@@ -109,25 +109,25 @@ struct Slot {
 
 // x86-64: every stub (lazy .plt entry, .plt.sec or .plt.got) holds `jmp *disp32(%rip)`
 // (ff 25), possibly after endbr64 and a bnd prefix; the slot it reads names the function.
-// i386 (`got_base` set: the address of .got.plt, which PIC code keeps in %ebx): `jmp *abs32`
-// (ff 25) in position-dependent code, `jmp *disp32(%ebx)` (ff a3) in PIC.
+// i386 (`i386` true; `got_base` the address PIC code keeps in %ebx): `jmp *abs32` (ff 25) in
+// position-dependent code, `jmp *disp32(%ebx)` (ff a3) in PIC.
 std::size_t x86_stubs(const Section& s, const std::vector<Slot>& by_slot, SymbolSink& table,
-                      uint64_t entry, std::optional<uint64_t> got_base = std::nullopt) {
+                      uint64_t entry, bool i386, uint64_t got_base) {
   std::size_t added = 0;
   for (std::size_t off = 0; off + entry <= s.bytes.size() && !table.full(); off += entry) {
     for (std::size_t i = off; i + 6 <= off + entry; ++i) {
       if (s.bytes[i] != std::byte{0xff}) continue;
       const bool abs_or_rip = s.bytes[i + 1] == std::byte{0x25};
-      const bool ebx_rel = got_base && s.bytes[i + 1] == std::byte{0xa3};
+      const bool ebx_rel = i386 && s.bytes[i + 1] == std::byte{0xa3};
       if (!abs_or_rip && !ebx_rel) continue;
       int32_t disp = 0;
       for (int b = 0; b < 4; ++b) {
         disp |= static_cast<int32_t>(static_cast<uint32_t>(s.bytes[i + 2 + b]) << (8 * b));
       }
       uint64_t slot = s.addr + i + 6 + static_cast<int64_t>(disp);
-      if (got_base) {
+      if (i386) {
         slot = (abs_or_rip ? static_cast<uint64_t>(static_cast<uint32_t>(disp))
-                           : *got_base + static_cast<int64_t>(disp)) &
+                           : got_base + static_cast<int64_t>(disp)) &
                UINT32_MAX;
       }
       auto it = std::lower_bound(by_slot.begin(), by_slot.end(), slot,
@@ -203,9 +203,8 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
   switch (image.arch()) {
     case Arch::X86_64:
     case Arch::I386: {
-      const std::optional<uint64_t> got_base =
-          image.arch() == Arch::I386 ? std::optional<uint64_t>(got_plt.value_or(got.value_or(0)))
-                                     : std::nullopt;
+      const bool i386 = image.arch() == Arch::I386;
+      const uint64_t got_base = got_plt.value_or(got.value_or(0));
       // Slot -> naming relocation; for a slot both name, .rela.plt's (listed last) wins.
       std::vector<Slot> by_slot;
       for (const Relocs* list : {&glob_dat, &jump_slots}) {
@@ -227,15 +226,15 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
       // The lazy .plt holds the jumps unless .plt.sec (IBT) took them over; PLT0's jump
       // reads a GOT slot no relocation names, so it stays nameless.
       if (plt_sec.present) {
-        added += x86_stubs(plt_sec, by_slot, table, 16, got_base);
+        added += x86_stubs(plt_sec, by_slot, table, 16, i386, got_base);
       } else if (plt.present) {
-        added += x86_stubs(plt, by_slot, table, 16, got_base);
+        added += x86_stubs(plt, by_slot, table, 16, i386, got_base);
       }
       if (plt_got.present) {
         // 8-byte stubs, 16 with IBT (endbr64 / endbr32 first).
         const bool ibt = plt_got.bytes.size() >= 4 && plt_got.bytes[0] == std::byte{0xf3} &&
                          plt_got.bytes[1] == std::byte{0x0f} && plt_got.bytes[2] == std::byte{0x1e};
-        added += x86_stubs(plt_got, by_slot, table, ibt ? 16 : 8, got_base);
+        added += x86_stubs(plt_got, by_slot, table, ibt ? 16 : 8, i386, got_base);
       }
       return added;
     }
