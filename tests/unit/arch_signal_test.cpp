@@ -319,6 +319,7 @@ TEST(ArchSignalTest, I386SigreturnPatterns) {
   put_bytes(m, kTramp + 0x300, {0xb8, 0xad, 0x00, 0x00, 0x00, 0x0f, 0x05});  // syscall, not int
   EXPECT_EQ(ops.sigreturn_at(m, kTramp), arch::Sigreturn::Rt);
   EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x100), arch::Sigreturn::NonRt);
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x101), arch::Sigreturn::NonRt);  // after the pop
   EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x200), arch::Sigreturn::None);
   EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x300), arch::Sigreturn::None);
   EXPECT_EQ(ops.sigreturn_at(m, 0x1000), arch::Sigreturn::None);  // unreadable
@@ -385,6 +386,16 @@ TEST_F(I386Sigframe, NonRtSigreturn) {
   EXPECT_EQ(r->caller.regs.get(kEdi), 0xd1d1d1d1u);
   EXPECT_EQ(r->caller.regs.get(kEax), 0xa0a0a0a0u);
   EXPECT_EQ(r->cfa, kStack + 0x2800);
+
+  // Stopped after the trampoline's `pop %eax` (e.g. a core written inside it): esp has moved
+  // past the signal number to the sigcontext itself.
+  RegisterSet inside(Arch::I386);
+  inside.set_pc(kTramp + 1);
+  inside.set(kEsp, frame + 8);
+  auto in = unwinder.step(unwinder.first_frame(inside, none), m, none);
+  ASSERT_TRUE(in.has_value()) << in.error().detail;
+  EXPECT_EQ(in->caller.pc, 0x8048123u);
+  EXPECT_EQ(in->caller.regs.get(kEsp), kStack + 0x2800);
 }
 
 // The ebp chain and the entry step with 4-byte words: push %ebp; mov %esp,%ebp leaves

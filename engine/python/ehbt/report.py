@@ -25,16 +25,16 @@ def hexaddr(value):
     return None if value is None else "0x%x" % value
 
 
-# Architectures whose addresses GDB pads to 8 hex digits (its pointer width), not 16.
-_NARROW_ARCHES = frozenset({"i386"})
-
-
 def padded_address(value, arch):
-    """A frame address as GDB and the CLI print it: 0x and 16 digits, 8 on a 32-bit target
-    (a value that does not fit keeps all its digits)."""
-    if str(arch) in _NARROW_ARCHES and value <= 0xffffffff:
-        return "0x%08x" % value
-    return "0x%016x" % value
+    """A frame address as GDB and the CLI print it, padded to the target's pointer width: 16
+    digits, 8 on i386 (a value that does not fit keeps all its digits). `arch` is an
+    ehbt.Arch or its name."""
+    if isinstance(arch, str):
+        from . import Arch
+
+        arch = Arch.from_name(arch)
+    narrow = arch is not None and arch.info.address_size == 4 and value <= 0xFFFFFFFF
+    return ("0x%08x" if narrow else "0x%016x") % value
 
 
 def _symbol(frame, symbol_of):
@@ -231,7 +231,8 @@ def frame_line(frame, index, symbol_of=None):
         text = number + "<signal handler called>"
     else:
         sym = _symbol(frame, symbol_of)
-        text = number + "%s in %s ()" % (padded_address(frame.pc, frame.regs.arch),
+        regs = getattr(frame, "regs", None)
+        text = number + "%s in %s ()" % (padded_address(frame.pc, regs.arch if regs else None),
                                          sym[0] if sym else "??")
         module = frame.module
         if module is not None:

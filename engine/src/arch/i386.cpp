@@ -45,9 +45,12 @@ class I386Ops final : public ArchOps {
   // Every 32-bit address can hold user code (a compat task on a 64-bit kernel has all 4 GiB).
   bool plausible_pc(uint64_t pc) const override { return pc <= UINT32_MAX; }
 
+  // Also at the `mov` of __kernel_sigreturn (a thread stopped right after its `pop`): the
+  // sigcontext is then at esp itself (see recover_signal).
   Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
     if (code_at(mem, pc, kRtSigreturnCode)) return Sigreturn::Rt;
     if (code_at(mem, pc, kSigreturnCode)) return Sigreturn::NonRt;
+    if (pc > 0 && code_at(mem, pc - 1, kSigreturnCode)) return Sigreturn::NonRt;
     return Sigreturn::None;
   }
 
@@ -57,6 +60,8 @@ class I386Ops final : public ArchOps {
     if (!regs.has(kEsp)) return unexpected(not_applicable("esp unknown at the trampoline"));
     const uint64_t sp = regs.raw(kEsp);
     uint64_t sc = sp + kSigframeSc;
+    // Past the `pop %eax`, the signal number is gone and esp is at the sigcontext.
+    if (kind == Sigreturn::NonRt && !code_at(mem, regs.pc(), kSigreturnCode)) sc = sp;
     if (kind == Sigreturn::Rt) {
       uint64_t puc = 0;
       if (!read_word(mem, sp + kRtSigframePuc, puc))
