@@ -389,7 +389,8 @@ CASE_LIST = [
               " (a handler without SA_SIGINFO: i386 gets the old sigframe and __restore)"),
     Case("siginfo", ["sighandler.c"],
          ["fx_handler_crash", "fx_handler", "fx_info_handler", "<signal handler called>",
-          "fx_interrupted", "fx_sig_caller", "main"], 11, cflags=["-DFX_SIGINFO=1"], arches=("i386",),
+          "fx_interrupted", "fx_sig_caller", "main"], 11, cflags=["-DFX_SIGINFO=1"],
+         arches=("i386",),
          note="sighandler with an SA_SIGINFO handler: i386 gets the rt_sigframe and "
               "__restore_rt (elsewhere there is only that one frame layout)"),
     Case("threads", ["threads.c"], ["fx_main_abort", "main"], 6, ldflags=["-pthread"],
