@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Builds the fixture programs, crashes them into cores and records the expected frames.
 
-    make_cores.py [x86_64|aarch64|s390x|all]... [--only NAME,...] [-j N]
+    make_cores.py [x86_64|aarch64|s390x|i386|all]... [--only NAME,...] [-j N]
 
 Outputs, per architecture, in cores/out/<arch>/:
     bin/<name>                 the executable that ran (bin/<name>.unstripped for `stripped`)
@@ -46,7 +46,20 @@ ARCHES = {
                     gdb="gdb-multiarch", call=("bl",)),
     "s390x": dict(prefix="s390x-linux-gnu-", qemu="qemu-s390x", sysroot="/usr/s390x-linux-gnu",
                   gdb="gdb-multiarch", call=("brasl", "bras", "basr")),
+    # 32-bit x86 goes through qemu-user too: kernels without 32-bit exec support (the
+    # Firecracker/PVM guests CI runs on) cannot run it natively.
+    # tdesc: see i386_linux_tdesc. The cross glibc's ld.so searches
+    # /lib32 (it is amd64's multilib glibc), which is not in the sysroot: qemu would fall back
+    # to the host's /lib32 (libc6-i386) or find no libc; LD_LIBRARY_PATH=/lib keeps the
+    # guest in the sysroot.
+    "i386": dict(prefix="i686-linux-gnu-", qemu="qemu-i386", sysroot="/usr/i686-linux-gnu",
+                 gdb="gdb-multiarch", call=("call",), tdesc="i386_linux",
+                 guest_env=["LD_LIBRARY_PATH=/lib"]),
 }
+# The arches every general case runs on; i386 has the subset below that exercises what
+# differs for it (4-byte CFI, its two signal frame layouts, DRAP, threads).
+BASE_ARCHES = ("x86_64", "aarch64", "s390x")
+WITH_I386 = BASE_ARCHES + ("i386",)
 
 # Frames GDB records past this are not recorded (the overflow case has thousands).
 DEFAULT_MAX_FRAMES = 512
@@ -55,7 +68,7 @@ DEFAULT_MAX_FRAMES = 512
 class Case:
     """One crash scenario: how to build it, run it, and what its crashing thread must show."""
 
-    def __init__(self, name, sources, chain, signal, arches=("x86_64", "aarch64", "s390x"),
+    def __init__(self, name, sources, chain, signal, arches=BASE_ARCHES,
                  cflags=(), ldflags=(), mode="signal", post_build=None, checks=(), max_frames=None,
                  compare_frames=None, stop="outermost", stack_kb=None, qemu_cpu=None,
                  expect_cpu=None, note=""):
@@ -189,7 +202,7 @@ def check_drap(arch, exe, bins):
     if not found:
         raise CaseError("no FDE for fx_drap_realign")
     has_expr = any("DW_CFA_def_cfa_expression" in i for i in found[0][2])
-    if arch == "x86_64" and not has_expr:
+    if arch in ("x86_64", "i386") and not has_expr:
         raise CaseError("fx_drap_realign's FDE has no DW_CFA_def_cfa_expression (no DRAP)")
     return "fx_drap_realign FDE %s DW_CFA_def_cfa_expression" % ("uses" if has_expr else
                                                                  "does not use (no DRAP here)")
@@ -363,21 +376,29 @@ def check_pltcrash(arch, exe, bins):
 NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
 
 CASE_LIST = [
-    Case("chain", ["chain.c"], NATIVE_CHAIN, 11,
+    Case("chain", ["chain.c"], NATIVE_CHAIN, 11, arches=WITH_I386,
          note="plain PIE, null write three calls deep"),
     Case("noreturn", ["noreturn.c"], ["fx_noreturn_last", "fx_noreturn_caller", "main"], 6,
-         checks=[check_noreturn],
+         checks=[check_noreturn], arches=WITH_I386,
          note="return address of a call to abort() lies past fx_noreturn_last's end"),
     Case("sighandler", ["sighandler.c"],
          ["fx_handler_crash", "fx_handler", "<signal handler called>", "fx_interrupted",
           "fx_sig_caller", "main"], 11,
-         expect_cpu={"aarch64": "max,sve=off"},
-         note="SIGSEGV in a SIGUSR1 handler; through the signal trampoline into fx_interrupted"),
+         expect_cpu={"aarch64": "max,sve=off"}, arches=WITH_I386,
+         note="SIGSEGV in a SIGUSR1 handler; through the signal trampoline into fx_interrupted"
+              " (a handler without SA_SIGINFO: i386 gets the old sigframe and __restore)"),
+    Case("siginfo", ["sighandler.c"],
+         ["fx_handler_crash", "fx_handler", "fx_info_handler", "<signal handler called>",
+          "fx_interrupted", "fx_sig_caller", "main"], 11, cflags=["-DFX_SIGINFO=1"],
+         arches=("i386",),
+         note="sighandler with an SA_SIGINFO handler: i386 gets the rt_sigframe and "
+              "__restore_rt (elsewhere there is only that one frame layout)"),
     Case("threads", ["threads.c"], ["fx_main_abort", "main"], 6, ldflags=["-pthread"],
-         cflags=["-pthread"],
+         cflags=["-pthread"], arches=WITH_I386,
          note="main aborts while 4 threads block in read, nanosleep, futex, poll"),
     Case("drap", ["drap.c"], ["fx_drap_callee", "fx_drap_realign", "fx_drap_caller", "main"], 11,
-         checks=[check_drap], note="crash in the callee of a DRAP-realigned function"),
+         checks=[check_drap], arches=WITH_I386,
+         note="crash in the callee of a DRAP-realigned function"),
     Case("plt", ["plt.c"], ["getppid@plt", "fx_plt_caller", "fx_plt_outer", "main"], 5,
          arches=("x86_64",), mode="gdb-plt", ldflags=["-Wl,-z,lazy"], checks=[check_plt],
          note="stopped by GDB on the first instruction of a lazy .plt slot, core by gcore"),
@@ -526,6 +547,44 @@ def run_native(arch, case, bins, core, raw, text):
     shutil.rmtree(rundir, ignore_errors=True)
 
 
+def i386_linux_tdesc():
+    """A GDB target description for qemu-i386's gdbstub that says Linux. qemu 7.2 describes
+    its registers without the org.gnu.gdb.i386.linux feature (orig_eax); GDB 13 then sets up
+    its i386 GNU/Linux support only half: no shared library list (no libc CFI or symbols) and
+    no sigtramp recogniser, so the frames past libc and the signal trampoline come out
+    wrong. This is qemu's register list, in qemu's order (the 'g' packet layout), plus
+    orig_eax after it (qemu has no such register; GDB then sees it unavailable)."""
+    regs = ["eax:int32", "ecx:int32", "edx:int32", "ebx:int32", "esp:data_ptr", "ebp:data_ptr",
+            "esi:int32", "edi:int32", "eip:code_ptr", "eflags:int32"]
+    regs += [r + ":int32" for r in ("cs", "ss", "ds", "es", "fs", "gs", "fs_base", "gs_base",
+                                    "k_gs_base", "cr0", "cr2", "cr3", "cr4", "cr8", "efer")]
+    regs += ["st%d:i387_ext" % i for i in range(8)]
+    regs += [r + ":int" for r in ("fctrl", "fstat", "ftag", "fiseg", "fioff", "foseg", "fooff",
+                                  "fop")]
+    regs += ["xmm%d:uint128" % i for i in range(8)] + ["mxcsr:int"]
+    bits = {"i387_ext": 80, "uint128": 128}
+
+    def reg(n, spec):
+        name, typ = spec.split(":")
+        return '    <reg name="%s" bitsize="%d" type="%s" regnum="%d"/>' % (
+            name, bits.get(typ, 32), typ, n)
+
+    lines = ['<?xml version="1.0"?>', '<!DOCTYPE target SYSTEM "gdb-target.dtd">', "<target>",
+             "  <architecture>i386</architecture>", "  <osabi>GNU/Linux</osabi>",
+             '  <feature name="org.gnu.gdb.i386.core">']
+    lines += [reg(n, spec) for n, spec in enumerate(regs)]
+    lines += ["  </feature>", '  <feature name="org.gnu.gdb.i386.linux">',
+              reg(len(regs), "orig_eax:int"), "  </feature>", "</target>"]
+    path = os.path.join(OUT, "i386", "qemu-i386-linux.xml")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+TDESCS = {"i386_linux": i386_linux_tdesc}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -543,6 +602,8 @@ def run_qemu_live(arch, case, bins, raw, text, cpu=None, want_core=True):
         qemu += ["-cpu", cpu]
     if case.stack_kb:
         qemu += ["-s", str(case.stack_kb * 1024)]
+    for env in a.get("guest_env", ()):
+        qemu += ["-E", env]
     # coredump_filter 0: qemu re-raises the signal on itself after writing the guest core;
     # this keeps the host core of qemu (deleted below) tiny.
     guest = subprocess.Popen(qemu + [bins["exe"]], cwd=rundir, stdin=subprocess.DEVNULL,
@@ -550,8 +611,10 @@ def run_qemu_live(arch, case, bins, raw, text, cpu=None, want_core=True):
                              preexec_fn=_limits(coredump_filter="0"))
     try:
         gdb_cmd = [a["gdb"], "-batch", "-nx", "-ex", "set pagination off",
-                   "-ex", "set sysroot " + a["sysroot"], "-ex", "set tcp connect-timeout 30",
-                   "-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "file " + bins["gdb_exe"],
+                   "-ex", "set sysroot " + a["sysroot"], "-ex", "set tcp connect-timeout 30"]
+        if a.get("tdesc"):
+            gdb_cmd += ["-ex", "set tdesc filename " + TDESCS[a["tdesc"]]()]
+        gdb_cmd += ["-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "file " + bins["gdb_exe"],
                    "-ex", "target remote 127.0.0.1:%d" % port, "-ex", "continue"]
         gdb_cmd += gdb_record_cmds(raw, case.max_frames)
         gdb_cmd += ["-ex", "continue" if want_core else "kill"]
@@ -726,6 +789,46 @@ def verify_chain(case, frames):
                     (names, chain))
 
 
+# The system call an i386 case's signal trampoline must make: the old sigframe returns through
+# sigreturn (119), the rt_sigframe through rt_sigreturn (173).
+I386_SIGRETURN = {"sighandler": 119, "siginfo": 173}
+
+
+def check_i386_sigreturn(arch, case, frames):
+    """The trampoline frame GDB shows is glibc's restorer for the frame layout the case is
+    for: the `mov $NR,%eax` in its disassembly names the system call. The restorer is a local
+    symbol (not in the cross libc's .dynsym), so it is found by its offset in libc, using the
+    load bias of a libc frame GDB named."""
+    tramp = [f for f in frames if f["type"] == "sigtramp"]
+    named = [f for f in frames if f["module_file"] and f["module_file"] == (
+        tramp[0]["module_file"] if tramp else None) and f["symbols"]]
+    if not tramp or not named:
+        raise CaseError("no trampoline frame in libc, or no named libc frame for its bias")
+    lib, ref = tramp[0]["module_file"], named[0]
+    addrs = [a for a, _, _, n in nm_symbols(lib) + nm_symbols(lib, dynamic=True)
+             if n == ref["symbols"][0]]
+    if not addrs:
+        raise CaseError("%s: no address for %s" % (lib, ref["symbols"][0]))
+    addr = addrs[0]
+    raw = json.load(open(case_raw_path(arch, case)))
+    off = [f["min_symbol_offset"] for t in raw["threads"] for f in t["frames"]
+           if f.get("pc") == ref["pc"]][0]
+    lookup = int(ref["pc"], 16) - (0 if ref["index"] == 0 else 1)
+    bias = lookup - off - addr
+    pc = int(tramp[0]["pc"], 16) - bias
+    text = run([tool(arch, "objdump"), "-d", "--start-address=0x%x" % pc,
+                "--stop-address=0x%x" % (pc + 8), lib]).stdout
+    want = "mov    $0x%x,%%eax" % I386_SIGRETURN[case.name]
+    if want not in text:
+        raise CaseError("the trampoline at %s+0x%x does not make system call %d:\n%s" % (
+            lib, pc, I386_SIGRETURN[case.name], text))
+    return "trampoline at libc+0x%x makes system call %d" % (pc, I386_SIGRETURN[case.name])
+
+
+def case_raw_path(arch, case):
+    return os.path.join(OUT, arch, case.name + ".raw.json")
+
+
 def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", extra_note=""):
     raw = json.load(open(raw_path))
     a = ARCHES[arch]
@@ -768,6 +871,8 @@ def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", ext
         check_return_addresses(arch, bins, raw_path, ct["frames"], case.chain)
     start = verify_chain(case, ct["frames"])
     case_notes = list(notes)
+    if arch == "i386" and case.name in I386_SIGRETURN:
+        case_notes.append(check_i386_sigreturn(arch, case, ct["frames"]))
 
     if case.stop == "outermost":
         for t in threads:

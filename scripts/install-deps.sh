@@ -11,6 +11,7 @@ packages=(
   gdb gdb-multiarch elfutils binutils file
   qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
   gcc-s390x-linux-gnu g++-s390x-linux-gnu libc6-dev-s390x-cross
+  gcc-i686-linux-gnu libc6-dev-i386-cross
   binutils-aarch64-linux-gnu binutils-s390x-linux-gnu
   sqlite3 python3-venv
   man-db groff-base

@@ -3,7 +3,8 @@
  * sends the signal to itself with an inline system call, so the interrupted pc is inside
  * fx_interrupted itself (right after the syscall instruction), not in libc. The backtrace must
  * cross the kernel's (or qemu's) signal trampoline back into fx_interrupted, and there the pc
- * must be used as is (it is not a return address). */
+ * must be used as is (it is not a return address). Built with FX_SIGINFO the handler is an
+ * SA_SIGINFO one: on i386 that selects the kernel's rt_sigframe instead of the old sigframe. */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,10 @@ static inline long fx_raw_kill(long pid, long sig) {
   register long x1 __asm__("x1") = sig;
   __asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
   return x0;
+#elif defined(__i386__)
+  long ret = 37; /* __NR_kill; int $0x80, as the machine has no vDSO under qemu-user */
+  __asm__ volatile("int $0x80" : "+a"(ret) : "b"(pid), "c"(sig) : "memory");
+  return ret;
 #elif defined(__s390x__)
   register long r2 __asm__("r2") = pid;
   register long r3 __asm__("r3") = sig;
@@ -57,10 +62,24 @@ FX_NOINLINE void fx_sig_caller(long pid) {
   FX_KEEP();
 }
 
+#ifdef FX_SIGINFO
+FX_NOINLINE void fx_info_handler(int sig, siginfo_t* info, void* uc) {
+  (void)info;
+  (void)uc;
+  fx_handler(sig);
+  FX_KEEP();
+}
+#endif
+
 int main(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
+#ifdef FX_SIGINFO
+  sa.sa_sigaction = fx_info_handler;
+  sa.sa_flags = SA_SIGINFO;
+#else
   sa.sa_handler = fx_handler;
+#endif
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR1, &sa, 0);
   fx_sig_caller(getpid());

@@ -9,9 +9,11 @@
 namespace ehbt::cli {
 namespace {
 
-std::string padded_address(uint64_t v) {
+// GDB pads frame addresses to the target's pointer width: 16 digits, 8 on a 32-bit target.
+std::string padded_address(uint64_t v, bool narrow) {
   std::string s;
   util::append_hex16(s, v);
+  if (narrow && v <= UINT32_MAX) s.erase(2, 8);
   return s;
 }
 
@@ -23,12 +25,12 @@ std::string frame_number(uint32_t index) {
   return s;
 }
 
-std::string frame_text(const FrameLine& f) {
+std::string frame_text(const FrameLine& f, bool narrow) {
   std::string line = frame_number(f.index);
   if (f.signal_trampoline) {
     line += "<signal handler called>";
   } else {
-    line += padded_address(f.pc) + " in " + f.symbol.value_or("??") + " ()";
+    line += padded_address(f.pc, narrow) + " in " + f.symbol.value_or("??") + " ()";
     if (f.module) line += " from " + *f.module;
     if (f.jit) line += " [jit]";
   }
@@ -76,9 +78,11 @@ std::string render_text(const BacktraceReport& r) {
   } else {
     out += "Signal: none\n";
   }
+  const std::optional<Arch> arch = arch_from_name(r.arch);
+  const bool narrow = arch && arch_info(*arch).address_size == 4;
   for (const ThreadReport& t : r.threads) {
     out += "\n" + thread_header(t, r.signal) + "\n";
-    for (const FrameLine& f : t.frames) out += frame_text(f) + "\n";
+    for (const FrameLine& f : t.frames) out += frame_text(f, narrow) + "\n";
     if (t.stop != StopReason::Outermost) {
       out += "Backtrace stopped: " + std::string(stop_reason_name(t.stop));
       if (!t.detail.empty()) out += ": " + t.detail;

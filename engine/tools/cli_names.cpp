@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Name tables. Register numbers follow the DWARF register mappings of the x86-64 psABI, the
-// AArch64 DWARF ABI (aadwarf64) and the s390x ELF ABI; signal codes follow <signal.h>.
+// AArch64 DWARF ABI (aadwarf64), the s390x ELF ABI and the i386 psABI; signal codes follow
+// <signal.h>.
 #include "cli_names.hpp"
 
 #include <signal.h>
@@ -132,6 +133,20 @@ std::string x86_64_register(uint16_t reg) {
   }
 }
 
+// i386 psABI numbering (GCC and GDB agree): 0-7 gprs, 8 eip, 9 eflags, 11-18 st0-st7,
+// 21-28 xmm0-xmm7, 29-36 mm0-mm7, 40-45 es cs ss ds fs gs.
+std::string i386_register(uint16_t reg) {
+  static constexpr std::array<std::string_view, 10> kGpr{"eax", "ecx", "edx", "ebx", "esp",
+                                                         "ebp", "esi", "edi", "eip", "eflags"};
+  static constexpr std::array<std::string_view, 6> kSeg{"es", "cs", "ss", "ds", "fs", "gs"};
+  if (reg < kGpr.size()) return std::string(kGpr[reg]);
+  if (reg >= 11 && reg <= 18) return "st" + std::to_string(reg - 11);
+  if (reg >= 21 && reg <= 28) return "xmm" + std::to_string(reg - 21);
+  if (reg >= 29 && reg <= 36) return "mm" + std::to_string(reg - 29);
+  if (reg >= 40 && reg <= 45) return std::string(kSeg[reg - 40]);
+  return "reg" + std::to_string(reg);
+}
+
 std::string aarch64_register(uint16_t reg) {
   if (reg <= 30) return "x" + std::to_string(reg);
   if (reg >= 64 && reg <= 95) return "v" + std::to_string(reg - 64);
@@ -173,6 +188,8 @@ std::string register_name(Arch arch, uint16_t reg) {
       return aarch64_register(reg);
     case Arch::S390x:
       return s390x_register(reg);
+    case Arch::I386:
+      return i386_register(reg);
   }
   return "reg" + std::to_string(reg);
 }

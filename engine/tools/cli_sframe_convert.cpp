@@ -58,6 +58,8 @@ std::string objcopy_program(Arch arch) {
       return "aarch64-linux-gnu-objcopy";
     case Arch::S390x:
       return "s390x-linux-gnu-objcopy";
+    case Arch::I386:
+      return "i686-linux-gnu-objcopy";
     case Arch::X86_64:
       break;
   }
@@ -80,6 +82,9 @@ std::optional<std::string> or_null(const std::string& s) {
 Expected<SframeConversion, std::string> convert_image(const Image& image, uint8_t version,
                                                       uint64_t section_addr, const Limits& limits) {
   if (image.eh_frame().empty()) return unexpected(std::string("no .eh_frame section"));
+  if (!sframe::abi_for(image.arch(), image.big_endian())) {
+    return unexpected("SFrame defines no ABI for " + std::string(arch_info(image.arch()).name));
+  }
   SframeConversion c;
   c.version = version;
   c.section_addr = section_addr;

@@ -43,6 +43,7 @@ debug info.
 """
 
 import os
+import re
 import sys
 
 import gdb
@@ -266,13 +267,30 @@ def _thread_tid(thread):
     return lwp or tid or pid
 
 
+def _stop_signal_without_siginfo():
+    """The signal GDB says the program stopped with ("It stopped with signal SIGSEGV, ..." in
+    `info program`), for a target that gives no siginfo (qemu-user's gdbstub): number only,
+    code and address unknown (null), as for a core without NT_SIGINFO."""
+    try:
+        text = gdb.execute("info program", to_string=True)
+    except gdb.error:
+        return None
+    m = re.search(r"stopped with signal (SIG[A-Z0-9]+)", text)
+    if not m:
+        return None
+    for number in range(1, 65):
+        if ehbt.signal_name(number) == m.group(1):
+            return report.signal_record(number)
+    return None
+
+
 def _signal_of_selected_thread():
     try:
         info = gdb.parse_and_eval("$_siginfo")
         number = int(info["si_signo"])
         code = int(info["si_code"])
     except (gdb.error, RuntimeError, ValueError):
-        return None
+        return _stop_signal_without_siginfo()
     address = None
     if number in debugger_support.FAULT_ADDRESS_SIGNALS:
         try:
@@ -350,6 +368,7 @@ def _compare_lines(backtrace, limit):
     for frame in backtrace.frames[:limit]:
         sym = frame.symbolize()
         ours.append((frame.pc, sym[0] if sym else "??"))
+    arch = backtrace.frames[0].regs.arch if backtrace.frames else "x86_64"
     lines = ["%-4s %-48s %s" % ("#", "gdb", "ehbt")]
     first_diff = None
     for i in range(max(len(theirs), len(ours))):
@@ -362,8 +381,8 @@ def _compare_lines(backtrace, limit):
         if not same and first_diff is None:
             first_diff = i
             mark = "  <-- first difference"
-        left = "0x%016x %s" % g if g else "-"
-        right = "0x%016x %s" % e if e else "-"
+        left = "%s %s" % (report.padded_address(g[0], arch), g[1]) if g else "-"
+        right = "%s %s" % (report.padded_address(e[0], arch), e[1]) if e else "-"
         lines.append("%-4d %-48s %s%s" % (i, left, right, mark))
     if first_diff is None:
         lines.append("GDB and ehbt agree on all %d frames GDB shows." % len(theirs))

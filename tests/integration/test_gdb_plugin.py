@@ -241,3 +241,79 @@ def test_installed_plugin_finds_its_package(build_dir, chain_core, tmp_path):
     assert pkg and pkg[0].startswith(str(prefix / "lib" / "python3" / "dist-packages")), out
     names = [name for _, _, name in h.parse_bt_text(out)]
     assert "bottom" in names and "main" in names, out
+
+
+# ---- i386 live, through qemu-user's gdbstub ------------------------------------------------------
+# This machine's kernel execs no 32-bit programs, so a live i386 process exists only inside
+# qemu-i386; GDB debugs it through qemu's gdbstub (a remote target). The fixture programs are
+# deterministic and qemu-user loads them at the same addresses every run, so the frames GDB
+# recorded for the fixture (cores/make_cores.py, live at the same crash) are the expectation.
+
+I386_LIVE = ["sighandler", "siginfo", "noreturn"]
+
+
+def _i386_live(build_dir, name, commands):
+    import socket
+
+    exp = ce.load_expected("i386", name) if ce.expected_path("i386", name).exists() else None
+    if exp is None:
+        pytest.fail("no i386 fixture (run cores/make-cores.sh i386)")
+    a = ce.MAKE.ARCHES["i386"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env_args = [x for e in a.get("guest_env", ()) for x in ("-E", e)]
+    guest = subprocess.Popen([a["qemu"], "-L", a["sysroot"], "-g", str(port)] + env_args +
+                             [exp["exe"]], cwd=str(ce.OUT / "i386"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             preexec_fn=lambda: open("/proc/self/coredump_filter", "w").write(
+                                 "0"))
+    try:
+        pre = ["set sysroot " + a["sysroot"], "set tcp connect-timeout 30",
+               "set tdesc filename " + ce.MAKE.TDESCS[a["tdesc"]](),
+               "handle SIGUSR1 nostop noprint pass", "file " + exp["exe"],
+               "target remote 127.0.0.1:%d" % port, "continue"]
+        out = h.run_gdb(build_dir, [], pre + commands + ["kill"], gdb=a["gdb"], timeout=120)
+    finally:
+        guest.kill()
+        guest.wait()
+    (thread,) = [t for t in exp["threads"] if t["crashing"]]
+    return out, [int(f["pc"], 16) for f in thread["frames"]], dict(thread, signal=exp["signal"])
+
+
+@pytest.mark.parametrize("name", I386_LIVE)
+def test_i386_live_ehbt_command_through_qemu_gdbstub(build_dir, tmp_path, name):
+    """`ehbt -json` on a live i386 process (remote target): the fixture's GDB frames."""
+    out_file = tmp_path / "ehbt.json"
+    out, want, thread = _i386_live(build_dir, name, [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out_file)])
+    assert out_file.exists(), out[-3000:]
+    text = out_file.read_text()
+    assert "{" in text, out[-3000:]
+    doc = json.loads(text[text.find("{"):])
+    assert doc["arch"] == "i386"
+    # qemu's gdbstub gives no siginfo: the signal GDB stopped with, its code and address null.
+    assert doc["signal"] == {"number": thread["signal"], "name": doc["signal"]["name"],
+                             "code": None, "address": None}, doc["signal"]
+    (got,) = [t for t in doc["threads"] if t["crashing"]]
+    assert [int(f["pc"], 16) for f in got["frames"]] == want, (got["frames"], want)
+    assert got["stop_reason"] == "outermost", got
+    if name in ("sighandler", "siginfo"):
+        # The frame the signal interrupted is found from the trampoline's signal frame.
+        sources = [f["source"] for f in got["frames"]]
+        tramp = [i for i, f in enumerate(thread["frames"]) if f["type"] == "sigtramp"]
+        assert tramp and sources[tramp[0] + 1] == "signal", sources
+
+
+@pytest.mark.parametrize("name", I386_LIVE)
+def test_i386_live_unwinder_through_qemu_gdbstub(build_dir, name):
+    """With the ehbt unwinder enabled, GDB's own frames of the live i386 process are the
+    fixture's GDB frames (GDB then unwinds with ehbt, not with its own CFI reader)."""
+    out, want, _ = _i386_live(build_dir, name, [
+        "set backtrace past-main on", "set backtrace past-entry on",
+        "enable unwinder global ehbt", h.frames_cmd("UNWOUND"),
+        "python print('WALKS', gdb._ehbt_plugin_state['unwinder'].walks)"])
+    got = [pc for pc, _ in h.parse_frames(out, "UNWOUND")]
+    assert got == want, out[-3000:]
+    walks = [line for line in out.splitlines() if line.startswith("WALKS ")]
+    assert walks and int(walks[0].split()[1]) >= 1, "the ehbt unwinder never ran:\n" + out

@@ -20,8 +20,11 @@ from test_lldb_plugin import LLDB, run_lldb
 pytestmark = pytest.mark.usefixtures("built")
 
 # Cores with a signal frame, several threads, a stop before the outermost frame, a call to a
-# noreturn function, a C++ terminate, and a separate debug file.
-CASES = ["chain", "sighandler", "threads", "smashed", "noreturn", "terminate", "debugfile"]
+# noreturn function, a C++ terminate, and a separate debug file; and i386 qemu cores (32-bit
+# registers and addresses, both i386 signal frame layouts, libraries through a sysroot).
+CASES = [("x86_64", n) for n in ("chain", "sighandler", "threads", "smashed", "noreturn",
+                                 "terminate", "debugfile")]
+CASES += [("i386", n) for n in ("chain", "sighandler", "siginfo", "threads", "noreturn")]
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +33,18 @@ def built(build_dir):
     h.need_gdb()
 
 
-def fixture(name):
-    exp_path = ce.expected_path("x86_64", name)
-    assert exp_path.exists(), "no fixture core (run cores/make-cores.sh x86_64)"
-    exp = ce.load_expected("x86_64", name)
+def fixture(arch, name):
+    exp_path = ce.expected_path(arch, name)
+    assert exp_path.exists(), "no fixture core (run cores/make-cores.sh %s)" % arch
+    exp = ce.load_expected(arch, name)
     debug_dir = "%s/usr/lib/debug" % exp["debug_sysroot"] if exp.get("debug_sysroot") else None
     return exp, debug_dir
 
 
 def cli(ehbt_bin, exp, debug_dir, json_out):
     cmd = [str(ehbt_bin), "core", exp["core"], "--all-threads"]
+    if exp.get("sysroot"):
+        cmd += ["--sysroot", exp["sysroot"]]
     if json_out:
         cmd.append("--json")
     if debug_dir:
@@ -52,6 +57,8 @@ def cli(ehbt_bin, exp, debug_dir, json_out):
 def gdb_output(build_dir, exp, debug_dir, tmp_path):
     """(text of `ehbt -all`, text of `ehbt -all -json`) from GDB."""
     pre = ["set debug-file-directory %s" % debug_dir] if debug_dir else []
+    if exp.get("sysroot"):
+        pre.append("set sysroot " + exp["sysroot"])
     pre += ["file " + exp["exe_file"], "core " + exp["core"]]
     files = {k: tmp_path / ("gdb-%s.out" % k) for k in ("text", "json")}
     commands = ["python open(%r, 'w').write(gdb.execute(%r, to_string=True))" % (str(f), c)
@@ -65,9 +72,12 @@ def lldb_output(build_dir, exp, debug_dir, tmp_path):
     pre = ["settings set target.debug-file-search-paths %s" % debug_dir] if debug_dir else []
     pre.append("target create %s --core %s" % (exp["exe_file"], exp["core"]))
     files = {k: tmp_path / ("lldb-%s.out" % k) for k in ("text", "json")}
+    # LLDB alone finds no libraries of a qemu core (it names no files): the engine is given
+    # the sysroot, as the CLI is.
+    sysroot = " --sysroot %s" % exp["sysroot"] if exp.get("sysroot") else ""
     out = run_lldb(build_dir, tmp_path, [
-        "ehbt_test_capture %s ehbt --all" % files["text"],
-        "ehbt_test_capture %s ehbt --all --json" % files["json"]], pre=pre)
+        "ehbt_test_capture %s ehbt --all%s" % (files["text"], sysroot),
+        "ehbt_test_capture %s ehbt --all --json%s" % (files["json"], sysroot)], pre=pre)
     assert all(f.exists() for f in files.values()), out[-3000:]
     return files["text"].read_text(), files["json"].read_text()
 
@@ -133,9 +143,9 @@ def compare_documents(want, got, who):
     return errors
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_same_text_and_json_as_the_cli(build_dir, ehbt_bin, tmp_path, name):
-    exp, debug_dir = fixture(name)
+@pytest.mark.parametrize("arch,name", CASES, ids=["%s-%s" % c for c in CASES])
+def test_same_text_and_json_as_the_cli(build_dir, ehbt_bin, tmp_path, arch, name):
+    exp, debug_dir = fixture(arch, name)
     want_text = thread_lines(cli(ehbt_bin, exp, debug_dir, json_out=False))
     want_doc = json.loads(cli(ehbt_bin, exp, debug_dir, json_out=True))
     assert want_text and want_doc["threads"]
@@ -146,7 +156,7 @@ def test_same_text_and_json_as_the_cli(build_dir, ehbt_bin, tmp_path, name):
     errors = compare_documents(want_doc, the_document(gdb_json), "gdb")
     errors += compare_documents(want_doc, the_document(lldb_json), "lldb")
     assert not errors, "\n".join(errors)
-    if name == "sighandler":
+    if name in ("sighandler", "siginfo"):
         assert any(line.endswith("<signal handler called>") for line in want_text), want_text
     if name == "debugfile":
         # The stripped executable's functions are named and unwound from its debug file, found

@@ -153,6 +153,83 @@ def test_step_by_step_matches_walk(ehbt, synth):
     assert pcs == [synth["pc0"], BIAS + synth["ret_f1"], BIAS + synth["ret_main"]]
 
 
+# The same program for i386 (i686-linux-gnu-gcc), its stack laid out by the i386 psABI frame
+# layout with a frame pointer: CFA = ebp + 8, saved ebp at CFA - 8, return address at CFA - 4,
+# all 4-byte words. DWARF numbers from the i386 psABI: esp 4, ebp 5.
+BIAS32 = 0x56555000
+STACK32 = 0xffd10000
+E0, E1, E2 = STACK32 + 0x100, STACK32 + 0x140, STACK32 + 0x180  # ebp of f2, f1, main
+
+
+@pytest.fixture(scope="module")
+def synth32(tmp_path_factory):
+    import shutil
+
+    if shutil.which("i686-linux-gnu-gcc") is None:
+        pytest.fail("i686-linux-gnu-gcc missing (scripts/install-deps.sh installs it)")
+    d = tmp_path_factory.mktemp("synth32")
+    exe = h.compile_c(SYNTH_C, d / "synth32", compiler="i686-linux-gnu-gcc",
+                      flags=("-O0", "-fno-omit-frame-pointer", "-pie", "-fpie"))
+    syms = h.symbol_addresses(exe)
+    stack = bytearray(0x200)
+
+    def put(addr, value):
+        stack[addr - STACK32:addr - STACK32 + 4] = struct.pack("<I", value)
+
+    ret_f1 = h.return_addresses(exe, "f2")[0]
+    ret_main = h.return_addresses(exe, "f1")[0]
+    put(E0, E1)
+    put(E0 + 4, BIAS32 + ret_f1)
+    put(E1, E2)
+    put(E1 + 4, BIAS32 + ret_main)
+    put(E2, 0)
+    put(E2 + 4, 0)
+    # f2's first instructions are push %ebp; mov %esp,%ebp (3 bytes); 0x10 is past them.
+    return {"exe": exe, "syms": syms, "ret_f1": ret_f1, "ret_main": ret_main,
+            "stack": bytes(stack), "pc0": BIAS32 + syms["f2"] + 0x10}
+
+
+def test_i386_synthetic_stack_unwinds_to_main(ehbt, synth32):
+    from ehbt import regnames
+
+    def read(addr, size):
+        if addr < STACK32 or addr + size > STACK32 + len(synth32["stack"]):
+            raise OSError("unmapped")
+        return synth32["stack"][addr - STACK32:addr - STACK32 + size]
+
+    image = ehbt.Image.open(str(synth32["exe"]))
+    modules = ehbt.ModuleSet([ehbt.Module(image, path="/opt/synth32", bias=BIAS32)])
+    names = regnames.general_registers("i386")
+    assert (names["esp"], names["ebp"]) == (4, 5)
+    regs = ehbt.RegisterSet("i386", {names["ebp"]: E0, names["esp"]: E0 - 0x18},
+                            pc=synth32["pc0"])
+    assert str(regs.arch) == "i386" and regs.sp == E0 - 0x18
+    bt = ehbt.Unwinder().unwind(regs, read, modules)
+    frames = bt.frames
+    assert [f.pc for f in frames] == [synth32["pc0"], BIAS32 + synth32["ret_f1"],
+                                      BIAS32 + synth32["ret_main"]], bt
+    assert [f.cfa for f in frames] == [E0 + 8, E1 + 8, E2 + 8]
+    assert [f.symbolize()[0] for f in frames] == ["f2", "f1", "main"]
+    assert frames[1].regs[5] == E1 and frames[1].regs.sp == E0 + 8
+    assert frames[2].regs[5] == E2
+    assert bt.stop in ("outermost", "bad_pc"), (bt.stop, bt.detail)
+
+
+def test_debugger_architecture_names(ehbt):
+    """GDB's and LLDB's spellings of the architectures, to the engine's names."""
+    from ehbt import regnames
+
+    for name, want in (("i386", "i386"), ("i386:intel", "i386"), ("i686", "i386"),
+                       ("i386:x86-64", "x86_64"), ("i386:x86-64:intel", "x86_64"),
+                       ("x86_64", "x86_64"), ("aarch64", "aarch64"), ("s390:64-bit", "s390x"),
+                       ("vax", None)):
+        assert regnames.engine_arch(name) == want, name
+    assert (regnames.pc_name("i386"), regnames.sp_name("i386")) == ("eip", "esp")
+    # i386 psABI, "DWARF Register Number Mapping".
+    assert regnames.general_registers("i386") == {
+        "eax": 0, "ecx": 1, "edx": 2, "ebx": 3, "esp": 4, "ebp": 5, "esi": 6, "edi": 7}
+
+
 def test_register_set_is_dict_like(ehbt):
     regs = ehbt.RegisterSet(ehbt.Arch.AARCH64, {29: 0x1000, 30: 0x2000}, pc=0x400000)
     regs.sp = 0x7fff0000

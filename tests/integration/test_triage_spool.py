@@ -268,7 +268,7 @@ def test_signature_without_names_is_unreliable_and_keyed_by_program():
     assert s.sign_with_trust(_doc([_f("f")] + frames))[1] is False
 
 
-FIXTURE_ARCHES = ("x86_64", "aarch64", "s390x")
+FIXTURE_ARCHES = ("x86_64", "aarch64", "s390x", "i386")
 
 
 def test_mixed_architectures_without_sysroots_never_merge_different_crashes(
@@ -420,8 +420,8 @@ def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, post
             len(manifest) - 1
 
 
-ABORTS = [(a, n) for a in ("aarch64", "s390x", "x86_64") for n in ("threads", "noreturn",
-                                                                     "terminate")]
+ABORTS = [(a, n) for a in ("aarch64", "s390x", "x86_64", "i386")
+          for n in ("threads", "noreturn", "terminate") if (a, n) in ce.ALL_CASES]
 
 
 @pytest.mark.parametrize("arch,name", ABORTS, ids=["%s-%s" % c for c in ABORTS])

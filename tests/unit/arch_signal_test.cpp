@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Signal frames on all three architectures, from hand-built kernel frames. The layouts come
+// Signal frames on all four architectures, from hand-built kernel frames. The layouts come
 // from the C library's own structures: offsetof on the native ucontext_t for x86-64, and for
-// aarch64 / s390x from a program built with the cross compiler and run under qemu-user, so
+// aarch64 / s390x / i386 from a program built with the cross compiler and run under qemu-user, so
 // the expectations are independent of the constants in engine/src/arch/.
 #include <gtest/gtest.h>
 #include <ucontext.h>
@@ -266,6 +266,167 @@ TEST_F(S390xSigframe, NonRtSigreturn) {
   EXPECT_EQ(r->caller.regs.get(15), kStack + 0x2800);
   EXPECT_EQ(r->caller.regs.get(11), 0x7000u + 11);
   EXPECT_EQ(r->cfa, kStack + 0x2800 + 160);
+}
+
+// i386: the kernel's (arch/x86/include/asm/sigframe.h, 32-bit) and qemu-user's frames, laid
+// out here from the C library's own sigcontext / ucontext_t in a program built with the i686
+// cross compiler. At the trampoline the handler's `ret` has popped `pretcode`: esp = frame + 4.
+class I386Sigframe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    off_ = cross_offsets("i686-linux-gnu-", "qemu-i386", R"(
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <ucontext.h>
+struct sigframe { uint32_t pretcode; int sig; struct sigcontext sc; };
+struct rt_sigframe { uint32_t pretcode; int sig; uint32_t pinfo; uint32_t puc; siginfo_t info; ucontext_t uc; };
+int main(void) {
+  printf("sc_edi %zu\n", offsetof(struct sigframe, sc.edi));
+  printf("sc_esi %zu\n", offsetof(struct sigframe, sc.esi));
+  printf("sc_ebp %zu\n", offsetof(struct sigframe, sc.ebp));
+  printf("sc_esp %zu\n", offsetof(struct sigframe, sc.esp));
+  printf("sc_ebx %zu\n", offsetof(struct sigframe, sc.ebx));
+  printf("sc_eax %zu\n", offsetof(struct sigframe, sc.eax));
+  printf("sc_eip %zu\n", offsetof(struct sigframe, sc.eip));
+  printf("rt_puc %zu\n", offsetof(struct rt_sigframe, puc));
+  printf("rt_uc %zu\n", offsetof(struct rt_sigframe, uc));
+  printf("uc_eip %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_EIP]));
+  printf("uc_esp %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_ESP]));
+  printf("uc_ebp %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_EBP]));
+  printf("uc_ebx %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_EBX]));
+  printf("uc_ecx %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_ECX]));
+  return 0;
+})");
+  }
+  static constexpr std::size_t kOffsets = 14;
+  std::optional<std::map<std::string, uint64_t>> off_;
+};
+
+// DWARF numbers of the i386 psABI.
+constexpr uint16_t kEax = 0, kEcx = 1, kEbx = 3, kEsp = 4, kEbp = 5, kEsi = 6, kEdi = 7;
+
+TEST(ArchSignalTest, I386SigreturnPatterns) {
+  const auto& ops = arch::arch_ops(Arch::I386);
+  BufferMemory m;
+  // __kernel_rt_sigreturn / glibc __restore_rt: mov $173,%eax; int $0x80.
+  put_bytes(m, kTramp, {0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80});
+  // __kernel_sigreturn / glibc __restore: pop %eax; mov $119,%eax; int $0x80.
+  put_bytes(m, kTramp + 0x100, {0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80});
+  put_bytes(m, kTramp + 0x200, {0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80});  // no pop
+  put_bytes(m, kTramp + 0x300, {0xb8, 0xad, 0x00, 0x00, 0x00, 0x0f, 0x05});  // syscall, not int
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp), arch::Sigreturn::Rt);
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x100), arch::Sigreturn::NonRt);
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x101), arch::Sigreturn::NonRt);  // after the pop
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x200), arch::Sigreturn::None);
+  EXPECT_EQ(ops.sigreturn_at(m, kTramp + 0x300), arch::Sigreturn::None);
+  EXPECT_EQ(ops.sigreturn_at(m, 0x1000), arch::Sigreturn::None);  // unreadable
+  EXPECT_TRUE(ops.plausible_pc(0xffffe000));
+  EXPECT_FALSE(ops.plausible_pc(0x100000000ull));
+}
+
+TEST_F(I386Sigframe, RtSigreturn) {
+  if (!off_ || off_->size() != kOffsets)
+    GTEST_FAIL() << "i686 cross toolchain or qemu-i386 missing";
+  BufferMemory m = stack_memory();
+  put_bytes(m, kTramp, {0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80});
+  const uint64_t frame = kStack + 0x800;
+  const uint64_t uc = frame + off_->at("rt_uc");
+  ASSERT_TRUE(m.write_uint(frame + off_->at("rt_puc"), uc, 4, false));
+  ASSERT_TRUE(m.write_uint(uc + off_->at("uc_eip"), 0x8049abc, 4, false));
+  ASSERT_TRUE(m.write_uint(uc + off_->at("uc_esp"), kStack + 0x3000, 4, false));
+  ASSERT_TRUE(m.write_uint(uc + off_->at("uc_ebp"), kStack + 0x3010, 4, false));
+  ASSERT_TRUE(m.write_uint(uc + off_->at("uc_ebx"), 0xb0b0b0b0, 4, false));
+  ASSERT_TRUE(m.write_uint(uc + off_->at("uc_ecx"), 0xc0c0c0c0, 4, false));
+
+  RegisterSet regs(Arch::I386);
+  regs.set_pc(kTramp);
+  regs.set(kEsp, frame + 4);
+  Unwinder unwinder;
+  ModuleSet none;
+  auto r = unwinder.step(unwinder.first_frame(regs, none), m, none);
+  ASSERT_TRUE(r.has_value()) << r.error().detail;
+  EXPECT_EQ(r->caller.pc, 0x8049abcu);
+  EXPECT_EQ(r->caller.source, FrameSource::Signal);
+  EXPECT_TRUE(r->caller.exact_pc);
+  EXPECT_EQ(r->caller.regs.get(kEsp), kStack + 0x3000);
+  EXPECT_EQ(r->caller.regs.get(kEbp), kStack + 0x3010);
+  EXPECT_EQ(r->caller.regs.get(kEbx), 0xb0b0b0b0u);
+  EXPECT_EQ(r->caller.regs.get(kEcx), 0xc0c0c0c0u);
+  EXPECT_EQ(r->cfa, kStack + 0x3000);
+}
+
+TEST_F(I386Sigframe, NonRtSigreturn) {
+  if (!off_ || off_->size() != kOffsets)
+    GTEST_FAIL() << "i686 cross toolchain or qemu-i386 missing";
+  BufferMemory m = stack_memory();
+  put_bytes(m, kTramp, {0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80});
+  const uint64_t frame = kStack + 0x800;
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_eip"), 0x8048123, 4, false));
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_esp"), kStack + 0x2800, 4, false));
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_ebp"), kStack + 0x2840, 4, false));
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_esi"), 0x51515151, 4, false));
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_edi"), 0xd1d1d1d1, 4, false));
+  ASSERT_TRUE(m.write_uint(frame + off_->at("sc_eax"), 0xa0a0a0a0, 4, false));
+
+  RegisterSet regs(Arch::I386);
+  regs.set_pc(kTramp);
+  regs.set(kEsp, frame + 4);
+  Unwinder unwinder;
+  ModuleSet none;
+  auto r = unwinder.step(unwinder.first_frame(regs, none), m, none);
+  ASSERT_TRUE(r.has_value()) << r.error().detail;
+  EXPECT_EQ(r->caller.pc, 0x8048123u);
+  EXPECT_EQ(r->caller.source, FrameSource::Signal);
+  EXPECT_EQ(r->caller.regs.get(kEsp), kStack + 0x2800);
+  EXPECT_EQ(r->caller.regs.get(kEbp), kStack + 0x2840);
+  EXPECT_EQ(r->caller.regs.get(kEsi), 0x51515151u);
+  EXPECT_EQ(r->caller.regs.get(kEdi), 0xd1d1d1d1u);
+  EXPECT_EQ(r->caller.regs.get(kEax), 0xa0a0a0a0u);
+  EXPECT_EQ(r->cfa, kStack + 0x2800);
+
+  // Stopped after the trampoline's `pop %eax` (e.g. a core written inside it): esp has moved
+  // past the signal number to the sigcontext itself.
+  RegisterSet inside(Arch::I386);
+  inside.set_pc(kTramp + 1);
+  inside.set(kEsp, frame + 8);
+  auto in = unwinder.step(unwinder.first_frame(inside, none), m, none);
+  ASSERT_TRUE(in.has_value()) << in.error().detail;
+  EXPECT_EQ(in->caller.pc, 0x8048123u);
+  EXPECT_EQ(in->caller.regs.get(kEsp), kStack + 0x2800);
+}
+
+// The ebp chain and the entry step with 4-byte words: push %ebp; mov %esp,%ebp leaves
+// {saved ebp, return address} at ebp; a call leaves the return address at esp.
+TEST(ArchSignalTest, I386FramePointerAndEntrySteps) {
+  const auto& ops = arch::arch_ops(Arch::I386);
+  BufferMemory m = stack_memory();
+  const uint64_t ebp = kStack + 0x100;
+  ASSERT_TRUE(m.write_uint(ebp, kStack + 0x180, 4, false));
+  ASSERT_TRUE(m.write_uint(ebp + 4, 0x8049000, 4, false));
+  RegisterSet regs(Arch::I386);
+  regs.set(kEsp, kStack + 0xf0);
+  regs.set(kEbp, ebp);
+  regs.set(kEbx, 0x1234);
+  auto fp = ops.frame_pointer_step(regs, m);
+  ASSERT_TRUE(fp.has_value()) << fp.error().why;
+  EXPECT_EQ(fp->regs.pc(), 0x8049000u);
+  EXPECT_EQ(fp->regs.get(kEbp), kStack + 0x180);
+  EXPECT_EQ(fp->regs.get(kEsp), ebp + 8);
+  EXPECT_EQ(fp->cfa, ebp + 8);
+
+  ASSERT_TRUE(m.write_uint(kStack + 0xf0, 0x8049555, 4, false));
+  auto entry = ops.entry_step(regs, m);
+  ASSERT_TRUE(entry.has_value()) << entry.error().why;
+  EXPECT_EQ(entry->regs.pc(), 0x8049555u);
+  EXPECT_EQ(entry->regs.get(kEsp), kStack + 0xf4);
+  EXPECT_EQ(entry->regs.get(kEbx), 0x1234u);  // callee-saved, kept
+  EXPECT_EQ(entry->cfa, kStack + 0xf4);
+
+  regs.set(kEbp, ebp + 2);  // misaligned for 4-byte words
+  EXPECT_FALSE(ops.frame_pointer_step(regs, m).has_value());
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // NAME@plt symbols synthesised from the PLT relocations, checked against binutils' objdump,
 // which labels every stub (`0000000000001030 <raise@plt>:`) by its own, separate logic.
-// Real binaries from the installed compilers: lazy .plt on all three architectures, IBT's
-// .plt.sec, and .plt.got (a function both called and address-taken) on x86-64.
+// Real binaries from the installed compilers: lazy .plt on all four architectures, IBT's
+// .plt.sec, and .plt.got (a function both called and address-taken) on x86-64 and i386.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -86,7 +86,13 @@ INSTANTIATE_TEST_SUITE_P(
         PltCase{"x86_64_now", "gcc", "-Wl,-z,now", ""},
         PltCase{"x86_64_ibt", "gcc", "-fcf-protection=full -Wl,-z,ibtplt -Wl,-z,lazy", ""},
         PltCase{"aarch64", "aarch64-linux-gnu-gcc", "-Wl,-z,lazy", "aarch64-linux-gnu-"},
-        PltCase{"s390x", "s390x-linux-gnu-gcc", "-Wl,-z,lazy", "s390x-linux-gnu-"}),
+        PltCase{"s390x", "s390x-linux-gnu-gcc", "-Wl,-z,lazy", "s390x-linux-gnu-"},
+        // i386: .rel.plt (REL, not RELA); PIE stubs jump through %ebx (the GOT), non-PIE
+        // ones through absolute slots.
+        PltCase{"i386_pie", "i686-linux-gnu-gcc", "-fPIE -pie -Wl,-z,lazy", "i686-linux-gnu-"},
+        PltCase{"i386_nopie", "i686-linux-gnu-gcc", "-fno-PIE -no-pie -Wl,-z,lazy",
+                "i686-linux-gnu-"},
+        PltCase{"i386_now", "i686-linux-gnu-gcc", "-Wl,-z,now", "i686-linux-gnu-"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -170,17 +170,17 @@ TEST(RobustLimits, MaxProgramHeadersInTargetMemory) {
   // Two real entries, 56 or 64 bytes apart: read at the stated stride, within the cap.
   for (uint16_t entsize : {56, 64}) {
     ehbt::BufferMemory mem = elf_in_memory(2, entsize, 2);
-    auto elf = read_target_elf(mem, 0x1000, false, 2);
+    auto elf = read_target_elf(mem, 0x1000, false, 8, 2);
     ASSERT_TRUE(elf.has_value()) << entsize;
     EXPECT_EQ(elf->loads.size(), 2u);
-    EXPECT_FALSE(read_target_elf(mem, 0x1000, false, 1).has_value()) << "over the cap";
+    EXPECT_FALSE(read_target_elf(mem, 0x1000, false, 8, 1).has_value()) << "over the cap";
   }
   // The fuzzer's find: 65534 headers of 65535 bytes claimed, two present. Refused by the cap,
   // and under a cap that allows it, by the first header that is not there -- either way
   // without ever holding more than one header.
   ehbt::BufferMemory bomb = elf_in_memory(0xfffe, 0xffff, 2);
-  EXPECT_FALSE(read_target_elf(bomb, 0x1000, false, ehbt::Limits{}.max_program_headers));
-  EXPECT_FALSE(read_target_elf(bomb, 0x1000, false, 0xffff));
+  EXPECT_FALSE(read_target_elf(bomb, 0x1000, false, 8, ehbt::Limits{}.max_program_headers));
+  EXPECT_FALSE(read_target_elf(bomb, 0x1000, false, 8, 0xffff));
 }
 
 }  // namespace

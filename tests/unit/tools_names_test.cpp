@@ -79,6 +79,21 @@ TEST(ToolsNames, S390xRegisters) {
   EXPECT_EQ(register_name(Arch::S390x, 65), "pswa");
 }
 
+// i386 psABI, table 2.14 (the numbering GCC's CFI and GDB's i386 DWARF map use).
+TEST(ToolsNames, I386Registers) {
+  EXPECT_EQ(register_name(Arch::I386, 0), "eax");
+  EXPECT_EQ(register_name(Arch::I386, 1), "ecx");
+  EXPECT_EQ(register_name(Arch::I386, 3), "ebx");
+  EXPECT_EQ(register_name(Arch::I386, 4), "esp");
+  EXPECT_EQ(register_name(Arch::I386, 5), "ebp");
+  EXPECT_EQ(register_name(Arch::I386, 7), "edi");
+  EXPECT_EQ(register_name(Arch::I386, 8), "eip");
+  EXPECT_EQ(register_name(Arch::I386, 11), "st0");
+  EXPECT_EQ(register_name(Arch::I386, 21), "xmm0");
+  EXPECT_EQ(register_name(Arch::I386, 41), "cs");
+  EXPECT_EQ(register_name(Arch::I386, 10), "reg10");
+}
+
 TEST(ToolsNames, ReadelfRuleNotation) {
   dwarf::CfaRule cfa;
   cfa.kind = dwarf::CfaKind::RegOffset;

@@ -297,6 +297,24 @@ TEST(CallSite, X86_64) {
   EXPECT_FALSE(call_in(Arch::X86_64, {0xe9, 0, 0, 0, 0}));  // jmp rel32
 }
 
+// 32-bit code: the same opcodes without REX; a direct call's target wraps at 4 GiB
+// (Intel SDM vol. 2, CALL: the instruction pointer is 32 bits wide in 32-bit mode).
+TEST(CallSite, I386) {
+  auto rel = call_in(Arch::I386, {0xe8, 0xf0, 0xff, 0xff, 0xff});  // call .-11
+  ASSERT_TRUE(rel);
+  EXPECT_EQ(rel->at, 0x100bu);
+  EXPECT_EQ(rel->target, 0x1000u);
+  auto wrap = call_in(Arch::I386, {0xe8, 0x00, 0xe0, 0xff, 0xff});  // call 0x1010 - 0x2000
+  ASSERT_TRUE(wrap);
+  EXPECT_EQ(wrap->target, 0xfffff010u);
+  EXPECT_TRUE(call_in(Arch::I386, {0xff, 0xd0}));                          // call *%eax
+  EXPECT_TRUE(call_in(Arch::I386, {0xff, 0x55, 0x08}));                    // call *8(%ebp)
+  EXPECT_TRUE(call_in(Arch::I386, {0xff, 0x15, 0x10, 0xa0, 0x04, 0x08}));  // call *0x804a010
+  EXPECT_TRUE(call_in(Arch::I386, {0xff, 0x93, 0x0c, 0x00, 0x00, 0x00}));  // call *0xc(%ebx)
+  EXPECT_FALSE(call_in(Arch::I386, {0xff, 0xe0}));                         // jmp *%eax
+  EXPECT_FALSE(call_in(Arch::I386, {0xe9, 0, 0, 0, 0}));                   // jmp rel32
+}
+
 TEST(CallSite, AArch64AndS390x) {
   auto bl = call_in(Arch::AArch64, {0xfc, 0xff, 0xff, 0x97});  // bl .-16
   ASSERT_TRUE(bl);

@@ -8,15 +8,15 @@
 
 namespace ehbt {
 
-enum class Arch : uint8_t { X86_64, AArch64, S390x };
+enum class Arch : uint8_t { X86_64, AArch64, S390x, I386 };
 
 // DWARF register numbers that the unwinder needs by role.
 struct ArchInfo {
   Arch arch;
-  std::string_view name;  // "x86_64", "aarch64", "s390x"
-  uint16_t elf_machine;   // EM_X86_64, EM_AARCH64, EM_S390
+  std::string_view name;  // "x86_64", "aarch64", "s390x", "i386"
+  uint16_t elf_machine;   // EM_X86_64, EM_AARCH64, EM_S390, EM_386
   bool big_endian;
-  uint8_t address_size;   // bytes
+  uint8_t address_size;   // bytes (i386: 4)
   uint16_t sp_reg;        // DWARF number of the stack pointer
   uint16_t fp_reg;        // DWARF number of the frame pointer
   uint16_t ra_reg;        // default return-address column

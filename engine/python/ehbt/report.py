@@ -25,6 +25,18 @@ def hexaddr(value):
     return None if value is None else "0x%x" % value
 
 
+def padded_address(value, arch):
+    """A frame address as GDB and the CLI print it, padded to the target's pointer width: 16
+    digits, 8 on i386 (a value that does not fit keeps all its digits). `arch` is an
+    ehbt.Arch or its name."""
+    if isinstance(arch, str):
+        from . import Arch
+
+        arch = Arch.from_name(arch)
+    narrow = arch is not None and arch.info.address_size == 4 and value <= 0xFFFFFFFF
+    return ("0x%08x" if narrow else "0x%016x") % value
+
+
 def _symbol(frame, symbol_of):
     """(name, target start) of the symbol covering a frame, or None. `symbol_of(frame)`, when
     given, is asked only where the engine knows no symbol (a debugger's own symbol tables)."""
@@ -219,7 +231,9 @@ def frame_line(frame, index, symbol_of=None):
         text = number + "<signal handler called>"
     else:
         sym = _symbol(frame, symbol_of)
-        text = number + "0x%016x in %s ()" % (frame.pc, sym[0] if sym else "??")
+        regs = getattr(frame, "regs", None)
+        text = number + "%s in %s ()" % (padded_address(frame.pc, regs.arch if regs else None),
+                                         sym[0] if sym else "??")
         module = frame.module
         if module is not None:
             text += " from " + module.path

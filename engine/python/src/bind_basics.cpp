@@ -130,6 +130,7 @@ void bind_basics(pyb::module_& m) {
   arch.value("X86_64", Arch::X86_64)
       .value("AARCH64", Arch::AArch64)
       .value("S390X", Arch::S390x)
+      .value("I386", Arch::I386)
       .def_static(
           "from_name",
           [](const std::string& name) {
@@ -137,7 +138,7 @@ void bind_basics(pyb::module_& m) {
             if (!a) throw pyb::value_error("unknown architecture '" + name + "'");
             return *a;
           },
-          "Arch for a name: 'x86_64', 'aarch64', 's390x' (also 'amd64', 'arm64').")
+          "Arch for a name: 'x86_64', 'aarch64', 's390x', 'i386' (also 'amd64', 'arm64', 'i686').")
       .def_static(
           "from_elf_machine",
           [](uint16_t machine) -> std::optional<Arch> { return arch_from_elf_machine(machine); },

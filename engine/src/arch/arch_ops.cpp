@@ -55,6 +55,8 @@ const ArchOps& arch_ops(Arch arch) {
       return aarch64_ops();
     case Arch::S390x:
       return s390x_ops();
+    case Arch::I386:
+      return i386_ops();
     case Arch::X86_64:
       break;
   }

@@ -6,7 +6,7 @@
 // where no unwind table covers a pc (frame-pointer / backchain chain, function entry).
 //
 // One implementation per architecture lives next to this file (x86_64.cpp, aarch64.cpp,
-// s390x.cpp); arch_ops() hands out a static instance. Nothing here allocates or throws.
+// s390x.cpp, i386.cpp); arch_ops() hands out a static instance. Nothing here allocates or throws.
 #pragma once
 
 #include <array>
@@ -54,7 +54,8 @@ struct CodeHint {
 enum class Sigreturn : uint8_t {
   None,
   Rt,     // rt_sigreturn: the frame holds siginfo + ucontext
-  NonRt,  // sigreturn (s390x only): the frame holds a sigcontext pointing at _sigregs
+  NonRt,  // sigreturn (s390x, i386): the frame holds a sigcontext (s390x: pointing at
+          // _sigregs; i386: the registers themselves, right above the signal number)
 };
 
 class ArchOps {
@@ -156,9 +157,10 @@ class ArchOps {
 
 const ArchOps& arch_ops(Arch arch);
 
-// Per-architecture instances (defined in x86_64.cpp, aarch64.cpp, s390x.cpp).
+// Per-architecture instances (defined in x86_64.cpp, aarch64.cpp, s390x.cpp, i386.cpp).
 const ArchOps& x86_64_ops();
 const ArchOps& aarch64_ops();
 const ArchOps& s390x_ops();
+const ArchOps& i386_ops();
 
 }  // namespace ehbt::arch

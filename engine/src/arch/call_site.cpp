@@ -7,10 +7,12 @@
 namespace ehbt::arch {
 namespace {
 
-// x86-64: `call rel32` is e8 + 4 bytes; `call r/m64` is ff /2 with an optional REX prefix
-// and a ModRM (+ SIB + disp) of 2 to 7 bytes in all. Each length is tried: the bytes must
-// decode to exactly that length ending at the return address.
-std::optional<CallSite> x86_64_call(Memory& mem, uint64_t ra) {
+// x86-64 and i386: `call rel32` is e8 + 4 bytes; `call r/m` is ff /2 (x86-64: with an
+// optional REX prefix) and a ModRM (+ SIB + disp) of 2 to 7 bytes in all. Each length is
+// tried: the bytes must decode to exactly that length ending at the return address. The
+// ModRM forms are the same in 32-bit code, where mod 0 rm 5 is an absolute disp32 instead of
+// rip-relative; a direct call's target wraps at 4 GiB there (`wide` false).
+std::optional<CallSite> x86_call(Memory& mem, uint64_t ra, bool wide) {
   if (ra < 8) return std::nullopt;
   std::array<std::byte, 8> raw;
   if (!mem.read_exact(ra - raw.size(), raw)) return std::nullopt;
@@ -19,7 +21,8 @@ std::optional<CallSite> x86_64_call(Memory& mem, uint64_t ra) {
     const uint32_t rel = static_cast<uint32_t>(b(4)) | static_cast<uint32_t>(b(3)) << 8 |
                          static_cast<uint32_t>(b(2)) << 16 | static_cast<uint32_t>(b(1)) << 24;
     const int64_t disp = static_cast<int32_t>(rel);
-    return CallSite{ra - 5, ra + static_cast<uint64_t>(disp)};
+    const uint64_t target = ra + static_cast<uint64_t>(disp);
+    return CallSite{ra - 5, wide ? target : target & UINT32_MAX};
   }
   // ff /2: ModRM reg field 2. Length of ModRM + SIB + displacement from mod and rm.
   for (std::size_t len = 2; len <= 7; ++len) {
@@ -31,7 +34,7 @@ std::optional<CallSite> x86_64_call(Memory& mem, uint64_t ra) {
     if (mod != 3 && rm == 4) ++want;  // SIB
     if (mod == 1) want += 1;
     if (mod == 2) want += 4;
-    if (mod == 0 && rm == 5) want += 4;                                       // rip-relative
+    if (mod == 0 && rm == 5) want += 4;  // rip-relative (i386: absolute)
     if (mod == 0 && rm == 4 && len >= 3 && (b(len - 2) & 7) == 5) want += 4;  // SIB, no base
     if (want == len) return CallSite{ra - len, std::nullopt};
   }
@@ -83,7 +86,9 @@ std::optional<CallSite> s390x_call(Memory& mem, uint64_t ra) {
 std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_address) {
   switch (arch) {
     case Arch::X86_64:
-      return x86_64_call(mem, return_address);
+      return x86_call(mem, return_address, true);
+    case Arch::I386:
+      return x86_call(mem, return_address, false);
     case Arch::AArch64:
       return aarch64_call(mem, return_address);
     case Arch::S390x:
@@ -105,6 +110,8 @@ ScanLayout scan_layout(Arch arch, uint64_t slot) {
       // The callee saved r14 in the caller's register save area: caller sp + 112; the CFA
       // is the caller's sp + 160.
       return {slot - 112, slot - 112 + 160};
+    case Arch::I386:
+      return {slot + 4, slot + 4};
   }
   return {slot + 8, slot + 8};
 }

@@ -71,7 +71,8 @@ class ByteView {
   bool ok_ = true;
 };
 
-// The fields of one ELF64 program header (Elf64_Phdr) that cores and loaded images use.
+// The fields of one program header (Elf64_Phdr, or Elf32_Phdr widened) that cores and loaded
+// images use.
 struct Phdr64 {
   uint32_t type = 0, flags = 0;
   uint64_t offset = 0, vaddr = 0, filesz = 0, memsz = 0, align = 0;
@@ -88,6 +89,25 @@ inline Phdr64 read_phdr64(ByteView& v, uint64_t off) {
   p.memsz = v.u64(off + 40);
   p.align = v.u64(off + 48);
   return p;
+}
+
+// Decodes the ELF32 program header at `off` (Elf32_Phdr: type, offset, vaddr, paddr, filesz,
+// memsz, flags, align; u32 each).
+inline Phdr64 read_phdr32(ByteView& v, uint64_t off) {
+  Phdr64 p;
+  p.type = v.u32(off);
+  p.offset = v.u32(off + 4);
+  p.vaddr = v.u32(off + 8);
+  p.filesz = v.u32(off + 16);
+  p.memsz = v.u32(off + 20);
+  p.flags = v.u32(off + 24);
+  p.align = v.u32(off + 28);
+  return p;
+}
+
+// The program header of an ELF of class 64 (`is64`) or 32.
+inline Phdr64 read_phdr(ByteView& v, uint64_t off, bool is64) {
+  return is64 ? read_phdr64(v, off) : read_phdr32(v, off);
 }
 
 inline uint64_t align_up(uint64_t v, uint64_t a) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ELF core decoding: ELF64 header, program headers (PT_LOAD, PT_NOTE) and the CORE notes.
+// ELF core decoding: ELF64 or ELF32 header, program headers (PT_LOAD, PT_NOTE) and the CORE
+// notes, whose words are the core's address size.
 #include "core/elf_core_file.hpp"
 
 #include <elf.h>
@@ -11,16 +12,26 @@
 namespace ehbt::core {
 namespace {
 
-// struct elf_prpsinfo (64-bit): pr_fname[16] at 40, pr_psargs[80] at 56.
+// struct elf_prpsinfo (64-bit): pr_fname[16] at 40, pr_psargs[80] at 56. i386 (4-byte
+// pr_flag, 2-byte uid/gid): pr_fname at 28, pr_psargs at 44.
 constexpr std::size_t kPsFname = 40;
+constexpr std::size_t kPsFname32 = 28;
 constexpr std::size_t kPsFnameLen = 16;
 constexpr std::size_t kPsArgs = 56;
+constexpr std::size_t kPsArgs32 = 44;
 constexpr std::size_t kPsArgsLen = 80;
 
-// siginfo_t (64-bit): si_signo 0, si_errno 4, si_code 8, si_addr 16 (for fault signals).
+// siginfo_t (64-bit): si_signo 0, si_errno 4, si_code 8, si_addr 16 (for fault signals). The
+// 32-bit siginfo has no padding before the union: si_addr (4 bytes) at 12.
 constexpr std::size_t kSiSigno = 0;
 constexpr std::size_t kSiCode = 8;
 constexpr std::size_t kSiAddr = 16;
+constexpr std::size_t kSiAddr32 = 12;
+
+// ELF32 header fields (Elf32_Ehdr) and Elf32_Shdr::sh_info; the ELF64 ones are used inline.
+constexpr std::size_t kEh32Phoff = 28, kEh32Shoff = 32, kEh32Phentsize = 42, kEh32Phnum = 44,
+                      kEh32Shentsize = 46;
+constexpr std::size_t kSh32Info = 28, kSh64Info = 44;
 
 // auxv entries kept: the kernel writes a few dozen (AT_VECTOR_SIZE is under 64).
 constexpr std::size_t kMaxAuxvEntries = 1024;
@@ -36,20 +47,23 @@ bool note_name_is(std::span<const std::byte> name, std::string_view want) {
   return true;
 }
 
-void parse_nt_file(ByteView d, CoreNotes& notes, uint32_t max_files) {
-  uint64_t count = d.u64(0);
-  uint64_t page_size = d.u64(8);
+// NT_FILE: count, page size, then `count` triples {start, end, page offset}, then the names;
+// every number is one word of the core's address size `w`.
+void parse_nt_file(ByteView d, unsigned w, CoreNotes& notes, uint32_t max_files) {
+  uint64_t count = d.u(0, w);
+  uint64_t page_size = d.u(w, w);
   if (!d.ok()) return;
-  // Each entry needs 24 bytes of triple and at least one byte of name.
-  if (count > (d.size() - 16) / 25) return;
-  uint64_t names = 16 + count * 24;
+  // Each entry needs a triple of words and at least one byte of name.
+  if (count > (d.size() - 2 * w) / (3 * w + 1)) return;
+  uint64_t names = 2 * w + count * 3 * w;
   uint64_t name_off = names;
   notes.has_file_note = true;
   for (uint64_t i = 0; i < count; ++i) {
     FileMapping m;
-    m.start = d.u64(16 + i * 24);
-    m.end = d.u64(16 + i * 24 + 8);
-    uint64_t pages = d.u64(16 + i * 24 + 16);
+    const uint64_t at = 2 * w + i * 3 * w;
+    m.start = d.u(at, w);
+    m.end = d.u(at + w, w);
+    uint64_t pages = d.u(at + 2 * w, w);
     if (!d.ok() || name_off >= d.size()) return;
     m.path = d.str(name_off, d.size() - name_off);
     name_off += m.path.size() + 1;
@@ -66,38 +80,44 @@ void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> na
                 std::span<const std::byte> desc, const Limits& limits, CoreNotes& notes) {
   if (!note_name_is(name, "CORE")) return;
   ByteView d(desc, be);
+  const unsigned w = arch_info(arch).address_size;
+  const bool is32 = w == 4;
   switch (type) {
     case kNtPrstatus:
       if (notes.threads.size() >= limits.max_threads) break;
       if (auto st = decode_prstatus(arch, desc, be)) notes.threads.push_back(*st);
       break;
-    case kNtPrpsinfo:
-      if (desc.size() < kPsArgs + kPsArgsLen) break;
+    case kNtPrpsinfo: {
+      const std::size_t args = is32 ? kPsArgs32 : kPsArgs;
+      if (desc.size() < args + kPsArgsLen) break;
       notes.has_prpsinfo = true;
-      notes.fname = d.str(kPsFname, kPsFnameLen);
-      notes.psargs = d.str(kPsArgs, kPsArgsLen);
+      notes.fname = d.str(is32 ? kPsFname32 : kPsFname, kPsFnameLen);
+      notes.psargs = d.str(args, kPsArgsLen);
       break;
+    }
     case kNtSiginfo: {
-      if (desc.size() < kSiAddr + 8 || notes.siginfo) break;
+      const std::size_t addr = is32 ? kSiAddr32 : kSiAddr;
+      if (desc.size() < addr + w || notes.siginfo) break;
       SigInfoNote si;
       si.signo = d.s32(kSiSigno);
       si.code = d.s32(kSiCode);
-      si.addr = d.u64(kSiAddr);
+      si.addr = d.u(addr, w);
       notes.siginfo = si;
       break;
     }
     case kNtAuxv:
+      // Entries of two words {tag, value}.
       if (!notes.auxv.empty()) break;
-      for (uint64_t off = 0; off + 16 <= desc.size() && notes.auxv.size() < kMaxAuxvEntries;
-           off += 16) {
-        uint64_t tag = d.u64(off);
+      for (uint64_t off = 0; off + 2 * w <= desc.size() && notes.auxv.size() < kMaxAuxvEntries;
+           off += 2 * w) {
+        uint64_t tag = d.u(off, w);
         if (tag == kAtNull) break;
-        notes.auxv.emplace_back(tag, d.u64(off + 8));
+        notes.auxv.emplace_back(tag, d.u(off + w, w));
       }
       break;
     case kNtFile:
-      if (!notes.has_file_note && desc.size() >= 16)
-        parse_nt_file(d, notes, limits.max_file_mappings);
+      if (!notes.has_file_note && desc.size() >= 2 * w)
+        parse_nt_file(d, w, notes, limits.max_file_mappings);
       break;
     default:
       break;
@@ -141,36 +161,48 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
       file[2] != std::byte{'L'} || file[3] != std::byte{'F'}) {
     return unexpected(std::string("not an ELF file"));
   }
-  if (file[4] != std::byte{2}) return unexpected(std::string("not a 64-bit ELF core (ELFCLASS32)"));
+  if (file[4] != std::byte{ELFCLASS64} && file[4] != std::byte{ELFCLASS32}) {
+    return unexpected(std::string("bad ELF class"));
+  }
+  const bool is64 = file[4] == std::byte{ELFCLASS64};
   if (file[5] != std::byte{1} && file[5] != std::byte{2}) {
     return unexpected(std::string("bad ELF byte order"));
   }
   ParsedCore core;
   core.big_endian = file[5] == std::byte{2};
-  if (file.size() < sizeof(Elf64_Ehdr)) return unexpected(std::string("truncated ELF header"));
+  if (file.size() < (is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr))) {
+    return unexpected(std::string("truncated ELF header"));
+  }
   ByteView h(file, core.big_endian);
   uint16_t type = h.u16(16);
   uint16_t machine = h.u16(18);
-  uint64_t phoff = h.u64(32);
-  uint64_t shoff = h.u64(40);
-  uint16_t phentsize = h.u16(54);
-  uint64_t phnum = h.u16(56);
-  uint16_t shentsize = h.u16(58);
+  const uint64_t phoff = is64 ? h.u64(32) : h.u32(kEh32Phoff);
+  const uint64_t shoff = is64 ? h.u64(40) : h.u32(kEh32Shoff);
+  const uint16_t phentsize = h.u16(is64 ? 54 : kEh32Phentsize);
+  uint64_t phnum = h.u16(is64 ? 56 : kEh32Phnum);
+  const uint16_t shentsize = h.u16(is64 ? 58 : kEh32Shentsize);
   if (type != ET_CORE) {
     return unexpected("not a core file (ELF type " + std::to_string(type) + ")");
   }
   auto arch = arch_from_elf_machine(machine);
   if (!arch) return unexpected("unsupported core machine " + std::to_string(machine));
+  // The class must be the architecture's: an ELFCLASS32 EM_S390 core is s390 (31-bit).
+  if (arch_info(*arch).address_size != (is64 ? 8 : 4)) {
+    return unexpected(std::string(is64 ? "64" : "32") + "-bit core of machine " +
+                      std::to_string(machine) + " is not supported");
+  }
   core.arch = *arch;
+  const std::size_t shdr_size = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+  const std::size_t phdr_size = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
   // More than 0xfffe program headers: the real count is in section header 0's sh_info.
   if (phnum == PN_XNUM) {
-    if (shoff == 0 || shentsize < sizeof(Elf64_Shdr) || shoff > file.size() ||
-        file.size() - shoff < sizeof(Elf64_Shdr)) {
+    if (shoff == 0 || shentsize < shdr_size || shoff > file.size() ||
+        file.size() - shoff < shdr_size) {
       return unexpected(std::string("truncated section header 0 (PN_XNUM)"));
     }
-    phnum = h.u32(shoff + 44);
+    phnum = h.u32(shoff + (is64 ? kSh64Info : kSh32Info));
   }
-  if (phentsize < sizeof(Elf64_Phdr)) return unexpected(std::string("bad program header size"));
+  if (phentsize < phdr_size) return unexpected(std::string("bad program header size"));
   if (phnum == 0) return unexpected(std::string("no program headers"));
   if (phoff > file.size() || (file.size() - phoff) / phentsize < phnum) {
     return unexpected(std::string("truncated program headers"));
@@ -182,7 +214,7 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
   cut.file_size = file.size();
   cut.expected_size = file.size();
   for (uint64_t i = 0; i < phnum; ++i) {
-    const Phdr64 ph = read_phdr64(h, phoff + i * phentsize);
+    const Phdr64 ph = read_phdr(h, phoff + i * phentsize, is64);
     // Bytes this segment should have that the file does not (an empty one has none).
     const bool past_end =
         ph.filesz != 0 && (ph.offset > file.size() || ph.filesz > file.size() - ph.offset);

@@ -16,13 +16,13 @@ constexpr uint64_t kDtDebug = 21;
 constexpr uint64_t kMaxDynamicEntries = 4096;
 constexpr std::size_t kMaxPath = 4096;
 
-// struct r_debug (64-bit): int r_version; struct link_map* r_map at 8.
-constexpr uint64_t kRMap = 8;
-// struct link_map (64-bit): l_addr 0, l_name 8, l_ld 16, l_next 24.
-constexpr uint64_t kLAddr = 0;
-constexpr uint64_t kLName = 8;
-constexpr uint64_t kLLd = 16;
-constexpr uint64_t kLNext = 24;
+// struct r_debug: int r_version; struct link_map* r_map at one word (64-bit: 8, 32-bit: 4).
+constexpr uint64_t kRMapWords = 1;
+// struct link_map: l_addr, l_name, l_ld, l_next, one word each.
+constexpr uint64_t kLAddrWords = 0;
+constexpr uint64_t kLNameWords = 1;
+constexpr uint64_t kLLdWords = 2;
+constexpr uint64_t kLNextWords = 3;
 
 }  // namespace
 
@@ -147,11 +147,13 @@ void ModuleCollector::add_from_link_map(const Auxv& auxv, const std::string& exe
   }
   std::optional<uint64_t> r_debug;
   if (dyn) {
-    uint64_t n = std::min<uint64_t>(dyn_size / 16, kMaxDynamicEntries);
+    // Elf64_Dyn / Elf32_Dyn: {tag, value}, one word each.
+    const unsigned w = resolver_.address_size();
+    uint64_t n = std::min<uint64_t>(dyn_size / (2 * w), kMaxDynamicEntries);
     for (uint64_t i = 0; i < n; ++i) {
       uint64_t tag = 0, val = 0;
-      if (!mem_.read_uint(*dyn + i * 16, 8, big_endian_, tag) ||
-          !mem_.read_uint(*dyn + i * 16 + 8, 8, big_endian_, val) || tag == kDtNull) {
+      if (!mem_.read_uint(*dyn + i * 2 * w, w, big_endian_, tag) ||
+          !mem_.read_uint(*dyn + i * 2 * w + w, w, big_endian_, val) || tag == kDtNull) {
         break;
       }
       if (tag == kDtDebug && val != 0) r_debug = val;
@@ -201,16 +203,17 @@ std::optional<std::pair<uint64_t, uint64_t>> ModuleCollector::mapped_run(uint64_
 }
 
 void ModuleCollector::walk_link_map(uint64_t r_debug) {
+  const unsigned w = resolver_.address_size();
   uint64_t lm = 0;
-  if (!mem_.read_uint(r_debug + kRMap, 8, big_endian_, lm)) return;
+  if (!mem_.read_uint(r_debug + kRMapWords * w, w, big_endian_, lm)) return;
   std::set<uint64_t> seen;
   for (uint32_t i = 0; lm != 0 && i < limits_.max_modules; ++i) {
     if (!seen.insert(lm).second) break;  // a cycle
     uint64_t l_addr = 0, l_name = 0, l_ld = 0, l_next = 0;
-    if (!mem_.read_uint(lm + kLAddr, 8, big_endian_, l_addr) ||
-        !mem_.read_uint(lm + kLName, 8, big_endian_, l_name) ||
-        !mem_.read_uint(lm + kLLd, 8, big_endian_, l_ld) ||
-        !mem_.read_uint(lm + kLNext, 8, big_endian_, l_next)) {
+    if (!mem_.read_uint(lm + kLAddrWords * w, w, big_endian_, l_addr) ||
+        !mem_.read_uint(lm + kLNameWords * w, w, big_endian_, l_name) ||
+        !mem_.read_uint(lm + kLLdWords * w, w, big_endian_, l_ld) ||
+        !mem_.read_uint(lm + kLNextWords * w, w, big_endian_, l_next)) {
       break;
     }
     std::string name;

@@ -47,8 +47,12 @@ std::optional<uint64_t> file_phdr_vaddr(const Image& image) {
       ehdr[3] != std::byte{'F'}) {
     return std::nullopt;
   }
+  // e_phoff: ELF64 at 32 (8 bytes), ELF32 at 28 (4 bytes).
+  const bool is64 = image.address_size() == 8;
   uint64_t phoff = 0;
-  if (!load_uint(ehdr, 32, 8, image.big_endian(), phoff)) return std::nullopt;
+  if (!load_uint(ehdr, is64 ? 32 : 28, is64 ? 8 : 4, image.big_endian(), phoff)) {
+    return std::nullopt;
+  }
   return *hv + phoff;
 }
 
@@ -60,17 +64,19 @@ std::optional<bool> dynamic_matches(Memory& mem, const Image& file, uint64_t bia
   constexpr uint64_t kDtNull = 0, kDtDebug = 21;
   constexpr std::size_t kMaxEntries = 4096;
   SectionRef dyn = file.dynamic();
-  if (dyn.bytes.size() < 16) return std::nullopt;
+  // Elf64_Dyn / Elf32_Dyn: {tag, value}, one word each.
+  const unsigned w = file.address_size();
+  if (dyn.bytes.size() < 2 * w) return std::nullopt;
   bool be = file.big_endian();
-  std::size_t n = std::min(dyn.bytes.size() / 16, kMaxEntries);
-  std::vector<std::byte> mem_dyn(n * 16);
+  std::size_t n = std::min<std::size_t>(dyn.bytes.size() / (2 * w), kMaxEntries);
+  std::vector<std::byte> mem_dyn(n * 2 * w);
   if (mem.read(dyn.addr + bias, mem_dyn) != mem_dyn.size()) return std::nullopt;
   for (std::size_t i = 0; i < n; ++i) {
     uint64_t ftag = 0, fval = 0, mtag = 0, mval = 0;
-    load_uint(dyn.bytes, i * 16, 8, be, ftag);
-    load_uint(dyn.bytes, i * 16 + 8, 8, be, fval);
-    load_uint(mem_dyn, i * 16, 8, be, mtag);
-    load_uint(mem_dyn, i * 16 + 8, 8, be, mval);
+    load_uint(dyn.bytes, i * 2 * w, w, be, ftag);
+    load_uint(dyn.bytes, i * 2 * w + w, w, be, fval);
+    load_uint(mem_dyn, i * 2 * w, w, be, mtag);
+    load_uint(mem_dyn, i * 2 * w + w, w, be, mval);
     if (ftag != mtag) return false;
     if (ftag == kDtNull) break;
     if (ftag == kDtDebug) continue;
@@ -222,13 +228,13 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
 
   // 1. Headers from target memory.
   if (hint.phdr && hint.phnum != 0) {
-    elf = read_target_phdrs(mem_, *hint.phdr, hint.phnum, big_endian_, max_phdrs);
+    elf = read_target_phdrs(mem_, *hint.phdr, hint.phnum, big_endian_, word_, max_phdrs);
     if (elf && elf->phdr_vaddr) {
       bias = *hint.phdr - *elf->phdr_vaddr;
     } else if (elf && page_size_ != 0) {
       // No PT_PHDR (static, non-PIE): the header is normally on the page holding the phdrs.
       uint64_t page = *hint.phdr & ~(page_size_ - 1);
-      if (auto e = read_target_elf(mem_, page, big_endian_, max_phdrs)) {
+      if (auto e = read_target_elf(mem_, page, big_endian_, word_, max_phdrs)) {
         if (e->header_vaddr() == elf->header_vaddr()) {
           elf = e;
           bias = page - e->header_vaddr();
@@ -238,7 +244,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     }
   }
   if (!elf && hint.base) {
-    elf = read_target_elf(mem_, *hint.base, big_endian_, max_phdrs);
+    elf = read_target_elf(mem_, *hint.base, big_endian_, word_, max_phdrs);
     if (elf) {
       have_header = true;
       if (!bias) bias = *hint.base - elf->header_vaddr();
@@ -247,7 +253,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   if (!elf && hint.bias) {
     // link_map gives the bias; a shared object's header usually sits at bias + 0. Accept the
     // guess only if it describes the dynamic section the target recorded.
-    if (auto e = read_target_elf(mem_, *hint.bias, big_endian_, max_phdrs)) {
+    if (auto e = read_target_elf(mem_, *hint.bias, big_endian_, word_, max_phdrs)) {
       bool fits =
           e->header_vaddr() == 0 &&
           (!hint.dynamic || (e->dynamic_vaddr && *hint.bias + *e->dynamic_vaddr == *hint.dynamic));
@@ -263,7 +269,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     // page that places itself consistently -- its PT_PHDR gives a bias under which one of its
     // own segments maps file page 0 exactly at the candidate.
     for (uint64_t c : *hint.header_candidates) {
-      auto e = read_target_elf(mem_, c, big_endian_, max_phdrs);
+      auto e = read_target_elf(mem_, c, big_endian_, word_, max_phdrs);
       if (!e || !e->phdr_vaddr) continue;
       uint64_t b = *hint.phdr - *e->phdr_vaddr;
       bool placed = false;
@@ -303,7 +309,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   if (!elf && file && hint.bias && !have_header) {
     // Now that the file says where its header lies, read the target's copy of it.
     if (auto hv = file_header_vaddr(*file)) {
-      if (auto e = read_target_elf(mem_, *bias + *hv, big_endian_, max_phdrs)) {
+      if (auto e = read_target_elf(mem_, *bias + *hv, big_endian_, word_, max_phdrs)) {
         if (e->header_vaddr() == *hv) {
           elf = e;
           have_header = true;
@@ -333,7 +339,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       if (s.offset >= page_size_ || page_size_ == 0) continue;  // does not map file page 0
       uint64_t alias = (*bias + s.vaddr) & ~(page_size_ - 1);
       if (alias == header) continue;
-      auto e = read_target_elf(mem_, alias, big_endian_, max_phdrs);
+      auto e = read_target_elf(mem_, alias, big_endian_, word_, max_phdrs);
       if (!e) continue;
       m.build_id = read_build_id_at_offsets(mem_, *e, alias, s.offset + s.filesz);
       if (!m.build_id.empty()) {
@@ -407,7 +413,8 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
     // very nearly (if it did not): good enough for the range and the dynamic section.
     if (auto hv = file_header_vaddr(*file)) {
       PlacedImage placed(*file, *bias);
-      elf = read_target_elf(placed, *bias + *hv, file->big_endian(), max_phdrs);
+      elf =
+          read_target_elf(placed, *bias + *hv, file->big_endian(), file->address_size(), max_phdrs);
       r.elf_from_file = elf.has_value();
     }
   }

@@ -55,6 +55,7 @@ class ModuleResolver {
       : mem_(mem),
         arch_(arch),
         big_endian_(big_endian),
+        word_(arch_info(arch).address_size),
         options_(options),
         page_size_(page_size),
         debuginfod_(options) {}
@@ -71,6 +72,8 @@ class ModuleResolver {
 
   // Where to say what could not be found, matched or fetched; none by default.
   void set_warnings(std::vector<Warning>* warnings) { warnings_ = warnings; }
+  // The target's address size (4 or 8): how wide its pointers in memory are.
+  uint8_t address_size() const { return word_; }
   // Who names the files, for messages: "the core" (default) or "the process".
   void set_named_by(std::string who) { named_by_ = std::move(who); }
 
@@ -84,6 +87,7 @@ class ModuleResolver {
   Memory& mem_;
   Arch arch_;
   bool big_endian_;
+  uint8_t word_;  // the target's address size: its ELF class, its pointers in memory
   const TargetOptions& options_;
   uint64_t page_size_;
   std::vector<Warning>* warnings_ = nullptr;

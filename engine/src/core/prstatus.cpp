@@ -14,6 +14,14 @@ constexpr unsigned kX86DwarfToWord[16] = {10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7,
 constexpr unsigned kX86Rip = 16;
 constexpr unsigned kX86Words = 27;
 
+// i386 user_regs_struct (/usr/i686-linux-gnu/include/sys/user.h), u32 each: ebx ecx edx esi
+// edi ebp eax xds xes xfs xgs orig_eax eip xcs eflags esp xss. Word index of DWARF 0-7 (eax
+// ecx edx ebx esp ebp esi edi) and of eflags (DWARF 9).
+constexpr unsigned kI386DwarfToWord[8] = {6, 1, 2, 0, 15, 5, 3, 4};
+constexpr unsigned kI386Eip = 12;
+constexpr unsigned kI386Eflags = 14;
+constexpr unsigned kI386Words = 17;
+
 // aarch64 user_pt_regs: regs[31] (x0-x30), sp, pc, pstate.
 constexpr unsigned kA64Sp = 31;
 constexpr unsigned kA64Pc = 32;
@@ -34,6 +42,8 @@ std::size_t gregset_size(Arch arch) {
       return kA64Words * 8;
     case Arch::S390x:
       return kS390Size;
+    case Arch::I386:
+      return kI386Words * 4;
   }
   return 0;
 }
@@ -57,6 +67,11 @@ std::optional<RegisterSet> decode_gregset(Arch arch, std::span<const std::byte> 
       for (uint16_t r = 0; r < 16; ++r) regs.set(r, v.u64(kS390Gprs + 8 * r));
       regs.set_pc(v.u64(kS390PswAddr));
       break;
+    case Arch::I386:
+      for (uint16_t r = 0; r < 8; ++r) regs.set(r, v.u32(4 * kI386DwarfToWord[r]));
+      regs.set(9, v.u32(4 * kI386Eflags));
+      regs.set_pc(v.u32(4 * kI386Eip));
+      break;
   }
   if (!v.ok()) return std::nullopt;
   return regs;
@@ -64,14 +79,16 @@ std::optional<RegisterSet> decode_gregset(Arch arch, std::span<const std::byte> 
 
 std::optional<PrStatus> decode_prstatus(Arch arch, std::span<const std::byte> desc,
                                         bool big_endian) {
-  if (desc.size() < kPrReg + gregset_size(arch)) return std::nullopt;
+  const bool is32 = arch_info(arch).address_size == 4;
+  const std::size_t reg_off = is32 ? kPrReg32 : kPrReg;
+  if (desc.size() < reg_off + gregset_size(arch)) return std::nullopt;
   ByteView v(desc, big_endian);
   PrStatus st;
   st.info_signo = v.s32(kPrInfoSigno);
   st.info_code = v.s32(kPrInfoCode);
   st.cursig = v.s16(kPrCursig);
-  st.pid = v.s32(kPrPid);
-  auto regs = decode_gregset(arch, desc.subspan(kPrReg), big_endian);
+  st.pid = v.s32(is32 ? kPrPid32 : kPrPid);
+  auto regs = decode_gregset(arch, desc.subspan(reg_off), big_endian);
   if (!regs || !v.ok()) return std::nullopt;
   st.regs = *regs;
   return st;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Decoding ELF64 headers, program headers and notes out of target memory.
+// Decoding ELF64 and ELF32 headers, program headers and notes out of target memory.
 #include "core/target_elf.hpp"
 
 #include <elf.h>
@@ -17,17 +17,18 @@ constexpr uint64_t kMaxNoteBytes = 64 * 1024;
 constexpr uint64_t kMaxBuildIdBytes = 64;
 
 // Reads `count` program headers at `addr`, `entsize` bytes apart, one at a time: only the
-// 56 bytes of each that are decoded are ever held, so a header that claims 65535 entries of
-// 65535 bytes costs nothing before its first unreadable entry. False when one cannot be read
-// or no PT_LOAD was found.
-bool read_phdrs(Memory& mem, uint64_t addr, uint64_t count, uint64_t entsize, bool big_endian,
-                TargetElf& elf) {
+// 56 (ELF32: 32) bytes of each that are decoded are ever held, so a header that claims 65535
+// entries of 65535 bytes costs nothing before its first unreadable entry. False when one
+// cannot be read or no PT_LOAD was found.
+bool read_phdrs(Memory& mem, uint64_t addr, uint64_t count, uint64_t entsize, TargetElf& elf) {
+  const bool is64 = elf.address_size == 8;
   for (uint64_t i = 0; i < count; ++i) {
-    std::byte one[sizeof(Elf64_Phdr)];
+    std::byte buf[sizeof(Elf64_Phdr)];
+    const std::span<std::byte> one(buf, is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr));
     const uint64_t at = addr + i * entsize;
     if (at < addr || !mem.read_exact(at, one)) return false;
-    ByteView v(one, big_endian);
-    const Phdr64 ph = read_phdr64(v, 0);
+    ByteView v(one, elf.big_endian);
+    const Phdr64 ph = read_phdr(v, 0, is64);
     switch (ph.type) {
       case PT_LOAD:
         if (ph.memsz != 0 && ph.vaddr + ph.memsz > ph.vaddr) {
@@ -80,37 +81,48 @@ std::pair<uint64_t, uint64_t> TargetElf::load_range(uint64_t page_size) const {
 }
 
 std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian,
-                                         uint32_t max_phdrs) {
-  std::byte ehdr[64];
+                                         uint8_t address_size, uint32_t max_phdrs) {
+  if (address_size != 4 && address_size != 8) return std::nullopt;
+  const bool is64 = address_size == 8;
+  std::byte buf[sizeof(Elf64_Ehdr)];
+  const std::span<std::byte> ehdr(buf, is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr));
   if (!mem.read_exact(addr, ehdr)) return std::nullopt;
+  const std::byte cls{static_cast<unsigned char>(is64 ? ELFCLASS64 : ELFCLASS32)};
   if (ehdr[0] != std::byte{0x7f} || ehdr[1] != std::byte{'E'} || ehdr[2] != std::byte{'L'} ||
-      ehdr[3] != std::byte{'F'} || ehdr[4] != std::byte{2}) {
+      ehdr[3] != std::byte{'F'} || ehdr[4] != cls) {
     return std::nullopt;
   }
   if (ehdr[5] != std::byte{static_cast<unsigned char>(big_endian ? 2 : 1)}) return std::nullopt;
   ByteView h(ehdr, big_endian);
   TargetElf elf;
   elf.big_endian = big_endian;
+  elf.address_size = address_size;
   elf.type = h.u16(16);
   elf.machine = h.u16(18);
-  elf.entry = h.u64(24);
-  uint64_t phoff = h.u64(32);
-  uint16_t entsize = h.u16(54);
-  uint16_t phnum = h.u16(56);
-  if (entsize < sizeof(Elf64_Phdr) || phnum == 0 || phnum == PN_XNUM || phnum > max_phdrs) {
+  // Elf32_Ehdr: e_entry 24, e_phoff 28, e_phentsize 42, e_phnum 44.
+  elf.entry = is64 ? h.u64(24) : h.u32(24);
+  const uint64_t phoff = is64 ? h.u64(32) : h.u32(28);
+  const uint16_t entsize = h.u16(is64 ? 54 : 42);
+  const uint16_t phnum = h.u16(is64 ? 56 : 44);
+  const std::size_t phdr_size = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+  if (entsize < phdr_size || phnum == 0 || phnum == PN_XNUM || phnum > max_phdrs) {
     return std::nullopt;
   }
   if (addr + phoff < addr) return std::nullopt;
-  if (!read_phdrs(mem, addr + phoff, phnum, entsize, big_endian, elf)) return std::nullopt;
+  if (!read_phdrs(mem, addr + phoff, phnum, entsize, elf)) return std::nullopt;
   return elf;
 }
 
 std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
-                                           bool big_endian, uint32_t max_phdrs) {
+                                           bool big_endian, uint8_t address_size,
+                                           uint32_t max_phdrs) {
+  if (address_size != 4 && address_size != 8) return std::nullopt;
   if (count == 0 || count >= PN_XNUM || count > max_phdrs) return std::nullopt;
   TargetElf elf;
   elf.big_endian = big_endian;
-  if (!read_phdrs(mem, addr, count, sizeof(Elf64_Phdr), big_endian, elf)) return std::nullopt;
+  elf.address_size = address_size;
+  const std::size_t phdr_size = address_size == 8 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+  if (!read_phdrs(mem, addr, count, phdr_size, elf)) return std::nullopt;
   return elf;
 }
 

@@ -20,8 +20,9 @@ struct NoteRange {
 
 struct TargetElf {
   bool big_endian = false;
-  uint16_t type = 0;     // ET_EXEC, ET_DYN (0 when only program headers were read)
-  uint16_t machine = 0;  // 0 when only program headers were read
+  uint8_t address_size = 8;  // 4 for ELFCLASS32
+  uint16_t type = 0;         // ET_EXEC, ET_DYN (0 when only program headers were read)
+  uint16_t machine = 0;      // 0 when only program headers were read
   uint64_t entry = 0;
   std::vector<Segment> loads;             // PT_LOAD, link-time
   std::optional<uint64_t> phdr_vaddr;     // PT_PHDR
@@ -43,15 +44,17 @@ struct TargetElf {
   std::pair<uint64_t, uint64_t> load_range(uint64_t page_size) const;
 };
 
-// Reads the ELF header at `addr` and its program headers. Only ELFCLASS64; `big_endian` is
-// the byte order expected (the target's), and a header of the other order is rejected, as is
-// one claiming more than `max_phdrs` program headers (Limits::max_program_headers).
+// Reads the ELF header at `addr` and its program headers. `big_endian` and `address_size`
+// (8: ELFCLASS64, 4: ELFCLASS32) are the target's; a header of the other order or class is
+// rejected, as is one claiming more than `max_phdrs` program headers
+// (Limits::max_program_headers).
 std::optional<TargetElf> read_target_elf(Memory& mem, uint64_t addr, bool big_endian,
-                                         uint32_t max_phdrs);
+                                         uint8_t address_size, uint32_t max_phdrs);
 
 // Decodes `count` program headers at `addr` without an ELF header (AT_PHDR/AT_PHNUM).
 std::optional<TargetElf> read_target_phdrs(Memory& mem, uint64_t addr, uint64_t count,
-                                           bool big_endian, uint32_t max_phdrs);
+                                           bool big_endian, uint8_t address_size,
+                                           uint32_t max_phdrs);
 
 // The NT_GNU_BUILD_ID of an ELF whose notes are mapped at bias + vaddr; "" if unreadable.
 std::string read_build_id(Memory& mem, const TargetElf& elf, uint64_t bias);

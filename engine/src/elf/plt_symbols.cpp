@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// PLT stub symbols from .rela.plt / .rela.dyn and the stub sections.
+// PLT stub symbols from .rela.plt / .rela.dyn (i386: .rel.plt / .rel.dyn) and the stub
+// sections.
 #include "elf/plt_symbols.hpp"
 
 #include <elf.h>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,26 +50,38 @@ struct Relocs {
   std::vector<Reloc> entries;  // in table order
 };
 
-// The relocations of a SHT_RELA section, in table order.
+// The relocations of a SHT_RELA (or, on i386, SHT_REL) section, in table order.
 Relocs read_relocs(Elf* e, Elf_Scn* scn, uint64_t max) {
   Relocs out;
   GElf_Shdr sh;
-  if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type != SHT_RELA) return out;
+  if (gelf_getshdr(scn, &sh) == nullptr || (sh.sh_type != SHT_RELA && sh.sh_type != SHT_REL))
+    return out;
+  const bool rela = sh.sh_type == SHT_RELA;
   Elf_Data* data = elf_getdata(scn, nullptr);
   Elf_Scn* symscn = elf_getscn(e, sh.sh_link);
   GElf_Shdr symsh;
   if (data == nullptr || symscn == nullptr || gelf_getshdr(symscn, &symsh) == nullptr) return out;
   Elf_Data* syms = elf_getdata(symscn, nullptr);
-  const std::size_t entsize = gelf_fsize(e, ELF_T_RELA, 1, EV_CURRENT);
+  const std::size_t entsize = gelf_fsize(e, rela ? ELF_T_RELA : ELF_T_REL, 1, EV_CURRENT);
   if (syms == nullptr || entsize == 0) return out;
   out.names = NameSource{e, syms, symsh.sh_link};
   const uint64_t count = std::min<uint64_t>(data->d_size / entsize, max);
   out.entries.reserve(static_cast<std::size_t>(count));
   for (uint64_t i = 0; i < count; ++i) {
-    GElf_Rela rela;
-    if (gelf_getrela(data, static_cast<int>(i), &rela) == nullptr) break;
+    uint64_t offset = 0, info = 0;
+    if (rela) {
+      GElf_Rela r;
+      if (gelf_getrela(data, static_cast<int>(i), &r) == nullptr) break;
+      offset = r.r_offset;
+      info = r.r_info;
+    } else {
+      GElf_Rel r;
+      if (gelf_getrel(data, static_cast<int>(i), &r) == nullptr) break;
+      offset = r.r_offset;
+      info = r.r_info;
+    }
     // Stubs without a symbol (IRELATIVE) keep their place in the order, nameless.
-    out.entries.push_back(Reloc{rela.r_offset, GELF_R_SYM(rela.r_info)});
+    out.entries.push_back(Reloc{offset, GELF_R_SYM(info)});
   }
   return out;
 }
@@ -95,17 +109,27 @@ struct Slot {
 
 // x86-64: every stub (lazy .plt entry, .plt.sec or .plt.got) holds `jmp *disp32(%rip)`
 // (ff 25), possibly after endbr64 and a bnd prefix; the slot it reads names the function.
-std::size_t x86_64_stubs(const Section& s, const std::vector<Slot>& by_slot, SymbolSink& table,
-                         uint64_t entry) {
+// i386 (`i386` true; `got_base` the address PIC code keeps in %ebx): `jmp *abs32` (ff 25) in
+// position-dependent code, `jmp *disp32(%ebx)` (ff a3) in PIC.
+std::size_t x86_stubs(const Section& s, const std::vector<Slot>& by_slot, SymbolSink& table,
+                      uint64_t entry, bool i386, uint64_t got_base) {
   std::size_t added = 0;
   for (std::size_t off = 0; off + entry <= s.bytes.size() && !table.full(); off += entry) {
     for (std::size_t i = off; i + 6 <= off + entry; ++i) {
-      if (s.bytes[i] != std::byte{0xff} || s.bytes[i + 1] != std::byte{0x25}) continue;
+      if (s.bytes[i] != std::byte{0xff}) continue;
+      const bool abs_or_rip = s.bytes[i + 1] == std::byte{0x25};
+      const bool ebx_rel = i386 && s.bytes[i + 1] == std::byte{0xa3};
+      if (!abs_or_rip && !ebx_rel) continue;
       int32_t disp = 0;
       for (int b = 0; b < 4; ++b) {
         disp |= static_cast<int32_t>(static_cast<uint32_t>(s.bytes[i + 2 + b]) << (8 * b));
       }
-      const uint64_t slot = s.addr + i + 6 + static_cast<int64_t>(disp);
+      uint64_t slot = s.addr + i + 6 + static_cast<int64_t>(disp);
+      if (i386) {
+        slot = (abs_or_rip ? static_cast<uint64_t>(static_cast<uint32_t>(disp))
+                           : got_base + static_cast<int64_t>(disp)) &
+               UINT32_MAX;
+      }
       auto it = std::lower_bound(by_slot.begin(), by_slot.end(), slot,
                                  [](const Slot& a, uint64_t b) { return a.offset < b; });
       if (it != by_slot.end() && it->offset == slot) {
@@ -143,6 +167,9 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
   std::size_t shstrndx = 0;
   if (elf_getshdrstrndx(e, &shstrndx) != 0) return 0;
   Section plt, plt_sec, plt_got;
+  // i386 PIC stubs address their slots from _GLOBAL_OFFSET_TABLE_: the start of .got.plt, or
+  // of .got when -z now merged the two.
+  std::optional<uint64_t> got_plt, got;
   Relocs jump_slots, glob_dat;
   Elf_Scn* scn = nullptr;
   for (uint32_t n = 0; n < kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
@@ -162,14 +189,22 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
         target->bytes = {static_cast<const std::byte*>(d->d_buf), d->d_size};
         target->present = true;
       }
-    } else if (name == ".rela.plt") {
+    } else if (name == ".rela.plt" || name == ".rel.plt") {
       jump_slots = read_relocs(e, scn, limits.max_symbols);
-    } else if (name == ".rela.dyn" && image.arch() == Arch::X86_64) {
+    } else if ((name == ".rela.dyn" && image.arch() == Arch::X86_64) ||
+               (name == ".rel.dyn" && image.arch() == Arch::I386)) {
       glob_dat = read_relocs(e, scn, limits.max_symbols);
+    } else if (name == ".got.plt") {
+      got_plt = sh.sh_addr;
+    } else if (name == ".got") {
+      got = sh.sh_addr;
     }
   }
   switch (image.arch()) {
-    case Arch::X86_64: {
+    case Arch::X86_64:
+    case Arch::I386: {
+      const bool i386 = image.arch() == Arch::I386;
+      const uint64_t got_base = got_plt.value_or(got.value_or(0));
       // Slot -> naming relocation; for a slot both name, .rela.plt's (listed last) wins.
       std::vector<Slot> by_slot;
       for (const Relocs* list : {&glob_dat, &jump_slots}) {
@@ -191,15 +226,15 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
       // The lazy .plt holds the jumps unless .plt.sec (IBT) took them over; PLT0's jump
       // reads a GOT slot no relocation names, so it stays nameless.
       if (plt_sec.present) {
-        added += x86_64_stubs(plt_sec, by_slot, table, 16);
+        added += x86_stubs(plt_sec, by_slot, table, 16, i386, got_base);
       } else if (plt.present) {
-        added += x86_64_stubs(plt, by_slot, table, 16);
+        added += x86_stubs(plt, by_slot, table, 16, i386, got_base);
       }
       if (plt_got.present) {
-        // 8-byte stubs, 16 with IBT (endbr64 first).
+        // 8-byte stubs, 16 with IBT (endbr64 / endbr32 first).
         const bool ibt = plt_got.bytes.size() >= 4 && plt_got.bytes[0] == std::byte{0xf3} &&
                          plt_got.bytes[1] == std::byte{0x0f} && plt_got.bytes[2] == std::byte{0x1e};
-        added += x86_64_stubs(plt_got, by_slot, table, ibt ? 16 : 8);
+        added += x86_stubs(plt_got, by_slot, table, ibt ? 16 : 8, i386, got_base);
       }
       return added;
     }

@@ -21,7 +21,7 @@ bool abi_big_endian(Abi abi) {
   return abi == Abi::Aarch64Big || abi == Abi::S390xBig;
 }
 
-Abi abi_for(Arch arch, bool big_endian) {
+std::optional<Abi> abi_for(Arch arch, bool big_endian) {
   switch (arch) {
     case Arch::X86_64:
       return Abi::Amd64Little;
@@ -29,6 +29,8 @@ Abi abi_for(Arch arch, bool big_endian) {
       return big_endian ? Abi::Aarch64Big : Abi::Aarch64Little;
     case Arch::S390x:
       return Abi::S390xBig;
+    case Arch::I386:
+      return std::nullopt;
   }
   return Abi::Amd64Little;
 }

@@ -136,7 +136,9 @@ Conversion convert_cfi(dwarf::ImageCfi& cfi, Arch arch, uint8_t version, const L
   Header& h = out.header;
   h.version = version;
   h.flags = fmt::kFlagFdeSorted | fmt::kFlagFuncStartPcrel;
-  h.abi = abi_for(arch, format.big_endian);
+  const std::optional<Abi> abi = abi_for(arch, format.big_endian);
+  if (!abi) return out;  // no SFrame ABI for this architecture: nothing converts
+  h.abi = *abi;
   h.fixed_fp_offset = 0;
   h.fixed_ra_offset = arch == Arch::X86_64 ? -8 : 0;
 

@@ -72,6 +72,8 @@ bool decode_default(const Context& c, uint8_t info, const Words& w, FrameRow& ro
         }
       }
       return w.count < 3 || default_saved(c, w.sgn(2), row.fp);
+    case Arch::I386:
+      return false;  // no SFrame ABI names i386
   }
   return false;
 }

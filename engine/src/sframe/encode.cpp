@@ -124,6 +124,8 @@ bool default_words(const Ctx& c, const FrameRow& row, uint8_t& base, std::vector
         words.push_back(Word{fmt::kRaOffsetInvalid, false});  // padding
       }
       break;
+    case Arch::I386:
+      return false;  // no SFrame ABI names i386
   }
   if (fp) {
     if (!default_word(c, row.fp, w)) return false;

@@ -208,6 +208,9 @@ RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
           ok = b.need_flex("RA at CFA+0");
         }
         break;
+      case Arch::I386:
+        ok = b.fail("SFrame defines no ABI for i386");
+        break;
     }
   }
   if (!ok) {

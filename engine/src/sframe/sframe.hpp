@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,10 +47,10 @@ struct Error {
 
 enum class Abi : uint8_t { Aarch64Big = 1, Aarch64Little = 2, Amd64Little = 3, S390xBig = 4 };
 // The architecture an ABI id names, whether its sections are big-endian, and the ABI id of an
-// architecture in a byte order (only AArch64 has both).
+// architecture in a byte order (only AArch64 has both; SFrame defines none for i386).
 Arch abi_arch(Abi abi);
 bool abi_big_endian(Abi abi);
-Abi abi_for(Arch arch, bool big_endian);
+std::optional<Abi> abi_for(Arch arch, bool big_endian);
 
 // How a value (the frame pointer or the return address) is recovered: the union of what V2
 // and V3 (flexible FDEs) can say.

@@ -103,11 +103,13 @@ RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
 }
 
 // x86-64's return-address column (16) is the instruction pointer itself, and glibc's .plt
-// CFA expression reads it (DW_OP_breg16). Core and ptrace registers give rip as the pc, so
-// expressions see a copy with the column filled in; plain rules never read it.
+// CFA expression reads it (DW_OP_breg16; i386's: DW_OP_breg8, eip). Core and ptrace registers
+// give the pc apart, so expressions see a copy with the column filled in; plain rules never
+// read it.
 const RegisterSet& with_pc_column(const ArchInfo& ai, const RegisterSet& regs,
                                   std::optional<RegisterSet>& scratch) {
-  if (ai.arch != Arch::X86_64 || regs.has(ai.ra_reg)) return regs;
+  const bool pc_column = ai.arch == Arch::X86_64 || ai.arch == Arch::I386;
+  if (!pc_column || regs.has(ai.ra_reg)) return regs;
   scratch.emplace(regs);
   scratch->set(ai.ra_reg, regs.pc());
   return *scratch;

@@ -24,6 +24,8 @@ std::string reg_name(Arch arch, uint16_t reg) {
   static constexpr std::array<const char*, 17> kX86 = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
                                                        "rbp", "rsp", "r8",  "r9",  "r10", "r11",
                                                        "r12", "r13", "r14", "r15", "rip"};
+  static constexpr std::array<const char*, 10> kI386 = {"eax", "ecx", "edx", "ebx", "esp",
+                                                        "ebp", "esi", "edi", "eip", "eflags"};
   switch (arch) {
     case Arch::X86_64:
       if (reg < kX86.size()) return kX86[reg];
@@ -35,6 +37,9 @@ std::string reg_name(Arch arch, uint16_t reg) {
       break;
     case Arch::S390x:
       if (reg < 16) return "r" + std::to_string(reg);
+      break;
+    case Arch::I386:
+      if (reg < kI386.size()) return kI386[reg];
       break;
   }
   return "reg " + std::to_string(reg);

@@ -107,11 +107,13 @@ std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& f
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return std::nullopt;
   const uint64_t sp = frame.regs.raw(info.sp_reg);
-  if (info.arch == Arch::X86_64) {
+  if (info.arch == Arch::X86_64 || info.arch == Arch::I386) {
+    // The call pushed the return address at the stack pointer.
+    const unsigned size = info.address_size;
     uint64_t word = 0;
-    if (sp % 8 != 0 || !ctx.mem.read_uint(sp, 8, false, word)) return std::nullopt;
+    if (sp % size != 0 || !ctx.mem.read_uint(sp, size, false, word)) return std::nullopt;
     if (!valid_return_address(ctx, word, function_start, true)) return std::nullopt;
-    return caller_at(ctx, frame, word, sp + 8, sp + 8);
+    return caller_at(ctx, frame, word, sp + size, sp + size);
   }
   if (!frame.regs.has(info.ra_reg)) return std::nullopt;
   const uint64_t ra = ctx.ops.strip_return_address(frame.regs.raw(info.ra_reg));

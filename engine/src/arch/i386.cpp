@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// i386 (System V i386 psABI, Linux): callee-saved registers, the two sigreturn trampolines and
+// the kernel's two signal frames (old `sigframe` and `rt_sigframe`), the ebp chain.
+#include <array>
+
+#include "arch/arch_ops.hpp"
+
+namespace ehbt::arch {
+namespace {
+
+// DWARF numbers (i386 psABI; GCC and GDB agree): eax ecx edx ebx esp ebp esi edi.
+constexpr uint16_t kEax = 0, kEcx = 1, kEdx = 2, kEbx = 3, kEsp = 4, kEbp = 5, kEsi = 6, kEdi = 7;
+constexpr uint16_t kEflags = 9;
+constexpr uint64_t kWord = 4;
+
+// The vDSO's __kernel_sigreturn, glibc's __restore and the retcode the kernel (and qemu-user)
+// writes into a sigframe when no SA_RESTORER was given: `pop %eax; mov $119,%eax; int $0x80`
+// (119 = __NR_sigreturn). The pop drops the signal number the handler was called with.
+constexpr std::array<uint8_t, 8> kSigreturnCode = {0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80};
+// __kernel_rt_sigreturn and glibc's __restore_rt: `mov $173,%eax; int $0x80`.
+constexpr std::array<uint8_t, 7> kRtSigreturnCode = {0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80};
+
+// Both frames (arch/x86/include/asm/sigframe.h, 32-bit) start with `pretcode`, which the
+// handler's `ret` pops: at the trampoline esp points at the next field, `int sig`.
+// struct sigframe: pretcode, sig, struct sigcontext sc, ... -> sc at esp + 4.
+constexpr uint64_t kSigframeSc = 4;
+// struct rt_sigframe: pretcode, sig, siginfo* pinfo, void* puc, siginfo info, ucontext uc...
+// puc (at esp + 8) points at uc; in struct ucontext (uc_flags, uc_link, stack_t uc_stack of
+// 3 words) uc_mcontext, the sigcontext, is at +20.
+constexpr uint64_t kRtSigframePuc = 8;
+constexpr uint64_t kUcMcontextOffset = 20;
+
+// struct sigcontext (uapi/asm/sigcontext.h, __i386__), u32 each: gs fs es ds edi esi ebp esp
+// ebx edx ecx eax trapno err eip cs eflags esp_at_signal ss.
+constexpr unsigned kScWords = 17;  // through eflags
+constexpr std::array<uint16_t, 8> kScDwarf = {kEdi, kEsi, kEbp, kEsp, kEbx, kEdx, kEcx, kEax};
+constexpr unsigned kScEdi = 4, kScEip = 14, kScEflags = 16;
+
+class I386Ops final : public ArchOps {
+ public:
+  I386Ops() : ArchOps(arch_info(Arch::I386)) {
+    for (uint16_t r : {kEbx, kEsi, kEdi, kEbp, kEsp}) add_callee_saved(r);
+  }
+
+  // Every 32-bit address can hold user code (a compat task on a 64-bit kernel has all 4 GiB).
+  bool plausible_pc(uint64_t pc) const override { return pc <= UINT32_MAX; }
+
+  // Also at the `mov` of __kernel_sigreturn (a thread stopped right after its `pop`): the
+  // sigcontext is then at esp itself (see recover_signal).
+  Sigreturn sigreturn_at(Memory& mem, uint64_t pc) const override {
+    if (code_at(mem, pc, kRtSigreturnCode)) return Sigreturn::Rt;
+    if (code_at(mem, pc, kSigreturnCode)) return Sigreturn::NonRt;
+    if (pc > 0 && code_at(mem, pc - 1, kSigreturnCode)) return Sigreturn::NonRt;
+    return Sigreturn::None;
+  }
+
+  RecoverResult recover_signal(const RegisterSet& regs, Sigreturn kind,
+                               Memory& mem) const override {
+    if (kind == Sigreturn::None) return unexpected(not_applicable("not a sigreturn frame"));
+    if (!regs.has(kEsp)) return unexpected(not_applicable("esp unknown at the trampoline"));
+    const uint64_t sp = regs.raw(kEsp);
+    uint64_t sc = sp + kSigframeSc;
+    // Past the `pop %eax`, the signal number is gone and esp is at the sigcontext.
+    if (kind == Sigreturn::NonRt && !code_at(mem, regs.pc(), kSigreturnCode)) sc = sp;
+    if (kind == Sigreturn::Rt) {
+      uint64_t puc = 0;
+      if (!read_word(mem, sp + kRtSigframePuc, puc))
+        return unexpected(fault(sp + kRtSigframePuc, kWord));
+      sc = puc + kUcMcontextOffset;
+    }
+    std::array<std::byte, kScWords * kWord> block;
+    if (!mem.read_exact(sc, block)) return unexpected(fault(sc, block.size()));
+    Recovered out;
+    out.regs = RegisterSet(Arch::I386);
+    for (unsigned i = 0; i < kScDwarf.size(); ++i)
+      out.regs.set(kScDwarf[i], word_at(block.data(), kScEdi + i));
+    out.regs.set(kEflags, word_at(block.data(), kScEflags));
+    out.regs.set_pc(word_at(block.data(), kScEip));
+    out.cfa = out.regs.raw(kEsp);
+    return out;
+  }
+
+  // push %ebp; mov %esp,%ebp: [ebp] = caller's ebp, [ebp+4] = return address, CFA = ebp+8.
+  RecoverResult frame_pointer_step(const RegisterSet& regs, Memory& mem) const override {
+    auto rec = read_frame_record(regs, mem, kEbp);
+    if (!rec) return unexpected(rec.error());
+    const uint64_t cfa = rec->at + 2 * kWord;
+    Recovered out;
+    out.regs = RegisterSet(Arch::I386);
+    out.regs.set(kEbp, rec->saved_fp);
+    out.regs.set(kEsp, cfa);
+    out.regs.set_pc(rec->return_address);
+    out.cfa = cfa;
+    return out;
+  }
+
+  // At a function's first instruction the call has just pushed the return address.
+  RecoverResult entry_step(const RegisterSet& regs, Memory& mem) const override {
+    if (!regs.has(kEsp)) return unexpected(not_applicable("esp unknown"));
+    const uint64_t sp = regs.raw(kEsp);
+    if (sp % kWord != 0) return unexpected(not_applicable("esp is misaligned"));
+    uint64_t ra = 0;
+    if (!read_word(mem, sp, ra)) return unexpected(fault(sp, kWord));
+    Recovered out;
+    out.regs = keep_callee_saved(regs);
+    out.regs.set(kEsp, sp + kWord);
+    out.regs.set_pc(ra);
+    out.cfa = sp + kWord;
+    return out;
+  }
+};
+
+}  // namespace
+
+const ArchOps& i386_ops() {
+  static const I386Ops ops;
+  return ops;
+}
+
+}  // namespace ehbt::arch
