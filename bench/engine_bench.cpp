@@ -4,6 +4,7 @@
 // index build, and full in-process unwinds on a warm and a cold cache.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
 #include <ucontext.h>
 
@@ -186,7 +187,11 @@ void count_frames(benchmark::State& state, std::size_t frames) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-void BM_Unwind(benchmark::State& state, bool warm) {
+// warm: the same stack walked again with every cache kept; cold: each walk starts with no
+// cache (each image's CFI/SFrame caches dropped, untimed). keep_registers: every frame keeps
+// its register set (what the Python module and debugger plugins ask for); off, the walk keeps
+// registers only for the frame being stepped and its caller (what the CLI does).
+void BM_Unwind(benchmark::State& state, bool warm, bool keep_registers) {
   ehbt::ModuleSet modules;
   dl_iterate_phdr(collect_module, &modules);
   capture_at_depth(static_cast<int>(state.range(0)));
@@ -200,6 +205,8 @@ void BM_Unwind(benchmark::State& state, bool warm) {
   copy.resize(self.read(sp, copy));
   stack.add(sp, std::move(copy));
   ehbt::Unwinder unwinder;
+  ehbt::UnwindOptions options;
+  options.keep_registers = keep_registers;
   std::size_t frames = 0;
   for (auto _ : state) {
     if (!warm) {
@@ -207,14 +214,54 @@ void BM_Unwind(benchmark::State& state, bool warm) {
       for (const auto& m : modules.modules()) m.image->set_cache(nullptr);
       state.ResumeTiming();
     }
-    auto bt = unwinder.unwind(regs, stack, modules);
+    auto bt = unwinder.unwind(regs, stack, modules, options);
     frames = bt.frames.size();
     benchmark::DoNotOptimize(bt);
   }
   count_frames(state, frames);
 }
-BENCHMARK_CAPTURE(BM_Unwind, warm, true)->Arg(64)->Arg(512);
-BENCHMARK_CAPTURE(BM_Unwind, cold, false)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Unwind, warm, true, false)->Arg(64)->Arg(512);
+BENCHMARK_CAPTURE(BM_Unwind, cold, false, false)->Arg(64)->Arg(512)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Unwind, warm_regs, true, true)->Arg(64)->Arg(512);
+
+// The anchors: glibc's backtrace() and libunwind's unw_backtrace() walking this thread's own
+// live stack at the same depth (their caches warm after the first call). libunwind is
+// loaded at run time (no headers needed); the case reports an error when it is not installed.
+using BacktraceFn = int (*)(void**, int);
+
+__attribute__((noinline)) std::size_t walk_at_depth(int depth, benchmark::State& state,
+                                                    BacktraceFn fn) {
+  if (depth == 0) {
+    std::vector<void*> pcs(4096);
+    std::size_t frames = 0;
+    for (auto _ : state) {
+      frames = static_cast<std::size_t>(fn(pcs.data(), static_cast<int>(pcs.size())));
+      benchmark::DoNotOptimize(pcs.data());
+    }
+    return frames;
+  }
+  std::size_t r = walk_at_depth(depth - 1, state, fn);
+  benchmark::DoNotOptimize(r);
+  return r;
+}
+
+void BM_GlibcBacktrace(benchmark::State& state) {
+  count_frames(state, walk_at_depth(static_cast<int>(state.range(0)), state, &backtrace));
+}
+BENCHMARK(BM_GlibcBacktrace)->Arg(64)->Arg(512);
+
+void BM_LibunwindBacktrace(benchmark::State& state) {
+  void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  auto fn = lib != nullptr ? reinterpret_cast<BacktraceFn>(dlsym(lib, "unw_backtrace")) : nullptr;
+  if (fn == nullptr) {
+    state.SkipWithError("libunwind.so.8 with unw_backtrace not found");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  count_frames(state, walk_at_depth(static_cast<int>(state.range(0)), state, fn));
+}
+BENCHMARK(BM_LibunwindBacktrace)->Arg(64)->Arg(512);
 
 // The same warm walk through each table source: .eh_frame, and SFrame tables converted in
 // memory from it (V3 SFrame only; V2 Auto, which takes .eh_frame where V2 cannot express a

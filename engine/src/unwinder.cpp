@@ -114,31 +114,45 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     bt.detail = "max_frames is 0";
     return bt;
   }
-  // A Frame is ~840 bytes (a whole register set): start small, most stacks are shallow, and a
-  // large reserve freed per walk makes malloc hand pages back to the kernel every time.
-  bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 32));
-  bt.frames.push_back(first_frame(regs, modules));
+  // Two working frames hold the registers the step needs: the frame being stepped from and
+  // its caller, built in place and swapped (their register sets are allocated once per walk
+  // and reused). The backtrace gets compact records, with registers only when asked.
+  Frame current = first_frame(regs, modules);
+  Frame caller;
+  caller.regs.mut();
+  const bool keep = options.keep_registers;
+  auto record = [keep](const Frame& f) {
+    Frame out;
+    out.pc = f.pc;
+    out.cfa = f.cfa;
+    out.source = f.source;
+    out.module = f.module;
+    out.exact_pc = f.exact_pc;
+    out.signal_trampoline = f.signal_trampoline;
+    out.jit = f.jit;
+    out.jit_entry = f.jit_entry;
+    if (keep) out.regs = f.regs;
+    return out;
+  };
+  bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 64));
+  bt.frames.push_back(record(current));
 
   unwind::CfiMemo memo;
   RecentPairs exempt_pairs;
   uint32_t scanned = 0;  // frames found by stack scanning (Limits::max_scan_frames)
   for (;;) {
     const std::size_t index = bt.frames.size() - 1;
-    // The caller is built in place, in the slot after the frame being stepped from.
-    if (bt.frames.size() == bt.frames.capacity()) bt.frames.reserve(2 * bt.frames.size());
-    bt.frames.emplace_back();
-    Frame& frame = bt.frames[index];
-    Frame& caller = bt.frames.back();
-    auto cfa = unwind::step_frame(frame, mem, modules, options, limits_, memo, caller);
+    auto cfa = unwind::step_frame(current, mem, modules, options, limits_, memo, caller);
     if (!cfa) {
-      bt.frames.pop_back();
       StopInfo& why = cfa.error();
       if (why.cfa != 0) bt.frames[index].cfa = why.cfa;
       bt.stop = why.reason;
       bt.detail = std::move(why.detail);
       break;
     }
+    Frame& frame = bt.frames[index];
     frame.cfa = *cfa;
+    current.cfa = *cfa;
     // A step that lands on an exact pc went through a signal frame: `frame` is the trampoline.
     const bool signal_step = caller.exact_pc;
     if (signal_step) frame.signal_trampoline = true;
@@ -148,7 +162,6 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
       // alternate stack) and the interrupted frame's (its CFA may equal its SP-based start).
       if (signal_step || frame.exact_pc) {
         if (exempt_pairs.seen(frame.pc, frame.cfa)) {
-          bt.frames.pop_back();
           bt.stop = StopReason::NoProgress;
           bt.detail =
               "pc " + unwind::hex(frame.pc) + " with CFA " + unwind::hex(frame.cfa) + " repeats";
@@ -156,26 +169,25 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
         }
         exempt_pairs.add(frame.pc, frame.cfa);
       } else if (frame.cfa <= prev) {
-        bt.frames.pop_back();
         bt.stop = StopReason::NoProgress;
         bt.detail = "CFA " + unwind::hex(frame.cfa) + " does not increase (previous " +
                     unwind::hex(prev) + ")";
         break;
       }
     }
-    if (bt.frames.size() > limits_.max_frames) {
-      bt.frames.pop_back();
+    if (bt.frames.size() + 1 > limits_.max_frames) {
       bt.stop = StopReason::MaxFrames;
       bt.detail = "limit of " + std::to_string(limits_.max_frames) + " frames";
       break;
     }
-    if (bt.frames.back().source == FrameSource::Scan && ++scanned > limits_.max_scan_frames) {
-      bt.frames.pop_back();
+    if (caller.source == FrameSource::Scan && ++scanned > limits_.max_scan_frames) {
       bt.stop = StopReason::NoUnwindInfo;
       bt.detail =
           "limit of " + std::to_string(limits_.max_scan_frames) + " frames found by stack scanning";
       break;
     }
+    bt.frames.push_back(record(caller));
+    std::swap(current, caller);
   }
   return bt;
 }

@@ -114,12 +114,15 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   // A process whose stacks were copied at the stop runs again before the walks.
   if (target.stacks_copied()) target.release();
   Unwinder unwinder(options.limits);
+  // The report prints pcs, CFAs and symbols, never registers: the walk keeps none per frame.
+  UnwindOptions walk = options.unwind;
+  walk.keep_registers = false;
   std::vector<PendingSymbol> pending;
   for (std::size_t i : chosen) {
     // A live thread stopped alone (one-thread-at-a-time) that exited first is left out.
     if (!target.stop_thread(i)) continue;
     const ThreadState& thread = threads[i];
-    Backtrace bt = unwinder.unwind(thread.regs, target.memory(), target.modules(), options.unwind);
+    Backtrace bt = unwinder.unwind(thread.regs, target.memory(), target.modules(), walk);
     ThreadReport t;
     t.tid = thread.tid;
     t.name = thread.name;

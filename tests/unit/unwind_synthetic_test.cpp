@@ -71,6 +71,56 @@ TEST_F(X86_64Chain, WalksToTheOutermostFrame) {
   EXPECT_EQ(entry.cfa, a + 72);  // entry: sub 8 + the return address
 }
 
+// UnwindOptions::keep_registers off (what the CLI asks for): the walk keeps registers only
+// for the frame it steps and its caller, and the frames it returns are the same records --
+// through an .eh_frame step, a frame-pointer step and back -- with no register sets.
+TEST_F(X86_64Chain, WalkWithoutRegistersFindsTheSameFrames) {
+  const uint64_t a = kStack + 0x800;
+  const uint64_t nocfi_rbp = a + 8;
+  Stack s(false);
+  s.put(a - 16, 0x1313);
+  s.put(a - 8, nocfi_rbp);
+  s.put(a, at("ret_nocfi"));
+  s.put(nocfi_rbp, 0x5555);
+  s.put(nocfi_rbp + 8, at("ret_middle"));
+  s.put(a + 48, 0x1212);
+  s.put(a + 56, 0x3333);
+  s.put(a + 64, at("ret_entry"));
+
+  RegisterSet regs(Arch::X86_64);
+  regs.set_pc(at("inner_body"));
+  regs.set(7, a - 16);
+  regs.set(6, a - 8);
+
+  UnwindOptions lean;
+  lean.keep_registers = false;
+  Backtrace bt = Unwinder().unwind(regs, s.mem, modules_, lean);
+  EXPECT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 4u) << bt.detail;
+  const uint64_t pcs[] = {at("inner_body"), at("ret_nocfi"), at("ret_middle"), at("ret_entry")};
+  const uint64_t cfas[] = {a + 8, a + 24, a + 72, a + 88};
+  const FrameSource sources[] = {FrameSource::Context, FrameSource::EhFrame,
+                                 FrameSource::FramePointer, FrameSource::EhFrame};
+  for (std::size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(bt.frames[i].pc, pcs[i]);
+    EXPECT_EQ(bt.frames[i].cfa, cfas[i]);
+    EXPECT_EQ(bt.frames[i].source, sources[i]);
+    EXPECT_EQ(bt.frames[i].exact_pc, i == 0);
+    ASSERT_NE(bt.frames[i].module, nullptr);
+    EXPECT_TRUE(bt.frames[i].regs.empty());
+    EXPECT_FALSE(bt.frames[i].regs.has(7));
+  }
+  // A record is tens of bytes: the registers are not stored inline.
+  static_assert(sizeof(Frame) <= 64);
+
+  // The default keeps every frame's registers, as before.
+  Backtrace full = Unwinder().unwind(regs, s.mem, modules_);
+  ASSERT_EQ(full.frames.size(), 4u) << full.detail;
+  EXPECT_EQ(full.frames[2].regs.get(6), 0x5555u);
+  EXPECT_EQ(full.frames[3].regs.get(3), 0x3333u);
+}
+
 TEST_F(X86_64Chain, FramePointerFallbackWhereNoFdeCovers) {
   // inner called from nocfi (no FDE), nocfi "called" from middle, middle from entry.
   const uint64_t a = kStack + 0x800;

@@ -26,13 +26,13 @@ class RegisterSet {
   uint64_t pc() const { return pc_; }
   void set_pc(uint64_t pc) { pc_ = pc; }
 
-  bool has(uint16_t reg) const { return reg < kMaxRegs && valid_.test(reg); }
+  bool has(uint16_t reg) const { return reg < kMaxRegs && valid_[reg]; }
   std::optional<uint64_t> get(uint16_t reg) const {
     if (!has(reg)) return std::nullopt;
     return values_[reg];
   }
-  // Value without the validity check; 0 when unknown.
-  uint64_t raw(uint16_t reg) const { return reg < kMaxRegs ? values_[reg] : 0; }
+  // Value without an optional; 0 when unknown (values of cleared registers are not erased).
+  uint64_t raw(uint16_t reg) const { return has(reg) ? values_[reg] : 0; }
   bool set(uint16_t reg, uint64_t value) {
     if (reg >= kMaxRegs) return false;
     values_[reg] = value;
@@ -43,6 +43,13 @@ class RegisterSet {
     if (reg < kMaxRegs) valid_.reset(reg);
   }
   void clear_all() { valid_.reset(); }
+  // An empty set for `arch`, as RegisterSet(arch) but without erasing 800 bytes of values
+  // (the walk reuses its caller's set for every step).
+  void reset(Arch arch) {
+    valid_.reset();
+    pc_ = 0;
+    arch_ = arch;
+  }
   std::size_t count() const { return valid_.count(); }
 
   uint64_t sp() const { return raw(arch_info(arch_).sp_reg); }

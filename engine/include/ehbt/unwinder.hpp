@@ -9,6 +9,7 @@
 
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
+#include "ehbt/frame_registers.hpp"
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
 #include "ehbt/memory.hpp"
@@ -41,6 +42,8 @@ enum class FrameSource : uint8_t {
 };
 std::string_view to_string(FrameSource source);
 
+// A compact record (48 bytes on 64-bit hosts): the registers are held out of line, and only
+// when the walk keeps them (UnwindOptions::keep_registers).
 struct Frame {
   uint64_t pc = 0;   // frame 0: the thread's pc; others: the return address
   uint64_t cfa = 0;  // canonical frame address of this frame; 0 when not computed
@@ -53,7 +56,10 @@ struct Frame {
   // (ModuleSet::is_jit_code); the perf map's entry naming it, if any (owned by the set).
   bool jit = false;
   const PerfMapEntry* jit_entry = nullptr;
-  RegisterSet regs;
+  // The frame's registers as recovered; empty when the walk kept none (keep_registers false).
+  // Unwinder::step needs them, so a frame handed to it must come from a walk that kept them
+  // (or first_frame / a previous step, which always fill them).
+  FrameRegisters regs;
 
   // Marks the frame as JIT code when `modules` says its pc is (module must be null).
   void classify_jit(const ModuleSet& modules) {
@@ -93,6 +99,11 @@ struct UnwindOptions {
   // The SFrame version the conversion writes: 2 or 3 (V3's flexible FDEs express DRAP and
   // registers V2 cannot). Any other value: no converted table.
   uint8_t sframe_version = 3;
+  // Addition (walk cost). Whether each Frame of the Backtrace keeps its register set. The
+  // walk itself needs only the registers of the frame being stepped and of its caller; a
+  // caller that prints pcs, CFAs and symbols (the CLI) turns this off and the walk then
+  // allocates nothing per frame. Unwinder::step always fills the caller's registers.
+  bool keep_registers = true;
 };
 
 struct StopInfo {

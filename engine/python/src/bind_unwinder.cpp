@@ -228,7 +228,7 @@ void bind_unwinder(pyb::module_& m) {
           "jit", [](const Frame& f) { return f.jit; },
           "True when the pc is JIT code: executable memory no module covers.")
       .def_property_readonly(
-          "regs", [](const Frame& f) { return f.regs; },
+          "regs", [](const Frame& f) -> RegisterSet { return f.regs.view(); },
           "The registers of this frame as recovered (a copy).")
       .def_property_readonly(
           "module",

@@ -105,12 +105,13 @@ RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
 // x86-64's return-address column (16) is the instruction pointer itself, and glibc's .plt
 // CFA expression reads it (DW_OP_breg16; i386's: DW_OP_breg8, eip). Core and ptrace registers
 // give the pc apart, so expressions see a copy with the column filled in; plain rules never
-// read it.
+// read it. The copy is made on the heap: rows with expressions are rare (PLT entries), and an
+// 800-byte scratch set on every step's stack frame cost an 800-byte erase per step.
 const RegisterSet& with_pc_column(const ArchInfo& ai, const RegisterSet& regs,
-                                  std::optional<RegisterSet>& scratch) {
+                                  std::unique_ptr<RegisterSet>& scratch) {
   const bool pc_column = ai.arch == Arch::X86_64 || ai.arch == Arch::I386;
   if (!pc_column || regs.has(ai.ra_reg)) return regs;
-  scratch.emplace(regs);
+  scratch = std::make_unique<RegisterSet>(regs);
   scratch->set(ai.ra_reg, regs.pc());
   return *scratch;
 }
@@ -127,7 +128,7 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   const ArchInfo& ai = ops.info();
   const dwarf::Format fmt{ai.big_endian, ai.address_size};
 
-  std::optional<RegisterSet> scratch;
+  std::unique_ptr<RegisterSet> scratch;
   const bool needs_expr_regs = row.cfa.kind == dwarf::CfaKind::Expression ||
                                std::any_of(row.rules.begin(), row.rules.begin() + row.num_rules,
                                            [](const dwarf::RegRule& r) {
@@ -180,11 +181,8 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   }
 
   const RowEnv env{ops, regs, expr_regs, mem, limits, cfa, fmt};
-  // A fresh set (the walk hands over a default-constructed one: reuse it, no second clear).
-  if (caller.arch() != ai.arch || caller.count() != 0) {
-    std::destroy_at(&caller);
-    std::construct_at(&caller, ai.arch);
-  }
+  // A fresh set; the walk hands over the one it reused from two steps back.
+  caller.reset(ai.arch);
   // Callee-saved registers first; the rules below override them.
   ops.copy_callee_saved(regs, caller);
   bool sp_ruled = false;

@@ -105,7 +105,7 @@ StepOutcome row_step(const arch::ArchOps& ops, const Frame& frame, const dwarf::
     const arch::Sigreturn kind = ops.sigreturn_at(mem, frame.pc);
     if (kind != arch::Sigreturn::None) return signal_step(ops, frame, kind, mem, modules, caller);
   }
-  auto cfa = apply_row(ops, row, frame.regs, mem, limits, caller.regs);
+  auto cfa = apply_row(ops, row, frame.regs, mem, limits, caller.regs.mut());
   if (!cfa) {
     // SFrame marks the outermost frame with an FRE that has no data words: the CFA it
     // "computes" is not information, so the frame keeps none.
