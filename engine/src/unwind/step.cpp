@@ -255,6 +255,12 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     return row_step(ops, frame, *found.row, FrameSource::SFrame, mem, modules, limits, caller);
   };
   const bool auto_mode = options.source == SourcePreference::Auto;
+  // 0. Go runtime frames whose DWARF is wrong (go_step.hpp): Go's own table steps them.
+  if (auto_mode && module != nullptr) {
+    if (auto rec = go_step_over_cfi(ops, frame, *module, mem, limits)) {
+      return finish(ops, std::move(*rec), FrameSource::GoPclntab, false, mem, modules, caller);
+    }
+  }
   if (options.source == SourcePreference::SFrame || (auto_mode && options.sframe_from_eh_frame)) {
     ImageSFrame* sframe = nullptr;
     SFrameLookup found;
