@@ -108,44 +108,64 @@ arch::RecoverResult amd64_step(const Frame& frame, const GoFrame& f, Memory& mem
   return out;
 }
 
-arch::RecoverResult arm64_step(const Frame& frame, const GoFrame& f, Memory& mem) {
-  constexpr uint16_t kX29 = 29, kX30 = 30, kSp = 31;
-  constexpr uint64_t kSigpanicSlot = 16;
-  if (!frame.regs.has(kSp)) return unexpected(not_applicable("sp unknown"));
-  const uint64_t sp = frame.regs.raw(kSp);
+// Go's link-register architectures: where the return address, the stack pointer and (arm64)
+// the frame pointer live, and how much Go's signal handler pushes below a faulting function.
+struct LrLayout {
+  Arch arch;
+  uint16_t sp, lr;
+  std::optional<uint16_t> fp;
+  uint64_t sigpanic_slot;
+  bool big_endian;
+};
+constexpr LrLayout kArm64{Arch::AArch64, 31, 30, 29, 16, false};
+// s390x (cmd/internal/obj/s390x): r14 is the link register, r15 sp; a frame stores r14 at
+// 0(r15) as arm64 does, keeps no frame pointer, and the signal handler pushes 8 bytes.
+constexpr LrLayout kS390x{Arch::S390x, 15, 14, std::nullopt, 8, true};
+
+arch::RecoverResult lr_step(const Frame& frame, const GoFrame& f, Memory& mem, const LrLayout& a) {
+  if (!frame.regs.has(a.sp)) return unexpected(not_applicable("sp unknown"));
+  const uint64_t sp = frame.regs.raw(a.sp);
   if (top_of_stack(f.name)) {
-    return outermost(Arch::AArch64, sp + (f.delta && *f.delta >= 0 ? *f.delta : 0));
+    return outermost(a.arch, sp + (f.delta && *f.delta >= 0 ? *f.delta : 0));
   }
   if (!f.delta || *f.delta < 0) return unexpected(not_applicable("no Go frame size for the pc"));
   arch::Recovered out;
-  out.regs = RegisterSet(Arch::AArch64);
+  out.regs = RegisterSet(a.arch);
   out.cfa = sp + static_cast<uint64_t>(*f.delta);
   uint64_t ra = 0;
   if (*f.delta == 0) {
-    if (!frame.regs.has(kX30)) return unexpected(not_applicable("frameless, and x30 unknown"));
-    ra = frame.regs.raw(kX30);
-  } else if (!read_u64le(mem, sp, ra)) {
+    if (!frame.regs.has(a.lr)) {
+      return unexpected(not_applicable("frameless, and the link register is unknown"));
+    }
+    ra = frame.regs.raw(a.lr);
+  } else if (!mem.read_uint(sp, 8, a.big_endian, ra)) {
     return unexpected(fault(sp));
   }
   out.regs.set_pc(ra);
-  out.regs.set(kSp, out.cfa);
+  out.regs.set(a.sp, out.cfa);
   if (f.name == "runtime.sigpanic") {
-    // The slot the signal handler pushed: the faulting function's x30, its return address if
-    // it had no frame at the fault.
+    // The slot the signal handler pushed: the faulting function's link register, its return
+    // address if it had no frame at the fault.
     uint64_t pushed = 0;
-    if (!read_u64le(mem, out.cfa, pushed)) return unexpected(fault(out.cfa));
-    out.regs.set(kSp, out.cfa + kSigpanicSlot);
-    out.regs.set(kX30, pushed);
+    if (!mem.read_uint(out.cfa, 8, a.big_endian, pushed)) return unexpected(fault(out.cfa));
+    out.regs.set(a.sp, out.cfa + a.sigpanic_slot);
+    out.regs.set(a.lr, pushed);
   }
-  if (frame.regs.has(kX29)) {
-    const uint64_t x29 = frame.regs.raw(kX29);
-    uint64_t saved = x29;
-    if (*f.delta > 0 && x29 == sp - 8 && !read_u64le(mem, x29, saved)) {
-      return unexpected(fault(x29));
+  if (a.fp && frame.regs.has(*a.fp)) {
+    const uint64_t fp = frame.regs.raw(*a.fp);
+    uint64_t saved = fp;
+    if (*f.delta > 0 && fp == sp - 8 && !mem.read_uint(fp, 8, a.big_endian, saved)) {
+      return unexpected(fault(fp));
     }
-    out.regs.set(kX29, saved);
+    out.regs.set(*a.fp, saved);
   }
   return out;
+}
+
+const LrLayout* lr_layout(Arch arch) {
+  if (arch == Arch::AArch64) return &kArm64;
+  if (arch == Arch::S390x) return &kS390x;
+  return nullptr;
 }
 
 }  // namespace
@@ -153,21 +173,21 @@ arch::RecoverResult arm64_step(const Frame& frame, const GoFrame& f, Memory& mem
 arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& mem,
                             const Limits& limits) {
   const Arch arch = frame.regs.arch();
-  if (arch != Arch::X86_64 && arch != Arch::AArch64) {
-    return unexpected(not_applicable("not amd64 or arm64"));
-  }
+  const LrLayout* lr = lr_layout(arch);
+  if (arch != Arch::X86_64 && lr == nullptr) return unexpected(not_applicable("not a Go arch"));
   auto f = locate(frame, module, limits);
   if (!f) return unexpected(f.error());
-  return arch == Arch::X86_64 ? amd64_step(frame, *f, mem) : arm64_step(frame, *f, mem);
+  return lr == nullptr ? amd64_step(frame, *f, mem) : lr_step(frame, *f, mem, *lr);
 }
 
 std::optional<arch::Recovered> go_step_over_cfi(const arch::ArchOps& ops, const Frame& frame,
                                                 const Module& module, Memory& mem,
                                                 const Limits& limits) {
-  if (frame.regs.arch() != Arch::AArch64) return std::nullopt;
+  const LrLayout* lr = lr_layout(frame.regs.arch());
+  if (lr == nullptr) return std::nullopt;
   auto f = locate(frame, module, limits);
   if (!f || (f->name != "runtime.sigpanic" && !signal_entry(f->name))) return std::nullopt;
-  auto rec = arm64_step(frame, *f, mem);
+  auto rec = lr_step(frame, *f, mem, *lr);
   if (!rec) return std::nullopt;
   if (signal_entry(f->name) && ops.sigreturn_at(mem, rec->regs.pc()) == arch::Sigreturn::None) {
     return std::nullopt;
