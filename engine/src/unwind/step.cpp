@@ -208,7 +208,8 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
     fp_why = recover_failure(rec.error(), "frame pointer").detail;
   } else if (const uint64_t ra = rec->regs.pc();
              ra != 0 && !follows_call(ctx, ra, hint.function_start)) {
-    fp_why = "frame pointer: caller pc " + hex(ra) + " follows no call to this function";
+    fp_why =
+        "frame pointer: caller pc " + hex(ra) + " follows no call that may lead to this function";
   } else {
     auto out = finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
     if (out) return out;
