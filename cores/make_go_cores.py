@@ -3,9 +3,10 @@
 """Go fixture cores: cores/programs/go/gocrash.go, built by Debian's golang-go
 unstripped (`go`) and with -ldflags='-s -w' (`gostripped`: no .symtab, no DWARF, no
 .debug_frame; only .gopclntab is left), crashed with GOTRACEBACK=crash. x86-64 natively;
-aarch64 cross-built (GOARCH=arm64) and run under qemu-aarch64, which writes the guest's core.
+aarch64 and s390x cross-built (GOARCH=arm64, s390x) and run under qemu, which writes the
+guest's core. s390x has no GDB record (see ARCHES): its expectation is Go's traceback alone.
 
-    make_go_cores.py [--arch x86_64|aarch64] [--only go,gostripped,gopie]
+    make_go_cores.py [--arch x86_64|aarch64|s390x] [--only go,gostripped,gopie]
 
 Outputs in cores/out/<arch>/: bin/<name>, <name>.core, <name>.expected.json
 (format ehbt-go-expected/1), <name>.traceback.txt (Go's own traceback), <name>.gdb.json.

@@ -16,6 +16,9 @@
 // faulting function look like it called runtime.sigpanic: it pushes x30 on a 16-byte slot below
 // the faulting sp, so the caller of sigpanic has sp 16 above sigpanic's CFA, and, where that
 // function had no frame, its return address in that slot (traceback.go: `waspanic`).
+//
+// s390x (cmd/internal/obj/s390x): the same with r14 as the link register and r15 as sp, no
+// frame pointer, and an 8-byte sigpanic slot.
 #include "unwind/go_step.hpp"
 
 #include <string_view>
