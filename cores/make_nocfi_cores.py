@@ -14,6 +14,15 @@
                  frame-pointer chain; an independent unwinder) and the JS functions in the perf
                  map names, innermost first.
 
+  scan_aarch64, scan_s390x
+                 the stack scan on real cores of the other architectures, under qemu:
+                 nounwind.c + nounwind_fp.c built with -fno-asynchronous-unwind-tables
+                 -fno-unwind-tables -fomit-frame-pointer (and no s390x back chain), then
+                 .debug_frame (which -g still emits) removed: the program's own functions
+                 have no CFI and no frame chain; libc keeps its tables. Expected: GDB live
+                 through qemu's gdbstub on the copy that keeps .debug_frame (same code), by
+                 make_cores.py's machinery (format ehbt-expected/1, cores/out/<arch>/scan.*).
+
 Writes cores/out/x86_64/<name>.core, <name>.expected.json (format ehbt-expected-nocfi/1),
 the binaries under bin/, and for node the perf map <name>.perf.map. Usage:
   make_nocfi_cores.py [--only NAME,...]
@@ -173,6 +182,50 @@ def make_node():
 
 
 CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node}
+
+
+NO_CFI = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"]
+SCAN_CHAIN = ["fx_nounwind_crash", "fx_nounwind_outer", "fx_unwind_caller", "main"]
+
+
+def _load_make_cores():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_cores", os.path.join(HERE, "make_cores.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def make_scan(arch):
+    mc = _load_make_cores()
+
+    def hide_cfi(arch, exe, bins):
+        # GDB reads the copy with .debug_frame; the core's executable has none.
+        with_cfi = exe + ".debug_frame"
+        shutil.copy2(exe, with_cfi)
+        mc.run([mc.tool(arch, "objcopy"), "--remove-section=.debug_frame", exe])
+        bins["gdb_exe"] = with_cfi
+
+    def check_no_cfi(arch, exe, bins):
+        for fn in SCAN_CHAIN:
+            addr, _ = mc.symbol_address(exe, fn)
+            if mc.fde_for(arch, exe, addr):
+                raise mc.CaseError("%s is covered by an FDE" % fn)
+            if not mc.fde_for(arch, bins["gdb_exe"], addr):
+                raise mc.CaseError("GDB's copy has no .debug_frame FDE for %s" % fn)
+        text = " | ".join("%s %s" % (i[1], i[2]) for i in mc.disassemble(arch, exe, "main"))
+        if {"aarch64": "mov x29, sp", "s390x": "stg %r15,0(%r15)"}[arch] in text:
+            raise mc.CaseError("main links a frame chain: " + text)
+        return "%s: no FDE in .eh_frame or .debug_frame, no frame chain" % ", ".join(SCAN_CHAIN)
+
+    case = mc.Case("scan", [("nounwind.c", NO_CFI), ("nounwind_fp.c", NO_CFI)], SCAN_CHAIN, 11,
+                   arches=(arch,), post_build=hide_cfi, checks=[check_no_cfi],
+                   note="the program's functions have no CFI and no frame chain: the stack scan")
+    print(mc.do_case(arch, case))
+
+
+CASES["scan_aarch64"] = lambda: make_scan("aarch64")
+CASES["scan_s390x"] = lambda: make_scan("s390x")
 
 
 def main():

@@ -64,8 +64,8 @@ constexpr std::string_view kOutputHelp = R"(options:
   --max-frames N     stop each walk after N frames (default 2048)
   --source S         auto (default): per frame, .eh_frame / .debug_frame, else the
                      module's own .sframe row where one covers the pc, else (a Go
-                     function, x86-64) Go's frame-size table in .gopclntab (frames
-                     tagged go_pclntab), else frame pointers; a .sframe found corrupt
+                     function, x86-64, arm64 or s390x) Go's frame-size table in .gopclntab
+                     (frames tagged go_pclntab), else frame pointers; a .sframe found corrupt
                      is dropped for that module; eh_frame: DWARF
                      CFI only; sframe: SFrame rows only (frames tagged sframe; a sigreturn
                      trampoline is still stepped by its bytes; a pc without a row stops

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Go cores (cores/make_go_cores.py): a Go program's nil dereference, GOTRACEBACK=crash, built
-unstripped, with -ldflags='-s -w', and position-independent stripped. The crashing thread's frames must equal the expectation
-(GDB live on the unstripped binary's tables, checked against Go's own traceback; see the
-script): every pc, a name Go or the symbol table gives at the lookup pc, the CFA Go's traceback
-prints as fp=, and the walk must cross Go's own signal frame and end at runtime.goexit."""
+unstripped, with -ldflags='-s -w', and position-independent stripped (x86-64), and unstripped
+and stripped for arm64 and s390x (run under qemu; s390x is checked against Go's traceback
+alone, from runtime.gopanic down, after the walk has crossed Go's signal frame). The crashing thread's frames must equal the
+expectation (GDB live on the unstripped binary's tables, checked against or joined to Go's own
+traceback; see the script): every pc, a name Go or the symbol table gives at the lookup pc, the
+CFA Go's traceback prints as fp=, and the walk must cross Go's own signal frame and end at
+runtime.goexit."""
 import json
 import os
 import subprocess
@@ -15,19 +18,43 @@ from test_triage import read_jsonl, tool_env, triage  # noqa: F401
 
 GO_CORES = ce.CORES / "make_go_cores.py"
 NAMES = ["go", "gostripped", "gopie"]
+ARM64_NAMES = ["go", "gostripped"]
+
+
+def load_expected(arch, names):
+    if not os.path.exists("/usr/bin/go"):
+        pytest.skip("Debian golang-go is not installed (scripts/install-deps.sh)")
+    out = ce.OUT / arch
+    missing = [n for n in names if not (out / (n + ".expected.json")).exists()]
+    if missing:
+        proc = subprocess.run(["/usr/bin/python3", str(GO_CORES), "--arch", arch,
+                               "--only", ",".join(missing)],
+                              capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {n: json.loads((out / (n + ".expected.json")).read_text()) for n in names}
 
 
 @pytest.fixture(scope="module")
 def go_expected():
-    if not os.path.exists("/usr/bin/go"):
-        pytest.skip("Debian golang-go is not installed (scripts/install-deps.sh)")
-    out = ce.OUT / "x86_64"
-    missing = [n for n in NAMES if not (out / (n + ".expected.json")).exists()]
-    if missing:
-        proc = subprocess.run(["/usr/bin/python3", str(GO_CORES), "--only", ",".join(missing)],
-                              capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {n: json.loads((out / (n + ".expected.json")).read_text()) for n in NAMES}
+    return load_expected("x86_64", NAMES)
+
+
+@pytest.fixture(scope="module")
+def go_arm64_expected():
+    return load_expected("aarch64", ARM64_NAMES)
+
+
+@pytest.fixture(scope="module")
+def go_s390x_expected():
+    return load_expected("s390x", ARM64_NAMES)
+
+
+def expected_case(request, case):
+    """`name` (x86-64) or `arch/name`: that core's expectation."""
+    arch, _, name = case.rpartition("/")
+    fixture = {"aarch64": "go_arm64_expected", "s390x": "go_s390x_expected"}.get(arch,
+                                                                               "go_expected")
+    return request.getfixturevalue(fixture)[name]
 
 
 def crashing_thread(ehbt_bin, exp):
@@ -41,11 +68,18 @@ def crashing_thread(ehbt_bin, exp):
     return proc.returncode, thread
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_go_core_matches_go_and_gdb(ehbt_bin, go_expected, name):
-    exp = go_expected[name]
+@pytest.mark.parametrize("case", NAMES + [a + "/" + n for a in ("aarch64", "s390x")
+                                          for n in ARM64_NAMES])
+def test_go_core_matches_go_and_gdb(ehbt_bin, request, case):
+    exp = expected_case(request, case)
     status, thread = crashing_thread(ehbt_bin, exp)
     frames = thread["frames"]
+    if exp.get("tail"):
+        # Go's traceback alone (s390x): the thread's last frames, after Go's signal frame.
+        n = len(exp["frames"])
+        assert len(frames) > n and frames[-n - 1]["source"] != "context", frames
+        assert "signal" in [f["source"] for f in frames[:-n]], frames
+        frames = frames[-n:]
     got = [(f["pc"], f["symbol"]) for f in frames]
     want = [(f["pc"], f["symbols"]) for f in exp["frames"]]
     assert [p for p, _ in got] == [p for p, _ in want], (got, want)
@@ -70,6 +104,28 @@ def test_stripped_go_frames_come_from_pclntab(ehbt_bin, go_expected):
     assert sources["go"]["main.fxGoMiddle"] == "debug_frame"
     assert "go_pclntab" not in sources["go"].values()
     assert "frame_pointer" not in sources["gostripped"].values()
+
+
+def test_arm64_go_frames_come_from_pclntab(ehbt_bin, go_arm64_expected):
+    """arm64: stripped, every Go frame is stepped by its pcsp table (the frameless leaf's return
+    address from x30, the others' from 0(sp)); unstripped, Go's own .debug_frame is used except
+    where it is wrong: runtime.sigtramp (TOPFRAME, return address undefined) is stepped to the
+    sigreturn trampoline, and the caller of runtime.sigpanic sits above the slot Go's signal
+    handler pushed."""
+    frames = {}
+    for name in ARM64_NAMES:
+        _, thread = crashing_thread(ehbt_bin, go_arm64_expected[name])
+        frames[name] = thread["frames"]
+    stripped = frames["gostripped"]
+    assert {f["source"] for f in stripped[1:]} == {"go_pclntab", "signal"}, stripped
+    plain = frames["go"]
+    by_symbol = {f["symbol"]: f["source"] for f in plain}
+    assert by_symbol["main.fxGoLeaf"] == "go_pclntab"  # stepped from sigpanic's frame
+    assert by_symbol["main.fxGoMiddle"] == "debug_frame"
+    [tramp] = [i for i, f in enumerate(plain) if f["symbol"] is None]
+    assert plain[tramp - 1]["symbol"] == "runtime.sigtramp.abi0"
+    assert plain[tramp]["source"] == "go_pclntab"
+    assert plain[tramp + 1]["source"] == "signal"
 
 
 def test_stripped_go_without_section_headers(ehbt_bin, go_expected, tmp_path):

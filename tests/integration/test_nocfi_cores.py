@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """`ehbt core` where the unwind tables end (cores/make_nocfi_cores.py): musl static (no CFI
-anywhere), a stripped Rust panic=abort binary, node's JIT frames; and the rule that stack
-scanning never shows up where tables cover every frame (all fixture cores).
+anywhere), a stripped Rust panic=abort binary, node's JIT frames, the stack scan on aarch64
+and s390x qemu cores; and the rule that stack scanning never shows up where tables cover
+every frame (all fixture cores).
 
 Expected frames never come from ehbt: GDB on the unstripped Rust build, eu-stack and node's
 perf map for node, and for musl (where GDB and eu-stack stop after 2 and 1 frames) the
@@ -135,7 +136,7 @@ def test_no_scan_frames_where_tables_cover_everything(ehbt_bin, fixture_cores):
     """The fixture cores that tables fully cover never show a scanned frame. Exempt: the
     cases built to leave the tables (nounwind, smashed), and the PLT cases, whose stubs have
     no CFI on aarch64 and s390x (the PLT-stub rule is tagged scan too)."""
-    exempt = {"nounwind", "smashed", "plt", "pltcrash"} | set(CASES)
+    exempt = {"nounwind", "smashed", "plt", "pltcrash", "scan"} | set(CASES)
     seen = 0
     for core in sorted(glob.glob(os.path.join(str(ce.ROOT), "cores", "out", "*", "*.core"))):
         name = os.path.basename(core)[:-len(".core")]
@@ -153,6 +154,36 @@ def test_no_scan_frames_where_tables_cover_everything(ehbt_bin, fixture_cores):
             assert not scanned, (core, t["tid"], scanned)
         seen += 1
     assert seen > 0
+
+
+SCAN_ARCHES = ["aarch64", "s390x"]
+
+
+def scan_expected(arch):
+    path = os.path.join(str(ce.ROOT), "cores", "out", arch, "scan.expected.json")
+    if not os.path.exists(path):
+        assert ce.arch_tools_present(arch), "%s cross tools and qemu (scripts/install-deps.sh)" % arch
+        subprocess.run([sys.executable, SCRIPT, "--only", "scan_" + arch], check=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("arch", SCAN_ARCHES)
+def test_scan_on_qemu_cores_matches_gdb(ehbt_bin, arch):
+    """The program's four functions have no CFI and no frame chain (checked when the core is
+    made); libc's callers of main have CFI. Every frame must be GDB's (live, on the copy that
+    keeps .debug_frame), the three callers above the crash found by the scan, and the walk
+    must reach _start through libc's tables: a scanned caller with a wrong sp would derail it
+    there, and a stale return address left on the stack would show as a wrong pc."""
+    exp = scan_expected(arch)
+    sysroots, exe = ce.default_args(exp)
+    rc, doc = ce.run_ehbt(ehbt_bin, exp["core"], sysroots=sysroots, exe=exe)
+    assert ce.compare(exp, doc, rc) == []
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    sources = {f["symbol"]: f["source"] for f in thread["frames"]}
+    for fn in ("fx_nounwind_outer", "fx_unwind_caller", "main"):
+        assert sources[fn] == "scan", (fn, sources)
+    assert sources["__libc_start_main"] == "eh_frame"
 
 
 def test_python_open_core_perf_map(build_dir):

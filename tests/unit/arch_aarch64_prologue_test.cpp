@@ -47,6 +47,15 @@ constexpr uint32_t kStpD8D9PreM32 = 0x6dbe27e8;  // stp d8, d9, [sp, #-32]!
 constexpr uint32_t kStrX21PreM16 = 0xf81f0ff5;  // str x21, [sp, #-16]!
 // STR (immediate, 64-bit, unsigned offset): 11 111 0 01 00 000000000001(1*8) 11111 00000
 constexpr uint32_t kStrX0Sp8 = 0xf90007e0;  // str x0, [sp, #8]
+// The same two forms storing x30, as gcc -fomit-frame-pointer saves the return address:
+// 11 111 0 00 00 0 111110000(-16) 11 11111 11110
+constexpr uint32_t kStrLrPreM16 = 0xf81f0ffe;  // str x30, [sp, #-16]!
+// 11 111 0 01 00 000000000001(1*8) 11111 11110
+constexpr uint32_t kStrLrSp8 = 0xf90007fe;  // str x30, [sp, #8]
+// STP pre-index with x30 second: 10 101 0 011 0 1111100(-4*8) 11110 11111 10011
+constexpr uint32_t kStpX19LrPreM32 = 0xa9be7bf3;  // stp x19, x30, [sp, #-32]!
+// B.cond: 0101010 0 imm19=0 0 cond=0001
+constexpr uint32_t kBneSelf = 0x54000001;  // b.ne .
 // ADD/SUB (immediate, 64-bit): sf=1 op S=0 100010 sh imm12 Rn Rd.
 // 1 0 0 100010 0 000000000000 11111 11101
 constexpr uint32_t kMovFpSp = 0x910003fd;  // mov x29, sp  (add x29, sp, #0)
@@ -89,6 +98,10 @@ constexpr Encoded kAll[] = {
     {kStpD8D9PreM32, "stp d8, d9, [sp, #-32]!"},
     {kStrX21PreM16, "str x21, [sp, #-16]!"},
     {kStrX0Sp8, "str x0, [sp, #8]"},
+    {kStrLrPreM16, "str x30, [sp, #-16]!"},
+    {kStrLrSp8, "str x30, [sp, #8]"},
+    {kStpX19LrPreM32, "stp x19, x30, [sp, #-32]!"},
+    {kBneSelf, "b.ne ."},
     {kMovFpSp, "mov x29, sp"},
     {kAddFpSp16, "add x29, sp, #16"},
     {kAddFpSp32, "add x29, sp, #32"},
@@ -194,6 +207,46 @@ TEST(ArchAArch64Prologue, CalleeSavedStoresAndPointerAuthentication) {
   // Pushes before the record: sp -= 16 (str), -= 32 (stp d8, d9), -= 16 (record)
   //   =>  x29 = entry sp - 64, CFA = x29 + 64.
   expect_cfa_from_fp({kStrX21PreM16, kStpD8D9PreM32, kStpFpLrPreM16, kMovFpSp}, 64, 3);
+}
+
+// --- Where a function without a frame record saved x30 (analyse_lr_save) ---------------------
+
+void expect_lr_save(const std::vector<uint32_t>& words, uint64_t depth, uint64_t lr_off) {
+  Fn fn(words);
+  auto got = a64::analyse_lr_save(fn.mem, kCode, fn.end, 32);
+  ASSERT_TRUE(got) << got.error().why;
+  EXPECT_EQ(got->depth, depth);
+  EXPECT_EQ(got->lr_off, lr_off);
+}
+
+TEST(ArchAArch64LrSave, GccOmitFramePointerForms) {
+  // The scan fixture's main: sp -= 16, x30 at the new sp  =>  CFA = sp + 16, x30 at CFA - 16.
+  expect_lr_save({kStrLrPreM16, kMovW1W0, kBlSelf}, 16, 16);
+  // stp x19, x30 pre-index: sp -= 32, x19 at sp, x30 at sp + 8  =>  x30 at CFA - 24.
+  expect_lr_save({kStpX19LrPreM32, kBlSelf}, 32, 24);
+  // sub sp, sp, #48; str x30, [sp, #8]  =>  CFA = sp + 48, x30 at CFA - 40.
+  expect_lr_save({kSubSp48, kStrLrSp8, kBlSelf}, 48, 40);
+  // A frame record counts too: stp x29, x30, [sp, #-32]!  =>  x30 at CFA - 24.
+  expect_lr_save({kStpFpLrPreM32, kMovFpSp, kBlSelf}, 32, 24);
+  // Locals allocated after the save move sp further: CFA = sp + 16 + 64.
+  expect_lr_save({kStrLrPreM16, kSubSp64, kBlSelf}, 80, 16);
+}
+
+TEST(ArchAArch64LrSave, OnlyStraightLineCodeThatSavesX30) {
+  for (const std::vector<uint32_t>& words : std::vector<std::vector<uint32_t>>{
+           {kSubSp48, kStrX0Sp8, kBlSelf},         // x30 never stored
+           {kBneSelf, kStrLrPreM16, kBlSelf},      // a conditional branch first
+           {kRet, kStrLrPreM16, kBlSelf},          // the code ends first
+           {kStrLrPreM16, kSubSpX16, kBlSelf}}) {  // sp moved by a register
+    Fn fn(words);
+    auto got = a64::analyse_lr_save(fn.mem, kCode, fn.end, 32);
+    EXPECT_FALSE(got) << "depth " << got->depth;
+  }
+  // Stopped before the store ran: x30 still holds the return address, nothing is saved.
+  Fn fn({kStrLrPreM16, kBlSelf});
+  EXPECT_FALSE(a64::analyse_lr_save(fn.mem, kCode, kCode, 32));
+  // The cap: more words before the pc than max_insns.
+  EXPECT_EQ(a64::analyse_lr_save(fn.mem, kCode, fn.end, 1).error().kind, PrologueError::ScanCap);
 }
 
 void expect_unrecognised(const std::vector<uint32_t>& words) {

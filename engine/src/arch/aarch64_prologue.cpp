@@ -253,4 +253,61 @@ Expected<PrologueFrame, PrologueFailure> analyse_prologue(Memory& mem, uint64_t 
       PrologueFailure{PrologueError::ScanCap, 0, "x29 is not set within max_prologue_insns words"});
 }
 
+Expected<SavedLr, PrologueFailure> analyse_lr_save(Memory& mem, uint64_t start, uint64_t pc,
+                                                   uint32_t max_insns) {
+  if (start % 4 != 0) return unrecognised("function start is misaligned");
+  int64_t depth = 0;  // how far sp is below the CFA
+  int64_t lr = -1;    // where x30 was stored, below the CFA (-1: not yet)
+  uint64_t addr = start;
+  for (uint32_t i = 0; addr < pc; ++i, addr += 4) {
+    if (i == max_insns) {
+      return unexpected(
+          PrologueFailure{PrologueError::ScanCap, 0, "the pc lies past max_prologue_insns words"});
+    }
+    uint32_t w = 0;
+    if (!read_insn(mem, addr, w)) {
+      return unexpected(
+          PrologueFailure{PrologueError::MemoryFault, addr, "instruction unreadable"});
+    }
+    if (!is_bl(w) && !is_blr(w) && (is_b(w) || is_branch_reg(w) || is_udf(w))) {
+      return unrecognised("control leaves the straight-line code before the pc");
+    }
+    if ((w & 0xfc000000) == 0x54000000 || (w & 0x7e000000) == 0x34000000 ||
+        (w & 0x7e000000) == 0x36000000) {
+      return unrecognised("a conditional branch comes before the pc");  // b.cond, cbz, tbz
+    }
+    if (is_pair(w) && rn(w) == kSpOrZr) {
+      const unsigned scale = pair_scale(w);
+      if (scale == 0) return unrecognised("reserved store-pair encoding");
+      const int64_t off = pair_imm7(w) * scale;
+      const int64_t base = depth - (pair_mode(w) == kPairPost ? 0 : off);
+      if (is_stp_x(w) && rd(w) == kLr) lr = base;
+      if (is_stp_x(w) && rt2(w) == kLr) lr = base - 8;
+      if (pair_writeback(w)) depth -= off;
+    } else if (is_ldst_imm9(w) && rn(w) == kSpOrZr) {
+      // STR x30 (size 11, V 0, opc 00) pre-index stores at the new sp, post-index at the old.
+      const bool str_x30 = (w & 0xffe00000) == 0xf8000000 && rd(w) == kLr;
+      if (imm9_writeback(w)) {
+        const bool pre = (w >> 11) & 1;
+        if (str_x30) lr = depth - (pre ? imm9(w) : 0);
+        depth -= imm9(w);
+      } else if (str_x30) {
+        lr = depth - imm9(w);
+      }
+    } else if ((w & 0xffc00000) == 0xf9000000 && rn(w) == kSpOrZr && rd(w) == kLr) {
+      lr = depth - static_cast<int64_t>(((w >> 10) & 0xfff) * 8);  // STR x30, [sp, #imm12*8]
+    } else if (is_addsub_imm(w) && sf(w) && !sets_flags(w) && rd(w) == kSpOrZr &&
+               rn(w) == kSpOrZr) {
+      const int64_t imm = static_cast<int64_t>(addsub_imm(w));
+      depth += op_sub(w) ? imm : -imm;
+    } else if (writes_sp_otherwise(w)) {
+      return unrecognised("sp is changed in a way the decoder does not follow");
+    }
+    if (depth < 0) return unrecognised("sp moves above its value at function entry");
+    if (depth > kMaxFrameBytes) return unrecognised("sp moves down further than any frame");
+  }
+  if (lr <= 0 || lr > depth) return unrecognised("x30 is not stored in the frame");
+  return SavedLr{static_cast<uint64_t>(depth), static_cast<uint64_t>(lr)};
+}
+
 }  // namespace ehbt::arch::aarch64

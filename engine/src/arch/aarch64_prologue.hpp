@@ -46,4 +46,17 @@ Expected<uint64_t, PrologueFailure> find_function_start(Memory& mem, uint64_t pc
 Expected<PrologueFrame, PrologueFailure> analyse_prologue(Memory& mem, uint64_t start, uint64_t pc,
                                                           uint32_t max_insns);
 
+// Where a function without a frame record keeps its return address (gcc -fomit-frame-pointer:
+// `str x30, [sp, #-16]!`, `stp x19, x30, [sp, #-32]!`, `sub sp, sp, #N; str x30, [sp, #M]`):
+// decoding forward from `start` to `pc` as analyse_prologue does, how far sp is below the CFA
+// at pc, and at which offset below the CFA x30 was stored. A failure when any control
+// transfer other than a call comes first, sp changes in a way the decoder does not follow, or
+// x30 is not stored.
+struct SavedLr {
+  uint64_t depth = 0;   // CFA = sp + depth
+  uint64_t lr_off = 0;  // x30 was stored at CFA - lr_off
+};
+Expected<SavedLr, PrologueFailure> analyse_lr_save(Memory& mem, uint64_t start, uint64_t pc,
+                                                   uint32_t max_insns);
+
 }  // namespace ehbt::arch::aarch64

@@ -5,6 +5,8 @@
 // also in functions that set up no frame pointer (which the frame-pointer walk skips over).
 #pragma once
 
+#include <optional>
+
 #include "arch/arch_ops.hpp"
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
@@ -13,8 +15,17 @@
 namespace ehbt::unwind {
 
 // NotApplicable when the frame is not in a Go function of `module` with a pcsp entry for its
-// pc, or the architecture is not one whose Go frame layout this knows (x86-64).
+// pc, or the architecture is not one whose Go frame layout this knows (x86-64, aarch64,
+// s390x).
 arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& mem,
                             const Limits& limits);
+
+// Go's arm64 and s390x runtime frames whose .debug_frame is wrong, stepped by Go's table instead
+// (nothing elsewhere): runtime.sigpanic, whose caller's sp is 16 (s390x: 8) above its CFA (the slot
+// Go's signal handler pushed), and Go's signal handler entry (runtime.sigtramp, cgoSigtramp:
+// TOPFRAME, the return address left undefined) when it returns to a sigreturn trampoline.
+std::optional<arch::Recovered> go_step_over_cfi(const arch::ArchOps& ops, const Frame& frame,
+                                                const Module& module, Memory& mem,
+                                                const Limits& limits);
 
 }  // namespace ehbt::unwind

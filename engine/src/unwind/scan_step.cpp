@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "arch/aarch64_prologue.hpp"
 #include "arch/call_site.hpp"
 #include "util/hex.hpp"
 
@@ -49,15 +50,29 @@ bool is_plt_symbol(const std::string& name) {
 }
 
 // A direct call's target is compatible with the frame's function when it is its start, or a
-// place that leads elsewhere (a PLT stub, code no symbol names).
+// place that leads elsewhere (a PLT stub; code no symbol names, in the function's own module:
+// a direct call reaches another module only through a PLT stub, so unnamed code elsewhere is
+// some other function, as libc's local __libc_start_call_main is to a program's main).
 bool compatible_target(const ScanContext& ctx, uint64_t target,
                        std::optional<uint64_t> function_start) {
   if (!function_start || target == *function_start) return true;
   const Module* m = ctx.modules.find(target);
   if (m == nullptr || !m->image) return true;
   auto sym = m->image->symbolize(m->to_link(target));
-  if (!sym) return true;
+  if (!sym) return ctx.modules.find(*function_start) == m;
   return is_plt_symbol(sym->name);
+}
+
+// Looser than compatible_target, for the frame-pointer step, whose record is evidence of its
+// own: a direct call to another function of the same module may have reached this one by a
+// sibling call (`jmp`), but a direct call into another module, other than to a PLT stub,
+// cannot lead here (that needs a PLT stub of its own), so the record is someone else's.
+bool may_lead_to(const ScanContext& ctx, uint64_t target, std::optional<uint64_t> function_start) {
+  if (!function_start || target == *function_start) return true;
+  const Module* m = ctx.modules.find(target);
+  if (m == nullptr || !m->image || ctx.modules.find(*function_start) == m) return true;
+  auto sym = m->image->symbolize(m->to_link(target));
+  return sym && is_plt_symbol(sym->name);
 }
 
 // A return address into executable code of a known module (the link-time check uses ra - 1:
@@ -71,6 +86,17 @@ bool valid_return_address(const ScanContext& ctx, uint64_t ra,
   if (!call) return false;
   if (need_proof) return call->target && function_start && *call->target == *function_start;
   return !call->target || compatible_target(ctx, *call->target, function_start);
+}
+
+// s390x: a prologue saves r14 together with r15 (`stmg %rN,%r15,D(%r15)`: r15 is the last
+// register, so at least r14 and r15), and r15 at entry is the caller's sp, the address of the
+// very save area it is stored in. A saved r14 whose neighbour is not that address is stale: a
+// word left by an earlier call (qemu's and ld.so's leftovers in main's frame), not this one.
+bool saved_sp_matches(const ScanContext& ctx, const arch::ScanLayout& at) {
+  constexpr uint64_t kR15AfterR14 = 8;
+  uint64_t saved = 0;
+  return ctx.mem.read_uint(at.caller_sp + 112 + kR15AfterR14, 8, true, saved) &&
+         saved == at.caller_sp;
 }
 
 arch::Recovered caller_at(const ScanContext& ctx, const Frame& frame, uint64_t ra, uint64_t sp,
@@ -121,11 +147,35 @@ std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& f
   return caller_at(ctx, frame, ra, sp, sp + static_cast<uint64_t>(info.cfa_sp_offset));
 }
 
+// aarch64: where the frame's function saved x30 and how far it lowered sp, from its code (see
+// aarch64::analyse_lr_save), when that code is followed exactly: the one stack slot to take
+// the return address from, and the caller's sp, which no scanned slot alone tells (gcc stores
+// x30 at the bottom of a frame, `str x30, [sp, #-16]!`, so the caller's sp is not the slot's
+// next word).
+static std::optional<arch::Recovered> from_saved_lr(const ScanContext& ctx, const Frame& frame,
+                                                    uint64_t function_start, uint64_t sp) {
+  const Module* m = ctx.modules.find(function_start);
+  if (m == nullptr || !m->image) return std::nullopt;
+  CodeBytes code(ctx.mem, *m);
+  auto saved =
+      arch::aarch64::analyse_lr_save(code, function_start, frame.pc, ctx.limits.max_prologue_insns);
+  if (!saved) return std::nullopt;
+  const uint64_t cfa = sp + saved->depth;
+  uint64_t value = 0;
+  if (!ctx.mem.read_uint(cfa - saved->lr_off, 8, false, value)) return std::nullopt;
+  const uint64_t ra = ctx.ops.strip_return_address(value);
+  if (!valid_return_address(ctx, ra, function_start, false)) return std::nullopt;
+  return caller_at(ctx, frame, ra, cfa, cfa);
+}
+
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
                                                   std::optional<uint64_t> function_start) {
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return unexpected(std::string("the stack pointer is unknown"));
   const uint64_t sp = frame.regs.raw(info.sp_reg);
+  if (info.arch == Arch::AArch64 && function_start) {
+    if (auto found = from_saved_lr(ctx, frame, *function_start, sp)) return *found;
+  }
   const unsigned word = info.address_size;
   if (sp % word != 0) return unexpected(std::string("the stack pointer is misaligned"));
   // Return addresses lie at or above sp (s390x: in the caller's register save area).
@@ -167,16 +217,18 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     const arch::ScanLayout at = arch::scan_layout(info.arch, slot);
     // The caller's frame must lie above this one's stack pointer.
     if (at.caller_sp <= sp || at.cfa <= sp) continue;
+    if (info.arch == Arch::S390x && !saved_sp_matches(ctx, at)) continue;
     return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
   }
   return std::nullopt;
 }
 
-bool follows_call(const ScanContext& ctx, uint64_t ra) {
+bool follows_call(const ScanContext& ctx, uint64_t ra, std::optional<uint64_t> function_start) {
   const Module* m = ctx.modules.find(ra - 1);
   if (m == nullptr) return true;  // JIT code, or no modules known: nothing to judge
   if (!code_readable(ctx, *m, ra - 1)) return true;
-  return call_in_module(ctx, *m, ra).has_value();
+  auto call = call_in_module(ctx, *m, ra);
+  return call && (!call->target || may_lead_to(ctx, *call->target, function_start));
 }
 
 }  // namespace ehbt::unwind

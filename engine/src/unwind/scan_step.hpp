@@ -42,8 +42,10 @@ std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& f
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
                                                   std::optional<uint64_t> function_start);
 
-// Whether `ra`, a return address a heuristic found, follows a call instruction; true when it
-// cannot be judged (JIT code, unreadable bytes of a module without a file).
-bool follows_call(const ScanContext& ctx, uint64_t ra);
+// Whether `ra`, a return address a heuristic found, follows a call instruction, and a direct
+// call there may lead to `function_start` (the function the heuristic stepped from, when
+// known): to it, to the same module (a sibling call may go on to it) or to a PLT stub; true
+// when it cannot be judged (JIT code, unreadable bytes of a module without a file).
+bool follows_call(const ScanContext& ctx, uint64_t ra, std::optional<uint64_t> function_start);
 
 }  // namespace ehbt::unwind

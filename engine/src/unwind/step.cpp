@@ -206,8 +206,10 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
   auto rec = ops.frame_pointer_step_at(frame.regs, mem, hint);
   if (!rec) {
     fp_why = recover_failure(rec.error(), "frame pointer").detail;
-  } else if (const uint64_t ra = rec->regs.pc(); ra != 0 && !follows_call(ctx, ra)) {
-    fp_why = "frame pointer: caller pc " + hex(ra) + " follows no call instruction";
+  } else if (const uint64_t ra = rec->regs.pc();
+             ra != 0 && !follows_call(ctx, ra, hint.function_start)) {
+    fp_why =
+        "frame pointer: caller pc " + hex(ra) + " follows no call that may lead to this function";
   } else {
     auto out = finish(ops, std::move(*rec), FrameSource::FramePointer, false, mem, modules, caller);
     if (out) return out;
@@ -255,6 +257,12 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
     return row_step(ops, frame, *found.row, FrameSource::SFrame, mem, modules, limits, caller);
   };
   const bool auto_mode = options.source == SourcePreference::Auto;
+  // 0. Go runtime frames whose DWARF is wrong (go_step.hpp): Go's own table steps them.
+  if (auto_mode && module != nullptr) {
+    if (auto rec = go_step_over_cfi(ops, frame, *module, mem, limits)) {
+      return finish(ops, std::move(*rec), FrameSource::GoPclntab, false, mem, modules, caller);
+    }
+  }
   if (options.source == SourcePreference::SFrame || (auto_mode && options.sframe_from_eh_frame)) {
     ImageSFrame* sframe = nullptr;
     SFrameLookup found;
