@@ -153,9 +153,9 @@ def test_stripped_go_without_section_headers(ehbt_bin, go_expected, tmp_path):
         assert sym in names, "%s: %s not in %s" % (pc, sym, names)
 
 
-# Not gopie yet: through the plugins the position-independent executable gets no module (the
-# walk falls back to frame pointers); the CLI reads the same core right.
-PLUGIN_NAMES = ["go", "gostripped"]
+# gopie too: the plugins must place the position-independent executable where the debugger
+# relocated it, or the walk falls back to frame pointers and skips Go's frameless functions.
+PLUGIN_NAMES = ["go", "gostripped", "gopie"]
 
 
 @pytest.mark.parametrize("name", PLUGIN_NAMES)
