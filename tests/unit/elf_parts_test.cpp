@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <vector>
 
 #include "ehbt/image.hpp"
 #include "ehbt/memory.hpp"
@@ -125,6 +126,59 @@ TEST(ElfParts, ModuleSetFind) {
   EXPECT_EQ(set.find(0x8ffff)->path, "big");
   EXPECT_EQ(set.find(0x90000), nullptr);
   EXPECT_EQ(set.find(UINT64_MAX), nullptr);
+}
+
+// find(addr, hint) answers as find(addr) whatever the hint: a module of the set, another
+// set's module with the same range, or none; overlapping modules keep the innermost answer.
+TEST(ElfParts, ModuleSetFindWithHint) {
+  const uint64_t probes[] = {0xfff,   0x1000,  0x1fff,  0x2000,  0x2fff,    0x3000,
+                             0x4000,  0x4fff,  0x5000,  0x10000, 0x20010,   0x21000,
+                             0x8ffff, 0x90000, 0x90001, 0,       UINT64_MAX};
+  ehbt::ModuleSet other;
+  other.add(module(0x1000, 0x2000, "a elsewhere"));
+  auto check_all = [&](const ehbt::ModuleSet& set) {
+    std::vector<const ehbt::Module*> hints{nullptr, &other.modules()[0]};
+    for (const ehbt::Module& m : set.modules()) hints.push_back(&m);
+    for (uint64_t pc : probes) {
+      for (const ehbt::Module* hint : hints) {
+        EXPECT_EQ(set.find(pc, hint), set.find(pc))
+            << std::hex << pc << " hint " << (hint ? hint->path : "none");
+      }
+    }
+  };
+
+  ehbt::ModuleSet set;
+  set.add(module(0x3000, 0x4000, "c"));
+  set.add(module(0x1000, 0x2000, "a"));
+  set.add(module(0x4800, 0x4800, "empty"));  // holds no address: overlaps nothing
+  set.add(module(0x2000, 0x3000, "b"));
+  check_all(set);
+  const ehbt::Module* a = set.find(0x1000);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(set.find(0x1800, a), a);
+  EXPECT_EQ(set.find(0x2800, a)->path, "b");
+  // The other set's module covers 0x1800 too, but the answer is this set's.
+  EXPECT_EQ(set.find(0x1800, &other.modules()[0]), a);
+
+  // A module added later around the others: the innermost one still answers.
+  set.add(module(0x10000, 0x90000, "big"));
+  set.add(module(0x20000, 0x21000, "inside_big"));
+  check_all(set);
+  // Given the outer module as the hint, a pc in the inner one still finds the inner one.
+  auto expect_inner = [](const ehbt::ModuleSet& s, uint64_t outer_at, uint64_t pc,
+                         const char* inner) {
+    const ehbt::Module* outer = s.find(outer_at);
+    ASSERT_NE(outer, nullptr);
+    EXPECT_EQ(s.find(pc, outer)->path, inner);
+  };
+  expect_inner(set, 0x10000, 0x20010, "inside_big");
+
+  // An overlap that starts before an existing module (inserted in front of it).
+  ehbt::ModuleSet front;
+  front.add(module(0x2000, 0x3000, "inner"));
+  front.add(module(0x1000, 0x8000, "outer"));
+  check_all(front);
+  expect_inner(front, 0x1000, 0x2800, "inner");
 }
 
 // A hand-made 32-bit image without section headers, in either byte order:

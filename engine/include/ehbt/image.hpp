@@ -160,6 +160,10 @@ class ModuleSet {
  public:
   void add(Module m);
   const Module* find(uint64_t target_addr) const;
+  // find(), answered by `hint` (a module of this set, e.g. the callee's) when no two modules
+  // overlap and the hint contains the address: then it is the only module that can. Saves
+  // the search for a return address into the module the walk is already in.
+  const Module* find(uint64_t target_addr, const Module* hint) const;
   const std::vector<Module>& modules() const { return modules_; }
 
   // Additions (JIT code). Executable memory no file backs (a PT_LOAD with PF_X outside every
@@ -179,6 +183,7 @@ class ModuleSet {
  private:
   std::vector<Module> modules_;    // sorted by start
   std::vector<uint64_t> max_end_;  // max_end_[i]: largest end among modules_[0..i]
+  bool disjoint_ = true;           // no two modules share an address
   std::vector<std::pair<uint64_t, uint64_t>> code_;  // [start, end), sorted, disjoint
   std::shared_ptr<const PerfMap> perf_map_;
 };

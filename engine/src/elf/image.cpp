@@ -21,13 +21,18 @@ std::shared_ptr<Image> ImageLoader::make(const Limits& limits) {
   return img;
 }
 
+// Inside an executable segment; or, for an image that marks no segment executable, inside
+// any. One pass over the segments: this runs for every return address of a walk.
 bool Image::is_executable(uint64_t link_addr) const {
-  const bool any_x = std::any_of(segments_.begin(), segments_.end(),
-                                 [](const Segment& s) { return (s.flags & PF_X) != 0; });
-  return std::any_of(segments_.begin(), segments_.end(), [&](const Segment& s) {
-    bool inside = link_addr >= s.vaddr && link_addr - s.vaddr < s.memsz;
-    return inside && (!any_x || (s.flags & PF_X) != 0);
-  });
+  bool any_x = false, inside = false;
+  for (const Segment& s : segments_) {
+    const bool x = (s.flags & PF_X) != 0;
+    const bool in = link_addr >= s.vaddr && link_addr - s.vaddr < s.memsz;
+    if (x && in) return true;
+    any_x = any_x || x;
+    inside = inside || in;
+  }
+  return !any_x && inside;
 }
 
 std::size_t Image::read(uint64_t link_addr, std::span<std::byte> out) const {

@@ -3,6 +3,7 @@
 // module that contains the address and starts last (the innermost mapping).
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 
 #include "ehbt/image.hpp"
@@ -21,6 +22,15 @@ void ModuleSet::add(Module m) {
     uint64_t prev = i == 0 ? 0 : max_end_[i - 1];
     max_end_[i] = std::max(prev, modules_[i].end);
   }
+  // Sorted by start, the new module overlaps another only if a module before it ends past
+  // its start or one after it starts before its end. An empty module holds no address.
+  const Module& added = modules_[pos];
+  if (added.start < added.end) {
+    if (pos > 0 && max_end_[pos - 1] > added.start) disjoint_ = false;
+    for (std::size_t j = pos + 1; j < modules_.size() && modules_[j].start < added.end; ++j) {
+      if (modules_[j].start < modules_[j].end) disjoint_ = false;
+    }
+  }
 }
 
 const Module* ModuleSet::find(uint64_t target_addr) const {
@@ -33,6 +43,14 @@ const Module* ModuleSet::find(uint64_t target_addr) const {
     if (modules_[i].contains(target_addr)) return &modules_[i];
   }
   return nullptr;
+}
+
+const Module* ModuleSet::find(uint64_t target_addr, const Module* hint) const {
+  const bool ours = hint != nullptr && !modules_.empty() &&
+                    std::less_equal<const Module*>()(modules_.data(), hint) &&
+                    std::less<const Module*>()(hint, modules_.data() + modules_.size());
+  if (disjoint_ && ours && hint->contains(target_addr)) return hint;
+  return find(target_addr);
 }
 
 void ModuleSet::add_anonymous_code(uint64_t start, uint64_t end) {

@@ -128,13 +128,18 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   const ArchInfo& ai = ops.info();
   const dwarf::Format fmt{ai.big_endian, ai.address_size};
 
+  // One pass over the rules finds both whether an expression needs the pc column and the
+  // return address's rule (the first for its column, as Row::rule answers).
+  const std::size_t num_rules = std::min<std::size_t>(row.num_rules, row.rules.size());
+  bool needs_expr_regs = row.cfa.kind == dwarf::CfaKind::Expression;
+  const dwarf::Rule* ra_found = nullptr;
+  for (std::size_t i = 0; i < num_rules; ++i) {
+    const dwarf::RegRule& r = row.rules[i];
+    needs_expr_regs = needs_expr_regs || r.rule.kind == dwarf::RuleKind::Expression ||
+                      r.rule.kind == dwarf::RuleKind::ValExpression;
+    if (ra_found == nullptr && r.reg == row.ra_reg) ra_found = &r.rule;
+  }
   std::unique_ptr<RegisterSet> scratch;
-  const bool needs_expr_regs = row.cfa.kind == dwarf::CfaKind::Expression ||
-                               std::any_of(row.rules.begin(), row.rules.begin() + row.num_rules,
-                                           [](const dwarf::RegRule& r) {
-                                             return r.rule.kind == dwarf::RuleKind::Expression ||
-                                                    r.rule.kind == dwarf::RuleKind::ValExpression;
-                                           });
   const RegisterSet& expr_regs = needs_expr_regs ? with_pc_column(ai, regs, scratch) : regs;
 
   uint64_t cfa = 0;
@@ -186,7 +191,7 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   // Callee-saved registers first; the rules below override them.
   ops.copy_callee_saved(regs, caller);
   bool sp_ruled = false;
-  for (uint8_t i = 0; i < row.num_rules && i < row.rules.size(); ++i) {
+  for (std::size_t i = 0; i < num_rules; ++i) {
     const uint16_t reg = row.rules[i].reg;
     if (reg == row.ra_reg) continue;
     if (reg == ai.sp_reg) sp_ruled = row.rules[i].rule.kind != dwarf::RuleKind::Unspecified;
@@ -199,7 +204,7 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   }
   if (!sp_ruled) caller.set(ai.sp_reg, cfa - static_cast<uint64_t>(ai.cfa_sp_offset));
 
-  const dwarf::Rule ra_rule = row.rule(row.ra_reg);
+  const dwarf::Rule ra_rule = ra_found != nullptr ? *ra_found : dwarf::Rule{};
   if (ra_rule.kind == dwarf::RuleKind::Undefined) {
     return stop(StopReason::Outermost, "", cfa);
   }

@@ -27,16 +27,18 @@ const Module* module_for(const Frame& frame, const ModuleSet& modules) {
 }
 
 // Checks the caller's pc and fills caller.module. `from_signal`: the pc was interrupted, not
-// a return address.
+// a return address. `hint`: a module the caller is likely in (the callee's), which spares the
+// module search when ModuleSet::find can tell it gives the same answer.
 std::optional<StopInfo> validate_caller(const arch::ArchOps& ops, Frame& caller, uint64_t cfa,
-                                        Memory& mem, const ModuleSet& modules, bool from_signal) {
+                                        Memory& mem, const ModuleSet& modules, bool from_signal,
+                                        const Module* hint = nullptr) {
   const uint64_t pc = caller.pc;
   if (pc == 0 && !from_signal) return StopInfo{StopReason::Outermost, "", cfa};
   if (!ops.plausible_pc(pc)) {
     return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is not a code address", cfa};
   }
   const uint64_t lookup = caller.lookup_pc();
-  caller.module = modules.find(lookup);
+  caller.module = modules.find(lookup, hint);
   caller.classify_jit(modules);
   if (from_signal) return std::nullopt;
   if (caller.module != nullptr) {
@@ -119,7 +121,7 @@ StepOutcome row_step(const arch::ArchOps& ops, const Frame& frame, const dwarf::
   caller.source = source;
   caller.exact_pc = row.signal_frame;
   caller.signal_trampoline = false;
-  if (auto bad = validate_caller(ops, caller, *cfa, mem, modules, row.signal_frame)) {
+  if (auto bad = validate_caller(ops, caller, *cfa, mem, modules, row.signal_frame, frame.module)) {
     return unexpected(std::move(*bad));
   }
   return *cfa;

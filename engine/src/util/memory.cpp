@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace ehbt {
 
@@ -14,6 +16,14 @@ bool Memory::read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& 
   std::byte buf[8];
   if (!read_exact(addr, std::span(buf, size))) return false;
   uint64_t v = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    // The target's byte order is the host's: the bytes are the value (zero-extended).
+    if (!big_endian) {
+      std::memcpy(&v, buf, size);
+      value = v;
+      return true;
+    }
+  }
   for (unsigned i = 0; i < size; ++i) {
     unsigned idx = big_endian ? i : size - 1 - i;
     v = (v << 8) | std::to_integer<uint64_t>(buf[idx]);
