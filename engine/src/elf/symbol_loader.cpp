@@ -192,4 +192,28 @@ std::vector<std::optional<Symbol>> ImageLoader::query_symbols(const Image& image
   return out;
 }
 
+std::optional<std::optional<Symbol>> ImageLoader::symbol_without_table(const Image& image,
+                                                                       uint64_t addr) {
+  Image::Impl& im = *image.impl_;
+  // MiniDebugInfo is decompressed by every pass: one table build is cheaper than several.
+  if (!im.gnu_debugdata.empty()) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(im.lookups_mu);
+    for (const auto& [a, sym] : im.lookups) {
+      if (a == addr) return sym;
+    }
+    if (im.passes >= elf::kMaxSymbolPasses) return std::nullopt;
+    ++im.passes;  // claimed before the pass, so concurrent callers stay within the budget
+  }
+  // The pass runs unlocked: it only reads the image. The work cap is query_symbols' own.
+  const uint64_t one[] = {addr};
+  elf::SymbolQuery query(one, im.limits.max_symbols, uint64_t{im.limits.max_symbols} + 16);
+  collect_symbols(image, query);
+  if (query.overflowed()) return std::nullopt;
+  std::optional<Symbol> sym = std::move(query.results().front());
+  std::lock_guard<std::mutex> lock(im.lookups_mu);
+  im.lookups.emplace_back(addr, sym);
+  return sym;
+}
+
 }  // namespace ehbt
