@@ -77,7 +77,11 @@ struct Image::Impl {
   // function start of a frame with no unwind table), and for a large table a pass costs a
   // small fraction of building it. `passes` counts them; at kMaxSymbolPasses the table is
   // built after all, so a long-lived user pays at most that many passes extra.
+  // Small tables are cheap to build and a pass costs them nearly as much, so only an image
+  // whose own .symtab/.dynsym holds at least `pass_min_entries` entries gets passes.
   std::mutex lookups_mu;
+  uint64_t pass_min_entries = 4096;
+  std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
   uint32_t passes = 0;
   std::vector<std::pair<uint64_t, std::optional<Symbol>>> lookups;
 };

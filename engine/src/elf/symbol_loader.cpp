@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <span>
@@ -145,6 +146,19 @@ std::shared_ptr<Image> open_debug_file(const std::string& build_id, const Limits
   return nullptr;
 }
 
+// Entries of the larger of e's .symtab and .dynsym, from the section headers alone.
+uint64_t symbol_entries(Elf* e) {
+  uint64_t most = 0;
+  Elf_Scn* scn = nullptr;
+  for (uint32_t n = 0; e != nullptr && n < elf::kMaxSections && (scn = elf_nextscn(e, scn)); ++n) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_entsize == 0) continue;
+    if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+      most = std::max<uint64_t>(most, sh.sh_size / sh.sh_entsize);
+  }
+  return most;
+}
+
 }  // namespace
 
 void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
@@ -202,6 +216,8 @@ std::optional<std::optional<Symbol>> ImageLoader::symbol_without_table(const Ima
     for (const auto& [a, sym] : im.lookups) {
       if (a == addr) return sym;
     }
+    if (!im.own_entries) im.own_entries = symbol_entries(im.elf.elf);
+    if (*im.own_entries < im.pass_min_entries) return std::nullopt;
     if (im.passes >= elf::kMaxSymbolPasses) return std::nullopt;
     ++im.passes;  // claimed before the pass, so concurrent callers stay within the budget
   }
