@@ -80,6 +80,10 @@ struct Image::Impl {
   // Small tables are cheap to build and a pass costs them nearly as much, so only an image
   // whose own .symtab/.dynsym holds at least `pass_min_entries` entries gets passes.
   std::mutex lookups_mu;
+  // Held while symbol sources are read (collect_symbols): libelf loads a section's data on
+  // first use without a lock of its own, and passes, symbolize_all and the table build of
+  // one image may run on several threads.
+  std::mutex collect_mu;
   uint64_t pass_min_entries = 4096;
   std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
   uint32_t passes = 0;

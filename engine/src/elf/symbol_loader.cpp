@@ -163,6 +163,7 @@ uint64_t symbol_entries(Elf* e) {
 
 void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
   Image::Impl& im = *image.impl_;
+  std::lock_guard<std::mutex> lock(im.collect_mu);
   bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
@@ -216,7 +217,10 @@ std::optional<std::optional<Symbol>> ImageLoader::symbol_without_table(const Ima
     for (const auto& [a, sym] : im.lookups) {
       if (a == addr) return sym;
     }
-    if (!im.own_entries) im.own_entries = symbol_entries(im.elf.elf);
+    if (!im.own_entries) {
+      std::lock_guard<std::mutex> collecting(im.collect_mu);  // libelf: see collect_mu
+      im.own_entries = symbol_entries(im.elf.elf);
+    }
     if (*im.own_entries < im.pass_min_entries) return std::nullopt;
     if (im.passes >= elf::kMaxSymbolPasses) return std::nullopt;
     ++im.passes;  // claimed before the pass, so concurrent callers stay within the budget
