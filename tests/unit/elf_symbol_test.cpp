@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ehbt/image.hpp"
+#include "elf/image_impl.hpp"
 #include "elf/symbol_table.hpp"
 #include "elf_test_util.hpp"
 
@@ -426,12 +427,71 @@ TEST(ElfSymbol, TableAndQueryMatchTheRuleOnRandomTables) {
 }
 
 // A query that would compare too many (address, symbol) pairs gives up instead of running on.
+// A query for one address (what symbolize() runs before the table is built) gives the
+// table's answer: aliases, nests and size-0 symbols resolve as in the table.
+TEST(ElfSymbol, OneAddressQueriesMatchTheTable) {
+  std::vector<TestSym> syms = {
+      {0x1000, 0x20, "f", STB_GLOBAL, STT_FUNC},
+      {0x1040, 0, "g_nosize", STB_GLOBAL, STT_FUNC},
+      {0x1040, 0, "_g_nosize_alias", STB_GLOBAL, STT_NOTYPE},
+      {0x1100, 0x100, "outer", STB_GLOBAL, STT_FUNC},
+      {0x1180, 0x10, "inner", STB_GLOBAL, STT_FUNC},
+      {0x1180, 0x10, "__inner", STB_GLOBAL, STT_FUNC},
+      {0x2000, 0x40, "__GI_raise", STB_LOCAL, STT_FUNC},
+      {0x2000, 0x40, "gsignal", STB_WEAK, STT_FUNC},
+      {0x2000, 0x40, "raise", STB_GLOBAL, STT_FUNC},
+      {0x2000, 0x80, "raise_longer", STB_GLOBAL, STT_FUNC},
+      {0x6000, 0x100, "big_global", STB_GLOBAL, STT_FUNC},
+      {0x6010, 0x10, "nested_local", STB_LOCAL, STT_FUNC},
+  };
+  const std::vector<uint64_t> addrs = {0xfff,  0x1000, 0x101f, 0x1020, 0x1040, 0x1041,
+                                       0x1100, 0x1185, 0x1190, 0x11ff, 0x1200, 0x2010,
+                                       0x2050, 0x6011, 0x60ff, 0x6100};
+  const std::vector<const char*> want = {
+      nullptr, "f",     "f",     nullptr, "g_nosize",     nullptr,      "outer",      "inner",
+      "outer", "outer", nullptr, "raise", "raise_longer", "big_global", "big_global", nullptr};
+  SymbolTable table;
+  // Fed in reverse too: neither answer may depend on the order of the symbol table.
+  for (auto it = syms.rbegin(); it != syms.rend(); ++it)
+    table.add(it->start, it->size, it->name, it->bind, it->type);
+  table.finish();
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    SymbolQuery q(std::span<const uint64_t>(&addrs[i], 1), UINT32_MAX, 1000);
+    for (const TestSym& s : syms) q.add(s.start, s.size, s.name, s.bind, s.type);
+    ASSERT_FALSE(q.overflowed());
+    const std::optional<ehbt::Symbol> one = q.results().front();
+    const std::optional<ehbt::Symbol> from_table = table.lookup(addrs[i]);
+    if (want[i] == nullptr) {
+      EXPECT_FALSE(one) << std::hex << addrs[i];
+      EXPECT_FALSE(from_table) << std::hex << addrs[i];
+      continue;
+    }
+    ASSERT_TRUE(one && from_table) << std::hex << addrs[i];
+    EXPECT_EQ(one->name, want[i]) << std::hex << addrs[i];
+    EXPECT_EQ(from_table->name, want[i]) << std::hex << addrs[i];
+    EXPECT_EQ(one->start, from_table->start);
+    EXPECT_EQ(one->size, from_table->size);
+  }
+}
+
 TEST(ElfSymbol, QueryWorkIsCapped) {
   std::vector<uint64_t> addrs;
   for (uint64_t a = 0; a < 100; ++a) addrs.push_back(0x1000 + a);
   SymbolQuery q(addrs, UINT32_MAX, 250);
   for (int i = 0; i < 10; ++i) q.add(0x1000, 0x100, "everywhere", STB_GLOBAL, STT_FUNC);
   EXPECT_TRUE(q.overflowed());
+}
+
+bool table_built(const Image& img) {
+  return ehbt::ImageLoader::impl(img).symbols_ready.load();
+}
+
+// symbolize() answers its first few distinct addresses by a pass each and builds the full
+// table at the next one: asks that many distinct addresses of `addrs`.
+void build_table(const Image& img, const std::vector<uint64_t>& addrs) {
+  ASSERT_GT(addrs.size(), std::size_t{ehbt::elf::kMaxSymbolPasses});
+  for (uint32_t i = 0; i <= ehbt::elf::kMaxSymbolPasses; ++i) img.symbolize(addrs[i]);
+  ASSERT_TRUE(table_built(img));
 }
 
 // symbolize_all on a real library, before and after the full table is built, agrees with
@@ -461,7 +521,7 @@ TEST(ElfSymbol, SymbolizeAllOnLibc) {
   }
   ASSERT_GT(addrs.size(), 300u);
   auto one_pass = (*fresh)->symbolize_all(addrs);
-  (*built)->symbolize(addrs[0]);  // builds the table
+  build_table(**built, addrs);
   auto from_table = (*built)->symbolize_all(addrs);
   ASSERT_EQ(one_pass.size(), addrs.size());
   std::size_t named = 0;
@@ -481,6 +541,86 @@ TEST(ElfSymbol, SymbolizeAllOnLibc) {
     EXPECT_EQ(it->second, single->size) << single->name;
   }
   EXPECT_GT(named, addrs.size() / 2);
+}
+
+// symbolize() before the table exists (a pass per address, as a one-shot walk asks for a
+// frame's function start) and after it is built agree on every sampled address of libc,
+// and the table is only built once the pass budget is spent.
+TEST(ElfSymbol, SymbolizeWithoutTableMatchesTheTableOnLibc) {
+  const std::string libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  auto built = Image::open(libc);
+  ASSERT_TRUE(built);
+  std::vector<uint64_t> addrs;
+  for (const auto& s : elf_test::nm_symbols(libc, true)) {
+    if (addrs.size() >= 240 || s.start == 0 || (s.kind != 'T' && s.kind != 't')) continue;
+    addrs.push_back(s.start);
+    addrs.push_back(s.start + s.size / 2);
+    addrs.push_back(s.start + s.size);  // often padding, or the next function
+  }
+  ASSERT_GT(addrs.size(), 200u);
+  build_table(**built, addrs);
+  std::size_t named = 0;
+  const std::size_t batch = ehbt::elf::kMaxSymbolPasses;
+  for (std::size_t first = 0; first < addrs.size(); first += batch) {
+    auto fresh = Image::open(libc);  // a new image per budget's worth of addresses
+    ASSERT_TRUE(fresh);
+    ehbt::ImageLoader::impl(**fresh).pass_min_entries = 0;  // libc's .dynsym is small
+    for (std::size_t i = first; i < std::min(first + batch, addrs.size()); ++i) {
+      auto one = (*fresh)->symbolize(addrs[i]);
+      auto again = (*fresh)->symbolize(addrs[i]);  // remembered: costs no pass
+      auto from_table = (*built)->symbolize(addrs[i]);
+      ASSERT_EQ(one.has_value(), from_table.has_value()) << std::hex << addrs[i];
+      ASSERT_EQ(again.has_value(), from_table.has_value()) << std::hex << addrs[i];
+      if (!one) continue;
+      ++named;
+      EXPECT_EQ(one->name, from_table->name) << std::hex << addrs[i];
+      EXPECT_EQ(one->start, from_table->start) << std::hex << addrs[i];
+      EXPECT_EQ(one->size, from_table->size) << std::hex << addrs[i];
+      EXPECT_EQ(again->name, one->name);
+    }
+    EXPECT_FALSE(table_built(**fresh));
+  }
+  EXPECT_GT(named, addrs.size() / 2);
+}
+
+// Past the pass budget the table is built, and answers stay the same; an image with a small
+// symbol table builds it at once.
+TEST(ElfSymbol, SymbolizeBuildsTheTableAfterItsPasses) {
+  auto img = Image::open(elf_test::self_exe());
+  ASSERT_TRUE(img);
+  ehbt::ImageLoader::impl(**img).pass_min_entries = 0;
+  const uint64_t one = reinterpret_cast<uint64_t>(&ehbt_elf_marker_one) - self_bias();
+  // The marker and the bytes after it (its end, then padding: named or not, as the table says).
+  std::vector<uint64_t> addrs;
+  for (uint64_t i = 0; i <= ehbt::elf::kMaxSymbolPasses; ++i) addrs.push_back(one + i * 4);
+  std::vector<std::optional<ehbt::Symbol>> passes;
+  for (uint32_t i = 0; i < ehbt::elf::kMaxSymbolPasses; ++i) {
+    passes.push_back((*img)->symbolize(addrs[i]));
+    (*img)->symbolize(addrs[0]);  // a repeat takes no pass
+  }
+  EXPECT_FALSE(table_built(**img));
+  ASSERT_TRUE(passes[0]);
+  EXPECT_EQ(passes[0]->name, "ehbt_elf_marker_one");
+  (*img)->symbolize(addrs.back());
+  EXPECT_TRUE(table_built(**img));
+  for (uint32_t i = 0; i < ehbt::elf::kMaxSymbolPasses; ++i) {
+    auto from_table = (*img)->symbolize(addrs[i]);
+    ASSERT_EQ(from_table.has_value(), passes[i].has_value()) << i;
+    if (from_table) {
+      EXPECT_EQ(from_table->name, passes[i]->name);
+    }
+  }
+}
+
+TEST(ElfSymbol, SmallTableIsBuiltAtOnce) {
+  auto img = Image::open(elf_test::self_exe());
+  ASSERT_TRUE(img);
+  ehbt::ImageLoader::impl(**img).pass_min_entries = UINT64_MAX;
+  const uint64_t one = reinterpret_cast<uint64_t>(&ehbt_elf_marker_one) - self_bias();
+  auto sym = (*img)->symbolize(one);
+  EXPECT_TRUE(table_built(**img));
+  ASSERT_TRUE(sym);
+  EXPECT_EQ(sym->name, "ehbt_elf_marker_one");
 }
 
 }  // namespace

@@ -92,7 +92,9 @@ class Image {
   std::size_t read(uint64_t link_addr, std::span<std::byte> out) const;
 
   // The symbol that covers link_addr (.symtab, else .dynsym, else a build-id debug file's),
-  // or nothing; never the nearest preceding symbol of another function. Loaded lazily.
+  // or nothing; never the nearest preceding symbol of another function. Loaded lazily: an
+  // image with a large symbol table answers its first few distinct addresses by one pass
+  // each (no table built, for one-shot walks) and builds the table after that.
   std::optional<Symbol> symbolize(uint64_t link_addr) const;
   // symbolize() for many addresses at once, for one-shot callers (the CLI): unless the table
   // is loaded already, one pass over the symbol sources answers exactly these addresses and

@@ -111,6 +111,9 @@ std::shared_ptr<const Image> Image::debug_file() const {
 
 std::optional<Symbol> Image::symbolize(uint64_t link_addr) const {
   if (impl_ == nullptr) return std::nullopt;
+  if (!impl_->symbols_ready.load(std::memory_order_acquire)) {
+    if (auto found = ImageLoader::symbol_without_table(*this, link_addr)) return *found;
+  }
   std::call_once(impl_->symbols_once, [this] { ImageLoader::load_symbols(*this); });
   return impl_->symbols.lookup(link_addr);
 }

@@ -71,7 +71,29 @@ struct Image::Impl {
   std::once_flag go_once;
   std::optional<elf::GoPclntab> go;
   std::atomic<bool> symbols_ready{false};  // set once `symbols` is built
+
+  // Answers Image::symbolize gave before the table was built, one pass over the symbol
+  // sources each (symbol_loader.cpp): a one-shot walk asks about a few pcs of an image (the
+  // function start of a frame with no unwind table), and for a large table a pass costs a
+  // small fraction of building it. `passes` counts them; at kMaxSymbolPasses the table is
+  // built after all, so a long-lived user pays at most that many passes extra.
+  // Small tables are cheap to build and a pass costs them nearly as much, so only an image
+  // whose own .symtab/.dynsym holds at least `pass_min_entries` entries gets passes.
+  std::mutex lookups_mu;
+  // Held while symbol sources are read (collect_symbols): libelf loads a section's data on
+  // first use without a lock of its own, and passes, symbolize_all and the table build of
+  // one image may run on several threads.
+  std::mutex collect_mu;
+  uint64_t pass_min_entries = 4096;
+  std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
+  uint32_t passes = 0;
+  std::vector<std::pair<uint64_t, std::optional<Symbol>>> lookups;
 };
+
+namespace elf {
+// One-address passes per image before Image::symbolize builds the full table (see above).
+inline constexpr uint32_t kMaxSymbolPasses = 8;
+}  // namespace elf
 
 // Builds images; a friend of Image, so its members fill the protected fields directly.
 class ImageLoader {
@@ -92,6 +114,10 @@ class ImageLoader {
   // One pass over the symbol sources answering `addrs` only (no table kept).
   static std::vector<std::optional<Symbol>> query_symbols(const Image& image,
                                                           std::span<const uint64_t> addrs);
+  // symbolize(addr) without the table, while the pass budget lasts (Image::Impl::lookups);
+  // nothing when the caller is to build the table and look there.
+  static std::optional<std::optional<Symbol>> symbol_without_table(const Image& image,
+                                                                   uint64_t addr);
 };
 
 namespace elf {

@@ -171,6 +171,8 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
   // of .got when -z now merged the two.
   std::optional<uint64_t> got_plt, got;
   Relocs jump_slots, glob_dat;
+  Elf_Scn* jump_slots_scn = nullptr;
+  Elf_Scn* glob_dat_scn = nullptr;
   Elf_Scn* scn = nullptr;
   for (uint32_t n = 0; n < kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
     GElf_Shdr sh;
@@ -190,16 +192,25 @@ std::size_t add_plt_symbols(Elf* e, const Image& image, SymbolSink& table, const
         target->present = true;
       }
     } else if (name == ".rela.plt" || name == ".rel.plt") {
-      jump_slots = read_relocs(e, scn, limits.max_symbols);
+      jump_slots_scn = scn;
     } else if ((name == ".rela.dyn" && image.arch() == Arch::X86_64) ||
                (name == ".rel.dyn" && image.arch() == Arch::I386)) {
-      glob_dat = read_relocs(e, scn, limits.max_symbols);
+      glob_dat_scn = scn;
     } else if (name == ".got.plt") {
       got_plt = sh.sh_addr;
     } else if (name == ".got") {
       got = sh.sh_addr;
     }
   }
+  // PLT stubs are the last symbol source, so a sink that wants no address of any PLT
+  // section (a one-address query elsewhere) loses nothing when the relocations, most of the
+  // cost here, are not read and the stubs not even counted.
+  const auto wanted = [&table](const Section& sec) {
+    return sec.present && table.wants(sec.addr, sec.bytes.size());
+  };
+  if (!wanted(plt) && !wanted(plt_sec) && !wanted(plt_got)) return 0;
+  if (jump_slots_scn != nullptr) jump_slots = read_relocs(e, jump_slots_scn, limits.max_symbols);
+  if (glob_dat_scn != nullptr) glob_dat = read_relocs(e, glob_dat_scn, limits.max_symbols);
   switch (image.arch()) {
     case Arch::X86_64:
     case Arch::I386: {

@@ -11,6 +11,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <span>
@@ -145,10 +146,24 @@ std::shared_ptr<Image> open_debug_file(const std::string& build_id, const Limits
   return nullptr;
 }
 
+// Entries of the larger of e's .symtab and .dynsym, from the section headers alone.
+uint64_t symbol_entries(Elf* e) {
+  uint64_t most = 0;
+  Elf_Scn* scn = nullptr;
+  for (uint32_t n = 0; e != nullptr && n < elf::kMaxSections && (scn = elf_nextscn(e, scn)); ++n) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_entsize == 0) continue;
+    if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
+      most = std::max<uint64_t>(most, sh.sh_size / sh.sh_entsize);
+  }
+  return most;
+}
+
 }  // namespace
 
 void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
   Image::Impl& im = *image.impl_;
+  std::lock_guard<std::mutex> lock(im.collect_mu);
   bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
@@ -190,6 +205,35 @@ std::vector<std::optional<Symbol>> ImageLoader::query_symbols(const Image& image
   out.reserve(addrs.size());
   for (uint64_t a : addrs) out.push_back(image.symbolize(a));
   return out;
+}
+
+std::optional<std::optional<Symbol>> ImageLoader::symbol_without_table(const Image& image,
+                                                                       uint64_t addr) {
+  Image::Impl& im = *image.impl_;
+  // MiniDebugInfo is decompressed by every pass: one table build is cheaper than several.
+  if (!im.gnu_debugdata.empty()) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(im.lookups_mu);
+    for (const auto& [a, sym] : im.lookups) {
+      if (a == addr) return sym;
+    }
+    if (!im.own_entries) {
+      std::lock_guard<std::mutex> collecting(im.collect_mu);  // libelf: see collect_mu
+      im.own_entries = symbol_entries(im.elf.elf);
+    }
+    if (*im.own_entries < im.pass_min_entries) return std::nullopt;
+    if (im.passes >= elf::kMaxSymbolPasses) return std::nullopt;
+    ++im.passes;  // claimed before the pass, so concurrent callers stay within the budget
+  }
+  // The pass runs unlocked: it only reads the image. The work cap is query_symbols' own.
+  const uint64_t one[] = {addr};
+  elf::SymbolQuery query(one, im.limits.max_symbols, uint64_t{im.limits.max_symbols} + 16);
+  collect_symbols(image, query);
+  if (query.overflowed()) return std::nullopt;
+  std::optional<Symbol> sym = std::move(query.results().front());
+  std::lock_guard<std::mutex> lock(im.lookups_mu);
+  im.lookups.emplace_back(addr, sym);
+  return sym;
 }
 
 }  // namespace ehbt

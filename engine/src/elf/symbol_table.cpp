@@ -150,9 +150,10 @@ SymbolQuery::SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, 
   std::sort(sorted_.begin(), sorted_.end());
   sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
   best_.assign(sorted_.size(), Entry{});
+  if (!sorted_.empty()) set_window(sorted_.front(), sorted_.back());
 }
 
-bool SymbolQuery::wants(uint64_t start, uint64_t size) const {
+bool SymbolQuery::wants_in_window(uint64_t start, uint64_t size) const {
   const uint64_t span = size == 0 ? 1 : size;
   const uint64_t end = start + span < start ? UINT64_MAX : start + span;
   auto it = std::lower_bound(sorted_.begin(), sorted_.end(), start);

@@ -42,8 +42,15 @@ class SymbolSink {
   bool add(uint64_t start, uint64_t size, std::string_view name, uint8_t bind, uint8_t type);
   // Whether a symbol at [start, start + size) can matter to this sink. When it cannot, a
   // source may call skip() instead of add(): it counts towards the cap as add() would,
-  // without the name ever being read.
-  virtual bool wants(uint64_t /*start*/, uint64_t /*size*/) const { return true; }
+  // without the name ever being read. Symbols outside the sink's window are refused here,
+  // inline: a one-address query refuses nearly every symbol of a large table, and this test
+  // is what a pass over that table mostly costs.
+  bool wants(uint64_t start, uint64_t size) const {
+    if (start > window_last_) return false;
+    const uint64_t span = size == 0 ? 1 : size;
+    const uint64_t end = start + span < start ? UINT64_MAX : start + span;
+    return end > window_first_ && wants_in_window(start, size);
+  }
   bool skip() {
     if (full()) return false;
     ++added_;
@@ -75,12 +82,21 @@ class SymbolSink {
   static bool better(const Entry& x, const Entry& y);
   static Symbol to_symbol(const Entry& e);
   virtual void accept(const Entry& e) = 0;
+  // wants() for a symbol that reaches into the window.
+  virtual bool wants_in_window(uint64_t /*start*/, uint64_t /*size*/) const { return true; }
+  // Only addresses in [first, last] matter to this sink (default: all).
+  void set_window(uint64_t first, uint64_t last) {
+    window_first_ = first;
+    window_last_ = last;
+  }
   uint32_t max_symbols() const { return max_symbols_; }
   uint64_t added() const { return added_; }
 
  private:
   uint32_t max_symbols_;
   uint64_t added_ = 0;
+  uint64_t window_first_ = 0;
+  uint64_t window_last_ = UINT64_MAX;
   std::vector<std::shared_ptr<const void>> owners_;
   std::deque<std::string> owned_;  // a deque never moves its elements: views stay valid
 };
@@ -123,12 +139,12 @@ class SymbolQuery : public SymbolSink {
   SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, uint64_t work_cap);
 
   bool overflowed() const { return overflowed_; }
-  bool wants(uint64_t start, uint64_t size) const override;
   // The answer for addrs[i], the same one SymbolTable::lookup gives for the same symbols.
   std::vector<std::optional<Symbol>> results() const;
 
  private:
   void accept(const Entry& e) override;
+  bool wants_in_window(uint64_t start, uint64_t size) const override;
 
   std::vector<uint64_t> addrs_;   // as given
   std::vector<uint64_t> sorted_;  // distinct, ascending
