@@ -55,7 +55,9 @@ INEXPRESSIBLE = {
     ("s390x", "pltcrash", 3, 0, "no .eh_frame FDE to convert"): "no FDE for .plt",
 }
 
-CASES = [(a, n, v) for a, n in ce.ALL_CASES for v in VERSIONS]
+# SFrame defines ABIs for amd64, aarch64 and s390x only: i386 cores are checked apart
+# (test_i386_has_no_sframe_abi).
+CASES = [(a, n, v) for a, n in ce.ALL_CASES for v in VERSIONS if a != "i386"]
 
 
 def expected_or_fail(fixture_cores, arch, name):
@@ -287,3 +289,17 @@ def test_auto_takes_sframe_where_no_cfi_covers(ehbt_bin, tmp_path):
     in_exe = [f for prev, f in zip(au["frames"], au["frames"][1:])
               if prev.get("module") == str(stripped) and prev.get("symbol") not in (None, "_start")]
     assert in_exe and all(f["source"] in ("sframe", "signal") for f in in_exe), au
+
+
+def test_i386_has_no_sframe_abi(ehbt_bin, fixture_cores):
+    """No SFrame table can be made for i386 (the format names no ABI for it): a walk told to
+    use SFrame alone stops at frame 0 and says why, instead of claiming a missing row."""
+    exp = ce.expected_case(fixture_cores, "i386", "chain", pytest.skip)
+    sysroots, exe = ce.default_args(exp)
+    rc, doc = ce.run_ehbt(ehbt_bin, exp["core"], sysroots=sysroots, exe=exe, extra=[
+        "--source", "sframe", "--sframe-from-eh-frame"])
+    t = [t for t in doc["threads"] if t["crashing"]][0]
+    assert len(t["frames"]) == 1, t["frames"]
+    assert t["stop_reason"] == "no_unwind_info", t
+    assert "SFrame defines no ABI for i386" in t["stop_detail"], t["stop_detail"]
+    assert rc == 1
