@@ -124,6 +124,12 @@ void ImageSFrame::build_converted(Slot& s, uint8_t version) {
     s.absent_why = "the module has no .eh_frame to convert";
     return;
   }
+  if (!sframe::abi_for(image_.arch(), image_.big_endian())) {
+    s.state = Slot::State::Absent;
+    s.absent_why =
+        "SFrame defines no ABI for " + std::string(arch_info(image_.arch()).name) + ": no table";
+    return;
+  }
   sframe::Conversion conv = sframe::convert_cfi(cfi_, image_.arch(), version, limits_);
   s.inexpressible = std::move(conv.inexpressible);
   std::stable_sort(s.inexpressible.begin(), s.inexpressible.end(),
