@@ -82,6 +82,23 @@ Expected<StepResult, StopInfo> Unwinder::step(const Frame& frame, Memory& mem,
 
 namespace {
 
+// A walk that crossed a module whose file is missing could only guess its way through it (frame
+// pointer or scan), and such a step knows few of the caller's registers. When a later table
+// then needs one of them, the table is not the cause: the missing file is. Names it once.
+void add_lost_by_heuristic(Backtrace& bt) {
+  if (bt.stop != StopReason::BadUnwindInfo && bt.stop != StopReason::NoUnwindInfo) return;
+  for (std::size_t i = bt.frames.size(); i-- > 1;) {
+    const Frame& callee = bt.frames[i - 1];
+    const FrameSource how = bt.frames[i].source;
+    if (callee.module == nullptr || callee.module->missing.empty()) continue;
+    if (how != FrameSource::FramePointer && how != FrameSource::Scan) continue;
+    bt.detail += std::string("; the walk crossed a module without its file by ") +
+                 (how == FrameSource::Scan ? "stack scan" : "frame pointer") + ": " +
+                 callee.module->missing;
+    return;
+  }
+}
+
 // (pc, CFA) pairs of the steps exempt from the increasing-CFA rule; a cycle through signal
 // frames must revisit one of them. Bounded: older pairs are forgotten, max_frames ends the
 // rest.
@@ -148,6 +165,7 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
       if (why.cfa != 0) bt.frames[index].cfa = why.cfa;
       bt.stop = why.reason;
       bt.detail = std::move(why.detail);
+      add_lost_by_heuristic(bt);
       break;
     }
     Frame& frame = bt.frames[index];

@@ -196,6 +196,12 @@ def test_qemu_core_without_sysroot(ehbt_bin, arch):
     assert any(w["path"].endswith("/libc.so.6") and w["option"] == "--sysroot" for w in missing)
     libc = [m for m in doc["modules"] if m["path"].endswith("/libc.so.6")]
     assert libc and libc[0]["file"] is None and libc[0]["build_id_match"] is None
+    # The walk ends for want of libc's file (GDB's frames go on into libc and _start), and the
+    # stop says so, not only what failed next (aarch64: _start's table needs an sp the
+    # frame-pointer steps through libc could not recover).
+    crashed = [t for t in doc["threads"] if t["crashing"]][0]
+    assert crashed["stop_reason"] != "outermost", crashed
+    assert "libc.so.6 not found" in crashed["stop_detail"], crashed["stop_detail"]
 
     # With the sysroot the files are found; only the missing signal details remain.
     fixed = json.loads(run_ehbt(ehbt_bin, "core", core, "--json", "--sysroot",
