@@ -167,24 +167,41 @@ ehbt::RegisterSet regs_from(const ucontext_t& uc) {
   return r;
 }
 
-ucontext_t g_context;
-
-__attribute__((noinline)) int capture_at_depth(int depth) {
-  if (depth == 0) {
-    getcontext(&g_context);
-    return 1;
-  }
-  int r = capture_at_depth(depth - 1);
-  benchmark::DoNotOptimize(r);
-  return r + 1;
-}
-
 // The frames one walk gave, and the time per frame (an iteration's time over `frames`).
 void count_frames(benchmark::State& state, std::size_t frames) {
   state.counters["frames"] = static_cast<double>(frames);
   state.counters["ns_per_frame"] = benchmark::Counter(
       static_cast<double>(frames),
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+struct StackCopy {
+  ehbt::RegisterSet regs;
+  ehbt::BufferMemory memory;
+};
+
+// Captures the registers and copies the stack from the deepest frame, while every frame above
+// it is still live: the copy walks cleanly to _start. The capture is a call of its own, so
+// that each level of the recursion keeps a small frame (one saved register, as most frames).
+__attribute__((noinline)) void capture_stack(StackCopy& out) {
+  ucontext_t uc;
+  getcontext(&uc);
+  out.regs = regs_from(uc);
+  const uint64_t sp = out.regs.sp();
+  std::vector<std::byte> bytes(256 * 1024);
+  ehbt::SelfMemory self;
+  bytes.resize(self.read(sp, bytes));
+  out.memory.add(sp, std::move(bytes));
+}
+
+__attribute__((noinline)) int copy_stack_at_depth(int depth, StackCopy& out) {
+  if (depth == 0) {
+    capture_stack(out);
+    return 1;
+  }
+  int r = copy_stack_at_depth(depth - 1, out);
+  benchmark::DoNotOptimize(r);
+  return r + 1;
 }
 
 // warm: the same stack walked again with every cache kept; cold: each walk starts with no
@@ -194,20 +211,18 @@ void count_frames(benchmark::State& state, std::size_t frames) {
 void BM_Unwind(benchmark::State& state, bool warm, bool keep_registers) {
   ehbt::ModuleSet modules;
   dl_iterate_phdr(collect_module, &modules);
-  capture_at_depth(static_cast<int>(state.range(0)));
-  ehbt::RegisterSet regs = regs_from(g_context);
-  // The stack below capture_at_depth's frames is still live (we are deeper in the same
-  // thread's callers' frames), so copy it out once: unwinding the copy is stable.
-  ehbt::BufferMemory stack;
-  uint64_t sp = regs.sp();
-  std::vector<std::byte> copy(256 * 1024);
-  ehbt::SelfMemory self;
-  copy.resize(self.read(sp, copy));
-  stack.add(sp, std::move(copy));
+  // Copied in the deepest frame itself: a copy taken after the recursion returned would hold
+  // its outer frames overwritten by the calls made since (the walk then ended early, in
+  // garbage, some 19 frames short of _start).
+  StackCopy copy;
+  copy_stack_at_depth(static_cast<int>(state.range(0)), copy);
+  const ehbt::RegisterSet& regs = copy.regs;
+  ehbt::BufferMemory& stack = copy.memory;
   ehbt::Unwinder unwinder;
   ehbt::UnwindOptions options;
   options.keep_registers = keep_registers;
   std::size_t frames = 0;
+  std::string why;
   for (auto _ : state) {
     if (!warm) {
       state.PauseTiming();
@@ -216,9 +231,12 @@ void BM_Unwind(benchmark::State& state, bool warm, bool keep_registers) {
     }
     auto bt = unwinder.unwind(regs, stack, modules, options);
     frames = bt.frames.size();
+    if (bt.stop != ehbt::StopReason::Outermost) why = bt.detail;
     benchmark::DoNotOptimize(bt);
   }
   count_frames(state, frames);
+  // How the walk ended, when not at the outermost frame (each run captures a new stack).
+  if (!why.empty()) state.SetLabel(why);
 }
 BENCHMARK_CAPTURE(BM_Unwind, warm, true, false)->Arg(64)->Arg(512);
 BENCHMARK_CAPTURE(BM_Unwind, cold, false, false)->Arg(64)->Arg(512)->Unit(benchmark::kMicrosecond);
@@ -267,30 +285,6 @@ BENCHMARK(BM_LibunwindBacktrace)->Arg(64)->Arg(512);
 // memory from it (V3 SFrame only; V2 Auto, which takes .eh_frame where V2 cannot express a
 // function). One untimed walk first builds every table the walk needs, so the loop measures
 // the per-frame step alone. `frames` tells whether a walk reached as far as the others.
-struct StackCopy {
-  ehbt::RegisterSet regs;
-  ehbt::BufferMemory memory;
-};
-
-// Captures the registers and copies the stack at the deepest frame itself, while every frame
-// above it is still live: the copy walks cleanly to _start.
-__attribute__((noinline)) int copy_stack_at_depth(int depth, StackCopy& out) {
-  if (depth == 0) {
-    ucontext_t uc;
-    getcontext(&uc);
-    out.regs = regs_from(uc);
-    const uint64_t sp = out.regs.sp();
-    std::vector<std::byte> bytes(256 * 1024);
-    ehbt::SelfMemory self;
-    bytes.resize(self.read(sp, bytes));
-    out.memory.add(sp, std::move(bytes));
-    return 1;
-  }
-  int r = copy_stack_at_depth(depth - 1, out);
-  benchmark::DoNotOptimize(r);
-  return r + 1;
-}
-
 void BM_UnwindSource(benchmark::State& state, ehbt::SourcePreference source, bool converted,
                      uint8_t version) {
   ehbt::ModuleSet modules;

@@ -132,14 +132,18 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     return bt;
   }
   // Two working frames hold the registers the step needs: the frame being stepped from and
-  // its caller, built in place and swapped (their register sets are allocated once per walk
-  // and reused). The backtrace gets compact records, with registers only when asked.
-  Frame current = first_frame(regs, modules);
-  Frame caller;
-  caller.regs.mut();
+  // its caller, built in place; after each step they trade roles (their register sets are
+  // allocated once per walk and reused; trading references, not contents, as a swap of the
+  // frames would). The backtrace gets compact records, with registers only when asked.
+  Frame work[2] = {first_frame(regs, modules), Frame{}};
+  work[1].regs.mut();
+  Frame* current_ptr = &work[0];
+  Frame* caller_ptr = &work[1];
   const bool keep = options.keep_registers;
-  auto record = [keep](const Frame& f) {
-    Frame out;
+  // Built in place in the vector: a temporary moved in cost a store-forwarding stall per
+  // frame (its one-byte fields stored apart, then read back as one word).
+  auto record = [&bt, keep](const Frame& f) {
+    Frame& out = bt.frames.emplace_back();
     out.pc = f.pc;
     out.cfa = f.cfa;
     out.source = f.source;
@@ -149,15 +153,16 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     out.jit = f.jit;
     out.jit_entry = f.jit_entry;
     if (keep) out.regs = f.regs;
-    return out;
   };
   bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 64));
-  bt.frames.push_back(record(current));
+  record(*current_ptr);
 
   unwind::CfiMemo memo;
   RecentPairs exempt_pairs;
   uint32_t scanned = 0;  // frames found by stack scanning (Limits::max_scan_frames)
   for (;;) {
+    Frame& current = *current_ptr;
+    Frame& caller = *caller_ptr;
     const std::size_t index = bt.frames.size() - 1;
     auto cfa = unwind::step_frame(current, mem, modules, options, limits_, memo, caller);
     if (!cfa) {
@@ -204,8 +209,8 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
           "limit of " + std::to_string(limits_.max_scan_frames) + " frames found by stack scanning";
       break;
     }
-    bt.frames.push_back(record(caller));
-    std::swap(current, caller);
+    record(caller);
+    std::swap(current_ptr, caller_ptr);
   }
   return bt;
 }

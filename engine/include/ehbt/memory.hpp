@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Target memory. Every read can fail; none throws. A read returns how many bytes it copied;
-// fewer than asked means the rest faulted.
+// fewer than asked means the rest faulted. One thread at a time: reads update caches.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,14 +16,56 @@ namespace ehbt {
 
 class Memory {
  public:
+  Memory() = default;
+  // A copy or move starts with no window: the window points into the bytes of the original.
+  Memory(const Memory&) {}
+  Memory& operator=(const Memory&) {
+    clear_window();
+    return *this;
+  }
   virtual ~Memory() = default;
   virtual std::size_t read(uint64_t addr, std::span<std::byte> out) = 0;
 
   // Reads exactly out.size() bytes or reports a fault.
-  bool read_exact(uint64_t addr, std::span<std::byte> out) { return read(addr, out) == out.size(); }
+  bool read_exact(uint64_t addr, std::span<std::byte> out) {
+    const uint64_t off = addr - window_start_;
+    if (off < window_size_ && out.size() <= window_size_ - off) {
+      std::memcpy(out.data(), window_data_ + off, out.size());
+      return true;
+    }
+    return read(addr, out) == out.size();
+  }
 
   // Reads an unsigned integer of `size` bytes (1, 2, 4 or 8) in the given byte order.
-  bool read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value);
+  bool read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
+    // The walk's common read, a host-order word inside the window, without a call.
+    const uint64_t off = addr - window_start_;
+    if (size == 8 && big_endian == (std::endian::native == std::endian::big) &&
+        off < window_size_ && window_size_ - off >= 8) {
+      std::memcpy(&value, window_data_ + off, 8);
+      return true;
+    }
+    return read_uint_slow(addr, size, big_endian, value);
+  }
+
+ protected:
+  // A window: [start, start + size) holds `data` exactly as read() would return it, so that
+  // read_exact serves reads inside it without the virtual call (a walk reads one stack, a
+  // word at a time, over and over). An implementation sets it to the bytes a read just came
+  // from, and clears it whenever they may change or go away.
+  void set_window(uint64_t start, const std::byte* data, uint64_t size) {
+    window_start_ = start;
+    window_data_ = data;
+    window_size_ = size;
+  }
+  void clear_window() { set_window(0, nullptr, 0); }
+
+ private:
+  bool read_uint_slow(uint64_t addr, unsigned size, bool big_endian, uint64_t& value);
+
+  uint64_t window_start_ = 0;
+  uint64_t window_size_ = 0;
+  const std::byte* window_data_ = nullptr;
 };
 
 // Up to `size` bytes at `addr`, stopping at the first fault. The buffer grows in 64 KiB steps

@@ -51,6 +51,14 @@ class RegisterSet {
     arch_ = arch;
   }
   std::size_t count() const { return valid_.count(); }
+  // Makes valid here every register of `mask` valid in `from`, with its value; `listed` names
+  // the registers of `mask` (each below kMaxRegs). Their values are copied whether valid or
+  // not, and the validity bits in one operation: no branch or read-modify-write per register.
+  template <class List>
+  void copy_valid(const RegisterSet& from, const std::bitset<kMaxRegs>& mask, const List& listed) {
+    for (uint16_t r : listed) values_[r] = from.values_[r];
+    valid_ |= from.valid_ & mask;
+  }
 
   uint64_t sp() const { return raw(arch_info(arch_).sp_reg); }
   void set_sp(uint64_t v) { set(arch_info(arch_).sp_reg, v); }

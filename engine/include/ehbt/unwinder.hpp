@@ -44,22 +44,24 @@ std::string_view to_string(FrameSource source);
 
 // A compact record (48 bytes on 64-bit hosts): the registers are held out of line, and only
 // when the walk keeps them (UnwindOptions::keep_registers).
+// The pointers first and the one-byte fields together at the end: 48 bytes, no padding holes.
 struct Frame {
-  uint64_t pc = 0;   // frame 0: the thread's pc; others: the return address
-  uint64_t cfa = 0;  // canonical frame address of this frame; 0 when not computed
-  FrameSource source = FrameSource::Context;
+  uint64_t pc = 0;                 // frame 0: the thread's pc; others: the return address
+  uint64_t cfa = 0;                // canonical frame address of this frame; 0 when not computed
   const Module* module = nullptr;  // nullptr: no module covers pc
-  // The pc is exact (frame 0, or the frame a signal interrupted): look it up as is, not pc-1.
-  bool exact_pc = true;
-  bool signal_trampoline = false;  // this frame is a sigreturn trampoline
-  // Addition (JIT code): the pc lies in executable memory no module covers
-  // (ModuleSet::is_jit_code); the perf map's entry naming it, if any (owned by the set).
-  bool jit = false;
+  // JIT code (see `jit`): the perf map's entry naming it, if any (owned by the set).
   const PerfMapEntry* jit_entry = nullptr;
   // The frame's registers as recovered; empty when the walk kept none (keep_registers false).
   // Unwinder::step needs them, so a frame handed to it must come from a walk that kept them
   // (or first_frame / a previous step, which always fill them).
   FrameRegisters regs;
+  FrameSource source = FrameSource::Context;
+  // The pc is exact (frame 0, or the frame a signal interrupted): look it up as is, not pc-1.
+  bool exact_pc = true;
+  bool signal_trampoline = false;  // this frame is a sigreturn trampoline
+  // Addition (JIT code): the pc lies in executable memory no module covers
+  // (ModuleSet::is_jit_code).
+  bool jit = false;
 
   // Marks the frame as JIT code when `modules` says its pc is (module must be null).
   void classify_jit(const ModuleSet& modules) {

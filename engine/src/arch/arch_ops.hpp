@@ -13,6 +13,7 @@
 #include <bitset>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
@@ -70,10 +71,8 @@ class ArchOps {
   const std::bitset<kMaxRegs>& callee_saved_set() const { return callee_saved_; }
   // Copies the callee-saved registers of `from` that are valid into `to` (a fresh set).
   void copy_callee_saved(const RegisterSet& from, RegisterSet& to) const {
-    for (uint8_t i = 0; i < num_callee_saved_; ++i) {
-      const uint16_t r = callee_saved_list_[i];
-      if (from.has(r)) to.set(r, from.raw(r));
-    }
+    to.copy_valid(from, callee_saved_,
+                  std::span<const uint16_t>(callee_saved_list_.data(), num_callee_saved_));
   }
 
   // A return address as stored -> the code address it designates.

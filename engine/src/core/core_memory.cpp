@@ -58,6 +58,9 @@ std::size_t CoreMemory::read(uint64_t addr, std::span<std::byte> out) {
       std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(want, s->dumped.size() - off));
       std::memcpy(out.data() + done, s->dumped.data() + off, n);
       done += n;
+      // This segment, up to where the next one starts (dumped_at would pick that one there).
+      set_window(s->vaddr, s->dumped.data(),
+                 std::min<uint64_t>(s->dumped.size(), next_dumped - s->vaddr));
       continue;
     }
     const Backing* b = backing_at(a);

@@ -181,7 +181,8 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
     case dwarf::CfaKind::Undefined:
       return stop(StopReason::BadUnwindInfo, "row has no CFA rule");
   }
-  if (cfa == 0 || cfa % ai.address_size != 0) {
+  // address_size is 4 or 8: a mask, not a division, on every step.
+  if (cfa == 0 || (cfa & (ai.address_size - 1u)) != 0) {
     return stop(StopReason::BadUnwindInfo, "CFA " + hex(cfa) + " is zero or misaligned");
   }
 

@@ -11,7 +11,7 @@
 
 namespace ehbt {
 
-bool Memory::read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
+bool Memory::read_uint_slow(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
   if (size == 0 || size > 8) return false;
   std::byte buf[8];
   if (!read_exact(addr, std::span(buf, size))) return false;
@@ -51,6 +51,7 @@ std::vector<std::byte> read_prefix(Memory& mem, uint64_t addr, uint64_t size) {
 
 void BufferMemory::add(uint64_t addr, std::vector<std::byte> bytes) {
   if (bytes.empty()) return;
+  clear_window();  // the windowed segment may be replaced
   segments_[addr] = std::move(bytes);
 }
 
@@ -85,6 +86,11 @@ std::size_t BufferMemory::read(uint64_t addr, std::span<std::byte> out) {
     std::size_t n = std::min<std::size_t>(out.size() - done, it->second.size() - off);
     std::memcpy(out.data() + done, it->second.data() + off, n);
     done += n;
+    // This segment, up to where the next one starts (a read there would be served by it).
+    const auto next = std::next(it);
+    const uint64_t end = next == segments_.end() ? UINT64_MAX : next->first;
+    set_window(it->first, it->second.data(),
+               std::min<uint64_t>(it->second.size(), end - it->first));
   }
   return done;
 }
