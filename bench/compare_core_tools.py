@@ -368,7 +368,10 @@ def tool_commands(ehbt, core, exe, ehbt_exe_arg):
         ehbt_cmd += ["--exe", exe]
     return [
         ("ehbt", ehbt_cmd, frames_ehbt),
-        ("eu-stack", ["eu-stack", "--core", core, "--executable", exe], frames_eustack),
+        # -n 0: every frame, as ehbt and GDB print them (eu-stack stops at 256 by default,
+        # which on a deep stack would time a quarter of the work).
+        ("eu-stack", ["eu-stack", "-n", "0", "--core", core, "--executable", exe],
+         frames_eustack),
         ("gdb", ["gdb", "-batch", "-nx", "-ex", "thread apply all bt", exe, core], frames_gdb),
     ]
 

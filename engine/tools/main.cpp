@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli_command.hpp"
+#include "cli_heap.hpp"
 
 #ifndef EHBT_VERSION
 #define EHBT_VERSION "unknown"
@@ -69,6 +70,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ehbt::cli::prepare_heap();
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
