@@ -178,6 +178,48 @@ bool writes_sp_otherwise(uint32_t w) {
   return false;
 }
 
+// A 64-bit general register stored relative to sp: where, as a depth below the CFA.
+struct SpStore {
+  static constexpr unsigned kNone = 32;
+  int64_t slot = -1;      // where `reg` went
+  unsigned reg = kNone;   // first (or only) register stored
+  unsigned reg2 = kNone;  // a pair's second register, at slot - 8
+};
+
+// Follows one instruction's effect on sp (`depth`: how far sp is below the CFA), the part
+// both analyses share, and tells which x register it stored relative to sp, if any.
+Expected<SpStore, PrologueFailure> step_sp(uint32_t w, int64_t& depth) {
+  SpStore store;
+  if (is_pair(w) && rn(w) == kSpOrZr) {
+    const unsigned scale = pair_scale(w);
+    if (scale == 0) return unrecognised("reserved store-pair encoding");
+    const int64_t off = pair_imm7(w) * scale;
+    if (is_stp_x(w)) {
+      // Pre-index and signed offset store at sp + off, post-index at sp.
+      store = SpStore{depth - (pair_mode(w) == kPairPost ? 0 : off), rd(w), rt2(w)};
+    }
+    if (pair_writeback(w)) depth -= off;
+  } else if (is_ldst_imm9(w) && rn(w) == kSpOrZr) {
+    // STR Xt (size 11, V 0, opc 00) pre-index stores at the new sp, post-index at the old,
+    // the unscaled form (no writeback) at sp + imm9.
+    const bool str_x = (w & 0xffe00000) == 0xf8000000;
+    const bool pre = (w >> 11) & 1;
+    if (str_x) store = SpStore{depth - (imm9_writeback(w) && !pre ? 0 : imm9(w)), rd(w)};
+    if (imm9_writeback(w)) depth -= imm9(w);
+  } else if ((w & 0xffc00000) == 0xf9000000 && rn(w) == kSpOrZr) {
+    // STR Xt, [sp, #imm12 * 8]
+    store = SpStore{depth - static_cast<int64_t>(((w >> 10) & 0xfff) * 8), rd(w)};
+  } else if (is_addsub_imm(w) && sf(w) && !sets_flags(w) && rd(w) == kSpOrZr && rn(w) == kSpOrZr) {
+    const int64_t imm = static_cast<int64_t>(addsub_imm(w));
+    depth += op_sub(w) ? imm : -imm;
+  } else if (writes_sp_otherwise(w)) {
+    return unrecognised("sp is changed in a way the decoder does not follow");
+  }
+  if (depth < 0) return unrecognised("sp moves above its value at function entry");
+  if (depth > kMaxFrameBytes) return unrecognised("sp moves down further than any frame");
+  return store;
+}
+
 }  // namespace
 
 Expected<uint64_t, PrologueFailure> find_function_start(Memory& mem, uint64_t pc,
@@ -227,27 +269,9 @@ Expected<PrologueFrame, PrologueFailure> analyse_prologue(Memory& mem, uint64_t 
       if (fp < 16) return unrecognised("the frame record does not lie below the CFA");
       return PrologueFrame{static_cast<uint64_t>(fp), addr};
     }
-    if (is_pair(w) && rn(w) == kSpOrZr) {
-      const unsigned scale = pair_scale(w);
-      if (scale == 0) return unrecognised("reserved store-pair encoding");
-      const int64_t off = pair_imm7(w) * scale;
-      const unsigned mode = pair_mode(w);
-      if (is_stp_x(w) && rd(w) == kFp && rt2(w) == kLr) {
-        // The record goes to sp + off (pre-index, signed offset) or to sp (post-index).
-        record = depth - (mode == kPairPost ? 0 : off);
-      }
-      if (pair_writeback(w)) depth -= off;
-    } else if (is_ldst_imm9(w) && rn(w) == kSpOrZr && imm9_writeback(w)) {
-      depth -= imm9(w);
-    } else if (is_addsub_imm(w) && sf(w) && !sets_flags(w) && rd(w) == kSpOrZr &&
-               rn(w) == kSpOrZr) {
-      const int64_t imm = static_cast<int64_t>(addsub_imm(w));
-      depth += op_sub(w) ? imm : -imm;
-    } else if (writes_sp_otherwise(w)) {
-      return unrecognised("sp is changed in a way the decoder does not follow");
-    }
-    if (depth < 0) return unrecognised("sp moves above its value at function entry");
-    if (depth > kMaxFrameBytes) return unrecognised("sp moves down further than any frame");
+    auto store = step_sp(w, depth);
+    if (!store) return unexpected(store.error());
+    if (store->reg == kFp && store->reg2 == kLr) record = store->slot;  // the frame record
   }
   return unexpected(
       PrologueFailure{PrologueError::ScanCap, 0, "x29 is not set within max_prologue_insns words"});
@@ -276,35 +300,10 @@ Expected<SavedLr, PrologueFailure> analyse_lr_save(Memory& mem, uint64_t start, 
         (w & 0x7e000000) == 0x36000000) {
       return unrecognised("a conditional branch comes before the pc");  // b.cond, cbz, tbz
     }
-    if (is_pair(w) && rn(w) == kSpOrZr) {
-      const unsigned scale = pair_scale(w);
-      if (scale == 0) return unrecognised("reserved store-pair encoding");
-      const int64_t off = pair_imm7(w) * scale;
-      const int64_t base = depth - (pair_mode(w) == kPairPost ? 0 : off);
-      if (is_stp_x(w) && rd(w) == kLr) lr = base;
-      if (is_stp_x(w) && rt2(w) == kLr) lr = base - 8;
-      if (pair_writeback(w)) depth -= off;
-    } else if (is_ldst_imm9(w) && rn(w) == kSpOrZr) {
-      // STR x30 (size 11, V 0, opc 00) pre-index stores at the new sp, post-index at the old.
-      const bool str_x30 = (w & 0xffe00000) == 0xf8000000 && rd(w) == kLr;
-      if (imm9_writeback(w)) {
-        const bool pre = (w >> 11) & 1;
-        if (str_x30) lr = depth - (pre ? imm9(w) : 0);
-        depth -= imm9(w);
-      } else if (str_x30) {
-        lr = depth - imm9(w);
-      }
-    } else if ((w & 0xffc00000) == 0xf9000000 && rn(w) == kSpOrZr && rd(w) == kLr) {
-      lr = depth - static_cast<int64_t>(((w >> 10) & 0xfff) * 8);  // STR x30, [sp, #imm12*8]
-    } else if (is_addsub_imm(w) && sf(w) && !sets_flags(w) && rd(w) == kSpOrZr &&
-               rn(w) == kSpOrZr) {
-      const int64_t imm = static_cast<int64_t>(addsub_imm(w));
-      depth += op_sub(w) ? imm : -imm;
-    } else if (writes_sp_otherwise(w)) {
-      return unrecognised("sp is changed in a way the decoder does not follow");
-    }
-    if (depth < 0) return unrecognised("sp moves above its value at function entry");
-    if (depth > kMaxFrameBytes) return unrecognised("sp moves down further than any frame");
+    auto store = step_sp(w, depth);
+    if (!store) return unexpected(store.error());
+    if (store->reg == kLr) lr = store->slot;
+    if (store->reg2 == kLr) lr = store->slot - 8;
   }
   if (lr <= 0 || lr > depth) return unrecognised("x30 is not stored in the frame");
   return SavedLr{static_cast<uint64_t>(depth), static_cast<uint64_t>(lr)};
