@@ -5,6 +5,7 @@
 #include "unwind/image_cfi_cache.hpp"
 
 #include <array>
+#include <typeinfo>
 
 namespace ehbt::unwind {
 namespace {
@@ -43,7 +44,12 @@ ImageSFrame& CfiImageCache::sframe() {
 }
 
 CfiImageCache& image_cache(const Image& image, const Limits& limits) {
-  if (auto* mine = dynamic_cast<CfiImageCache*>(image.cache())) return *mine;
+  // The class is final: comparing the dynamic type is the whole check dynamic_cast would
+  // make, without its walk of the hierarchy (this runs each time a walk changes module).
+  ImageCache* held = image.cache();
+  if (held != nullptr && typeid(*held) == typeid(CfiImageCache)) {
+    return *static_cast<CfiImageCache*>(held);
+  }
   auto fresh = std::make_unique<CfiImageCache>(image, limits);
   CfiImageCache& cache = *fresh;
   image.set_cache(std::move(fresh));
