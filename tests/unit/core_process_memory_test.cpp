@@ -139,6 +139,69 @@ TEST(ProcessMemory, PrefetchStopsAtAnUnreadablePageAndAtTheCap) {
   EXPECT_EQ(off.syscalls(), 0u);
 }
 
+// Every word of [off, off + len) of `pages` reads back as the pages hold it.
+void expect_cached_equal(ProcessMemory& mem, const TwoPages& pages, std::size_t off,
+                         std::size_t len) {
+  for (std::size_t o = off; o < off + len; o += 8) {
+    std::byte word[8];
+    ASSERT_EQ(mem.read(pages.addr(o), word), 8u) << o;
+    ASSERT_EQ(std::memcmp(word, pages.base + o, 8), 0) << o;
+  }
+}
+
+TEST(ProcessMemory, PrefetchAllReadsSeveralRangesInOneCall) {
+  TwoPages m, n;
+  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(n.base, nullptr);
+  ProcessMemory mem(getpid(), 64);
+  mem.set_caching(true);
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {m.addr(100), m.addr(2 * 4096)},  // widened to whole pages, as prefetch() does
+      {n.addr(0), n.addr(4096)}};
+  EXPECT_TRUE(mem.prefetch_all(ranges));
+  EXPECT_EQ(mem.syscalls(), 1u);
+  expect_cached_equal(mem, m, 0, 2 * 4096);
+  expect_cached_equal(mem, n, 0, 4096);
+  EXPECT_EQ(mem.syscalls(), 1u);
+  // Both cached now: each range is left to prefetch(), which finds nothing to read.
+  EXPECT_TRUE(mem.prefetch_all(ranges));
+  EXPECT_EQ(mem.syscalls(), 1u);
+}
+
+TEST(ProcessMemory, PrefetchAllReadsWhatFollowsAnUnreadablePageAlone) {
+  TwoPages m, n;
+  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(n.base, nullptr);
+  ASSERT_EQ(mprotect(m.base + 4096, 4096, PROT_NONE), 0);
+  ProcessMemory mem(getpid(), 64);
+  mem.set_caching(true);
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {{m.addr(0), m.addr(2 * 4096)},
+                                                             {n.addr(0), n.addr(2 * 4096)}};
+  EXPECT_FALSE(mem.prefetch_all(ranges));  // m's second page cannot be read
+  const uint64_t calls = mem.syscalls();
+  expect_cached_equal(mem, m, 0, 4096);  // the readable part of m, and all of n, are cached
+  expect_cached_equal(mem, n, 0, 2 * 4096);
+  EXPECT_EQ(mem.syscalls(), calls);
+  std::byte buf[8];
+  EXPECT_EQ(mem.read(m.addr(4096), buf), 0u);
+}
+
+TEST(ProcessMemory, PrefetchAllStopsAtTheCap) {
+  TwoPages m, n;
+  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(n.base, nullptr);
+  ProcessMemory mem(getpid(), 3);  // room for three of the four pages
+  mem.set_caching(true);
+  EXPECT_FALSE(mem.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{
+      {m.addr(0), m.addr(2 * 4096)}, {n.addr(0), n.addr(2 * 4096)}}));
+  expect_cached_equal(mem, m, 0, 2 * 4096);  // still readable, cached or not
+  expect_cached_equal(mem, n, 0, 2 * 4096);
+  ProcessMemory off(getpid(), 64);  // caching off: nothing is prefetched
+  EXPECT_FALSE(
+      off.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{{m.addr(0), m.addr(4096)}}));
+  EXPECT_EQ(off.syscalls(), 0u);
+}
+
 TEST(ProcessMemory, KeptPagesStayAndOthersAreReadFresh) {
   TwoPages m;
   ASSERT_NE(m.base, nullptr);

@@ -141,6 +141,74 @@ bool ProcessMemory::prefetch(uint64_t begin, uint64_t end) {
   return true;
 }
 
+bool ProcessMemory::prefetch_all(std::span<const std::pair<uint64_t, uint64_t>> ranges) {
+  if (!caching_ || frozen_) return false;
+  constexpr std::size_t kBatch = 1024;  // IOV_MAX, for the local and the remote vectors
+  struct Part {
+    std::size_t range;  // index in `ranges`
+    std::size_t first;  // its first page's index in `fresh`
+    std::size_t pages;
+    uint64_t begin;
+  };
+  bool all = true;
+  std::vector<std::unique_ptr<Page>> fresh;
+  std::vector<iovec> local, remote;
+  std::vector<Part> parts;
+  std::vector<std::size_t> alone;  // read by prefetch() once the batch is in
+  std::size_t next = 0;
+  while (next < ranges.size()) {
+    fresh.clear();
+    local.clear();
+    remote.clear();
+    parts.clear();
+    alone.clear();
+    // Ranges wholly uncached, as many as fit the batch and the cache's room; any other range
+    // (partly cached already, longer than a batch, or past the cap) goes to prefetch(), after
+    // the batch, so that the cap counts the batch's pages.
+    for (; next < ranges.size(); ++next) {
+      const uint64_t begin = ranges[next].first & ~(kPage - 1);
+      const uint64_t end = ranges[next].second;
+      if (begin >= end) continue;
+      const uint64_t pages = (end - begin + kPage - 1) / kPage;
+      bool uncached = pages <= kBatch;
+      for (uint64_t k = 0; uncached && k < pages; ++k) {
+        uncached = !pages_.contains(begin + k * kPage);
+      }
+      if (!uncached || pages_.size() + fresh.size() + pages > max_cached_pages_) {
+        alone.push_back(next);
+        continue;
+      }
+      if (fresh.size() + pages > kBatch || remote.size() == kBatch) break;  // the next batch
+      parts.push_back(Part{next, fresh.size(), static_cast<std::size_t>(pages), begin});
+      for (uint64_t k = 0; k < pages; ++k) {
+        fresh.push_back(std::make_unique<Page>());
+        local.push_back(iovec{fresh.back()->bytes.data(), kPage});
+      }
+      remote.push_back(iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(begin)),
+                             static_cast<std::size_t>(pages * kPage)});
+    }
+    if (!parts.empty()) {
+      ++syscalls_;
+      const ssize_t n = vm_readv_ok_ ? process_vm_readv(pid_, local.data(), local.size(),
+                                                        remote.data(), remote.size(), 0)
+                                     : -1;
+      // The bytes land in order: what was read is a prefix of the pages.
+      const std::size_t whole = n > 0 ? static_cast<std::size_t>(n) / kPage : 0;
+      for (const Part& part : parts) {
+        const std::size_t got = whole > part.first ? std::min(part.pages, whole - part.first) : 0;
+        for (std::size_t k = 0; k < got; ++k) {
+          fresh[part.first + k]->readable = true;
+          pages_.emplace(part.begin + k * kPage, std::move(fresh[part.first + k]));
+        }
+        // Cut short (an unreadable page, or a range after one): read alone, as prefetch() would.
+        if (got < part.pages) alone.push_back(part.range);
+      }
+    }
+    for (std::size_t r : alone) all = prefetch(ranges[r].first, ranges[r].second) && all;
+  }
+  return all;
+}
+
 void ProcessMemory::set_caching(bool on) {
   caching_ = on;
   frozen_ = false;

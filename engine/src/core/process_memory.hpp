@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
+#include <utility>
 
 #include "ehbt/memory.hpp"
 
@@ -31,6 +33,10 @@ class ProcessMemory final : public Memory {
   // caching is on), leaving out pages already there and stopping where the target's memory
   // or the cache's capacity ends. Returns whether all of the range is now cached.
   bool prefetch(uint64_t begin, uint64_t end);
+  // prefetch() of several ranges ([begin, end) each) in as few system calls as their pages
+  // allow (one per 1,024 pages): the threads' stacks at a stop, read together. A range the
+  // joint read does not complete is read again on its own. Returns whether all are cached.
+  bool prefetch_all(std::span<const std::pair<uint64_t, uint64_t>> ranges);
   // The process runs again, but the pages cached so far were all read while it was stopped:
   // they stay and keep answering reads (a snapshot of the stopped process); any other read
   // goes to the running process and is not kept.
