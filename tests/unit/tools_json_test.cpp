@@ -48,6 +48,30 @@ TEST(ToolsJson, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(json_quote("\xf5\x80\x80\x80"), R"("\u00f5\u0080\u0080\u0080")");
 }
 
+// The quoting scans eight bytes at a time: every character that needs escaping, and a
+// multi-byte UTF-8 sequence, at every position of strings longer than two words, with the
+// escape written by hand for each.
+TEST(ToolsJson, EscapesAtEveryPositionOfALongString) {
+  const std::string base = "abcdefghijklmnopqrstuvwx";  // 24 plain characters
+  const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
+                                                       {"\\", "\\\\"},
+                                                       {"\n", "\\n"},
+                                                       {std::string(1, '\x01'), "\\u0001"},
+                                                       {std::string(1, '\x1f'), "\\u001f"},
+                                                       {std::string(1, '\0'), "\\u0000"},
+                                                       {"\x7f", "\x7f"},
+                                                       {" ", " "},
+                                                       {"\xc3\xa9", "\xc3\xa9"},
+                                                       {"\xff", "\\u00ff"}};
+  for (const auto& [raw, escaped] : cases) {
+    for (std::size_t at = 0; at <= base.size(); ++at) {
+      const std::string in = base.substr(0, at) + raw + base.substr(at);
+      const std::string want = "\"" + base.substr(0, at) + escaped + base.substr(at) + "\"";
+      EXPECT_EQ(json_quote(in), want) << "at " << at << " of " << escaped;
+    }
+  }
+}
+
 TEST(ToolsJson, HexIsLowercaseWithPrefixAndNoPadding) {
   EXPECT_EQ(hex(0), "0x0");
   EXPECT_EQ(hex(0xABCDEF), "0xabcdef");
