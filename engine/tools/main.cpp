@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cli_command.hpp"
-#include "cli_heap.hpp"
 
 #ifndef EHBT_VERSION
 #define EHBT_VERSION "unknown"
@@ -70,7 +69,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ehbt::cli::prepare_heap();
   try {
     return run(argc, argv);
   } catch (const std::bad_alloc&) {
