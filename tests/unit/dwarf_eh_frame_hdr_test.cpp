@@ -85,6 +85,28 @@ TEST(EhFrameHdr, EveryFixedSizeTableEncoding) {
   EXPECT_EQ(h->entry(0)->initial_loc, 0xffffffffffffb000u);
 }
 
+// The usual table (datarel|sdata4) with 4-byte addresses wraps modulo 2^32, as any encoded
+// pointer does; with the header at address 0 datarel has no base, and an entry is an error.
+TEST(EhFrameHdr, DatarelSdata4WithFourByteAddresses) {
+  // Header at 0xfffff000: offset +0x3000 is 0x1_00002000 in 64 bits, 0x2000 in 32.
+  auto b = bytes_of({
+      0x01, 0x1b, 0x03, 0x3b,  // version, pcrel|sdata4, udata4, datarel|sdata4
+      0x00, 0x01, 0x00, 0x00,  // eh_frame_ptr: 0xfffff004 + 0x100
+      0x01, 0x00, 0x00, 0x00,  // fde_count 1
+      0x00, 0x30, 0x00, 0x00, 0x00, 0xf0, 0xff, 0xff,  // +0x3000 -> FDE -0x1000
+  });
+  auto h = EhFrameHdr::parse({0xfffff000, b}, Format{false, 4}, Limits{});
+  ASSERT_TRUE(h) << to_string(h.error().code);
+  auto e = h->entry(0);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->initial_loc, 0x2000u);
+  EXPECT_EQ(e->fde_addr, 0xffffe000u);
+  auto at_zero = EhFrameHdr::parse({0, b}, Format{false, 4}, Limits{});
+  ASSERT_TRUE(at_zero);
+  ASSERT_TRUE(at_zero->has_table());
+  EXPECT_FALSE(at_zero->entry(0));
+}
+
 TEST(EhFrameHdr, AbsptrWithFourByteAddresses) {
   HdrSpec spec;
   spec.eh_frame_ptr_enc = 0x00;

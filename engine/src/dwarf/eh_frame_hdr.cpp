@@ -67,6 +67,21 @@ Expected<EhFrameHdr::Entry, Error> EhFrameHdr::entry(uint64_t index) const {
   if (index >= count_) return unexpected(Error{ErrorCode::NoEntry, index});
   util::ByteReader r(hdr_.bytes, fmt_.big_endian, hdr_.addr);
   r.seek(table_offset_ + index * entry_size_);  // parse() checked the table fits
+  if (table_enc_ == (eh_pe::datarel | eh_pe::sdata4) && hdr_.addr != 0) {
+    // The table every linker writes: two signed 32-bit offsets from the header's own start.
+    // Read directly, as read_encoded_pointer would decode them (a lookup probes ~20 of them).
+    uint32_t loc = 0, fde = 0;
+    if (!r.read_u32(loc) || !r.read_u32(fde)) {
+      return unexpected(Error{ErrorCode::Truncated, r.offset()});
+    }
+    const uint64_t mask =
+        fmt_.address_size >= 8 ? ~0ull : (uint64_t{1} << (8 * fmt_.address_size)) - 1;
+    auto at = [&](uint32_t v) {
+      return (hdr_.addr + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v)))) &
+             mask;
+    };
+    return Entry{at(loc), at(fde)};
+  }
   const util::PointerContext ctx{fmt_.address_size, 0, hdr_.addr, std::nullopt, nullptr};
   auto loc = util::read_encoded_pointer(r, table_enc_, ctx);
   if (!loc) return unexpected(from_read_error(loc.error()));
