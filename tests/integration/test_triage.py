@@ -419,6 +419,46 @@ def test_seen_before_not_counted_twice(tool_env, first_run, cores, tmp_path):
     con.close()
 
 
+def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
+    """A fresh core is analysed while it is hashed (workers.py, "spec"). The keys stored must
+    be the content keys computed alone (the Python definition), a copy's speculative analysis
+    (its content is analysed once) must not be stored, and a skipped copy whose analysis then
+    hangs is not a failure: its outcome was "seen before" already."""
+    a, b = cores["a"][0][0], cores["b"][0][0]
+    copy = tmp_path / "copy-of-a.core"
+    shutil.copy(a, copy)
+    db = tmp_path / "db"
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "1.jsonl", "-j", "1", a, copy, b)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 analysed, 1 seen before, 0 failed" in proc.stdout
+    recs = by_core(read_jsonl(tmp_path / "1.jsonl"))
+    assert recs["copy-of-a.core"]["status"] == "seen_before"
+    con = sqlite3.connect(db)
+    stored = dict(con.execute("SELECT path, sha256 FROM cores").fetchall())
+    assert stored == {a: _reference_sparse_sha256(a), b: _reference_sparse_sha256(b)}
+    # Only the two analysed cores have threads and frames; nothing of the copy's analysis.
+    assert con.execute("SELECT COUNT(DISTINCT core_id) FROM threads").fetchone()[0] == 2
+    assert con.execute("SELECT COUNT(*) FROM frames WHERE core_id NOT IN "
+                       "(SELECT id FROM cores)").fetchone()[0] == 0
+    threads = con.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+    frames = con.execute("SELECT COUNT(*) FROM frames").fetchone()[0]
+    # Another copy, skipped as seen before while its speculative analysis hangs: the worker is
+    # killed at the deadline without a failure, and the next core is still done.
+    copy2 = tmp_path / "hang-copy-of-b.core"
+    shutil.copy(b, copy2)
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", "-j", "1",
+                  "--timeout", "3", copy2, a,
+                  extra_env={"EHBT_TRIAGE_TEST_FAULT": "hang:hang-copy"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 analysed, 2 seen before, 0 failed" in proc.stdout
+    recs = by_core(read_jsonl(tmp_path / "2.jsonl"))
+    assert recs["hang-copy-of-b.core"]["status"] == "seen_before"
+    assert con.execute("SELECT COUNT(*) FROM cores").fetchone()[0] == 2
+    assert con.execute("SELECT COUNT(*) FROM threads").fetchone()[0] == threads
+    assert con.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == frames
+    con.close()
+
+
 def test_bad_files_fail_and_the_rest_succeed(tool_env, cores, tmp_path):
     d = tmp_path / "in"
     d.mkdir()

@@ -75,7 +75,7 @@ class Run:
 
     def likely_known(self, task):
         """Whether the store has an ok core of this path, size and time (a re-run over the
-        same spool): the dask executor then hashes before it analyses."""
+        same spool): the core is then hashed before it is analysed (else both at once)."""
         path = self.paths[task]
         try:
             st = os.stat(path)
@@ -283,7 +283,8 @@ def run(args):
             pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
                      likely_known=state.likely_known)
         else:
-            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
+            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+                     likely_known=state.likely_known)
         state.resolve_duplicates()
     finally:
         state.progress.finish()

@@ -19,8 +19,21 @@ writes), ignore SIGINT (the parent decides when to stop), and die with the paren
 Protocol over each Pipe (parent -> worker / worker -> parent):
     ("core", task, path)     ->  ("hash", task, sha256, size, mtime)  or ("fail", task, reason)
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
+    ("spec", task, path)     ->  as "core", but the worker analyses the core while it hashes
+                                 it (speculatively, on a second thread); after "skip", or
+                                 after its "fail", it sends ("idle", task) once that
+                                 analysis is over
     ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
     None                     ->  the worker exits
+
+Speculation: a fresh core needs its key and its analysis; both run mostly in C++ with the GIL
+released, so with "spec" the key is computed on a thread while the analysis runs, and one
+worker uses two CPUs (-j1 on a 2-CPU machine: per core the longer of the two instead of their
+sum). The parent sends "spec" for a core the store does not already know by its path, size and
+time (a re-run over the same spool hashes first and analyses nothing twice). A speculative
+analysis of a core the parent then skips is dropped, never stored. A worker that dies before its
+key arrived is given that core once more with "core", so a core that crashes the engine is
+still recorded as failed under its content key.
 
 The same worker_main also runs as the long-lived helper of a dask worker (helper.py): one
 analysis function, two executors.
@@ -32,6 +45,7 @@ import multiprocessing.connection
 import os
 import resource
 import signal
+import threading
 import time
 
 from . import engine
@@ -192,6 +206,10 @@ def worker_main(conn, options, signer, die_with_parent=True):
         if msg is None:
             return
         kind, task, path = msg
+        if kind == "spec":
+            if not _speculate(conn, task, path, options, signer, delay):
+                return
+            continue
         if kind == "analyse":
             result = _analyse(path, options, signer)
             result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -220,6 +238,56 @@ def worker_main(conn, options, signer, die_with_parent=True):
         conn.send(("done", task, result))
 
 
+def _speculate(conn, task, path, options, signer, delay=0.0):
+    """One "spec" exchange (see the module doc): the key on a thread (it sends "hash" or "fail"
+    itself, as soon as it has it), the analysis here. False when the parent has gone."""
+    try:
+        st = os.stat(path)
+        plain = PlainCore(path)
+    except (OSError, DecompressError) as e:
+        conn.send(("fail", task, _unreadable(e)))
+        return True
+    keyed = []
+
+    def key():
+        try:
+            msg = ("hash", task, sparse_sha256(plain.path), st.st_size, st.st_mtime)
+        except OSError as e:
+            msg = ("fail", task, _unreadable(e))
+        except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only
+            msg = ("fail", task, "%s: %s" % (type(e).__name__, e))
+        keyed.append(msg[0] == "hash")
+        try:
+            conn.send(msg)
+        except OSError:
+            pass  # the parent has gone: the main thread sees it at its next recv
+
+    with plain:
+        thread = threading.Thread(target=key, name="ehbt-triage-key", daemon=True)
+        thread.start()
+        try:
+            if delay > 0:
+                time.sleep(delay)
+            result = _analyse(path, options, signer, plain)
+        finally:
+            thread.join()
+    if not keyed or not keyed[0]:
+        conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
+        return True
+    try:
+        answer = conn.recv()
+    except (EOFError, OSError):
+        return False
+    if answer is None:
+        return False
+    if answer[0] == "go":
+        result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        conn.send(("done", task, result))
+    else:
+        conn.send(("idle", task))
+    return True
+
+
 class _Slot:
     """One worker process and what it is doing."""
 
@@ -228,6 +296,13 @@ class _Slot:
         self.conn = None
         self.task = None  # index of the core being worked on, or None when idle
         self.deadline = None
+        self.spec = False  # the task was sent as "spec"
+        self.hashed = False  # its "hash" arrived
+        self.draining = False  # its outcome is recorded; the worker still finishes its analysis
+
+    def free(self):
+        self.task = self.deadline = None
+        self.spec = self.hashed = self.draining = False
 
 
 def death_reason(exitcode):
@@ -280,7 +355,8 @@ class WorkerPool:
                 slot.proc.kill()
             slot.proc.join(5)
             slot.conn.close()
-        slot.proc = slot.conn = slot.task = slot.deadline = None
+        slot.proc = slot.conn = None
+        slot.free()
 
     def close(self):
         """Stops every worker (idle ones politely, busy ones by SIGKILL)."""
@@ -295,10 +371,15 @@ class WorkerPool:
                 slot.proc.join(2)
             self._kill(slot)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None):
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None):
+        """likely_known(task) -> True when the store probably has the core already: it is
+        hashed before it is analysed; any other core is analysed while it is hashed ("spec").
+        None: every core is hashed first."""
         self._paths = paths
         self._pending = list(range(len(paths)))
         self._pending.reverse()  # pop() from the end keeps the input order
+        self._likely_known = likely_known
+        self._retried = set()  # cores given again without speculation after a worker died
         try:
             while self._pending or any(s.task is not None for s in self.slots):
                 for slot in self.slots:
@@ -320,8 +401,10 @@ class WorkerPool:
         task = self._pending.pop()
         slot.task = task
         slot.deadline = time.monotonic() + self.timeout
+        slot.spec = (self._likely_known is not None and task not in self._retried
+                     and not self._likely_known(task))
         try:
-            slot.conn.send(("core", task, self._paths[task]))
+            slot.conn.send(("spec" if slot.spec else "core", task, self._paths[task]))
         except OSError:
             pass  # it died; the sentinel check reports it
 
@@ -347,32 +430,51 @@ class WorkerPool:
                 break
             kind, task = msg[0], msg[1]
             if kind == "hash":
+                slot.hashed = True
                 go = on_hash(task, msg[2], msg[3], msg[4])
                 try:
                     slot.conn.send(("go",) if go else ("skip",))
                 except OSError:
                     pass
                 if not go:
-                    slot.task = slot.deadline = None
-                    self._assign(slot)
+                    self._finished(slot)
             elif kind == "fail":
-                slot.task = slot.deadline = None
-                self._assign(slot)
+                self._finished(slot)
                 on_result(task, {"error": msg[2], "unhashed": True})
+            elif kind == "idle":
+                slot.free()
+                self._assign(slot)
             elif kind == "done":
                 # The worker gets its next core before this one is stored: it hashes and
                 # analyses while the parent writes the database.
-                slot.task = slot.deadline = None
+                slot.free()
                 self._assign(slot)
                 on_result(task, msg[2])
         if slot.task is None:
             return
         if not slot.proc.is_alive():
-            task = slot.task
+            task, draining = slot.task, slot.draining
+            retry = slot.spec and not slot.hashed and task not in self._retried
             reason = death_reason(slot.proc.exitcode)
             self._kill(slot)
-            on_result(task, {"error": reason})
+            if retry:
+                # Died analysing before the key arrived: hashed first this time, so that a
+                # core that crashes the engine is stored as failed under its key.
+                self._retried.add(task)
+                self._pending.append(task)
+            elif not draining:
+                on_result(task, {"error": reason})
         elif time.monotonic() >= slot.deadline:
-            task = slot.task
+            task, draining = slot.task, slot.draining
             self._kill(slot)
-            on_result(task, {"error": "timed out after %gs" % self.timeout})
+            if not draining:
+                on_result(task, {"error": "timed out after %gs" % self.timeout})
+
+    def _finished(self, slot):
+        """The task's outcome is known (skipped, or failed to hash): a speculating worker is
+        still analysing it and says "idle" when done; any other is free at once."""
+        if slot.spec:
+            slot.draining = True
+        else:
+            slot.free()
+            self._assign(slot)
