@@ -19,10 +19,10 @@ writes), ignore SIGINT (the parent decides when to stop), and die with the paren
 Protocol over each Pipe (parent -> worker / worker -> parent):
     ("core", task, path)     ->  ("hash", task, sha256, size, mtime)  or ("fail", task, reason)
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
-    ("spec", task, path)     ->  as "core", but the worker analyses the core while it hashes
-                                 it (speculatively, on a second thread); after "skip", or
-                                 after its "fail", it sends ("idle", task) once that
-                                 analysis is over
+    ("spec", task, path)     ->  ("hash", ...) or ("fail", ...) as for "core", then, without
+                                 waiting for an answer, ("done", task, result) -- or after
+                                 its "fail" ("idle", task) -- once the analysis, run while
+                                 the key was computed (on a second thread), is over
     ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
     None                     ->  the worker exits
 
@@ -30,10 +30,12 @@ Speculation: a fresh core needs its key and its analysis; both run mostly in C++
 released, so with "spec" the key is computed on a thread while the analysis runs, and one
 worker uses two CPUs (-j1 on a 2-CPU machine: per core the longer of the two instead of their
 sum). The parent sends "spec" for a core the store does not already know by its path, size and
-time (a re-run over the same spool hashes first and analyses nothing twice). A speculative
-analysis of a core the parent then skips is dropped, never stored. A worker that dies before its
-key arrived is given that core once more with "core", so a core that crashes the engine is
-still recorded as failed under its content key.
+time (a re-run over the same spool hashes first and analyses nothing twice). The result of a
+speculative analysis of a core the parent skips (seen before, a copy in flight) is dropped by
+the parent when it arrives, never stored; until then the worker counts as busy with it, and
+if that analysis crashes or hangs the worker is replaced without a failure. A worker that
+dies before its key arrived is given that core once more with "core", so a core that crashes
+the engine is still recorded as failed under its content key.
 
 The same worker_main also runs as the long-lived helper of a dask worker (helper.py): one
 analysis function, two executors.
@@ -207,8 +209,7 @@ def worker_main(conn, options, signer, die_with_parent=True):
             return
         kind, task, path = msg
         if kind == "spec":
-            if not _speculate(conn, task, path, options, signer, delay):
-                return
+            _speculate(conn, task, path, options, signer, delay)
             continue
         if kind == "analyse":
             result = _analyse(path, options, signer)
@@ -240,7 +241,7 @@ def worker_main(conn, options, signer, die_with_parent=True):
 
 def _speculate(conn, task, path, options, signer, delay=0.0):
     """One "spec" exchange (see the module doc): the key on a thread (it sends "hash" or "fail"
-    itself, as soon as it has it), the analysis here. False when the parent has gone."""
+    itself, as soon as it has it), the analysis here."""
     try:
         st = os.stat(path)
         plain = PlainCore(path)
@@ -274,17 +275,10 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
     if not keyed or not keyed[0]:
         conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
         return True
-    try:
-        answer = conn.recv()
-    except (EOFError, OSError):
-        return False
-    if answer is None:
-        return False
-    if answer[0] == "go":
-        result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        conn.send(("done", task, result))
-    else:
-        conn.send(("idle", task))
+    # Sent without waiting for the parent's answer to "hash" (it drops the result of a core it
+    # skips): one message and one wake-up less per core than "core".
+    result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    conn.send(("done", task, result))
     return True
 
 
@@ -432,6 +426,9 @@ class WorkerPool:
             if kind == "hash":
                 slot.hashed = True
                 go = on_hash(task, msg[2], msg[3], msg[4])
+                if slot.spec:  # the worker does not wait for an answer
+                    slot.draining = not go
+                    continue
                 try:
                     slot.conn.send(("go",) if go else ("skip",))
                 except OSError:
@@ -447,9 +444,11 @@ class WorkerPool:
             elif kind == "done":
                 # The worker gets its next core before this one is stored: it hashes and
                 # analyses while the parent writes the database.
+                dropped = slot.draining  # a skipped core's speculative analysis
                 slot.free()
                 self._assign(slot)
-                on_result(task, msg[2])
+                if not dropped:
+                    on_result(task, msg[2])
         if slot.task is None:
             return
         if not slot.proc.is_alive():
@@ -472,7 +471,8 @@ class WorkerPool:
 
     def _finished(self, slot):
         """The task's outcome is known (skipped, or failed to hash): a speculating worker is
-        still analysing it and says "idle" when done; any other is free at once."""
+        still analysing it and says "idle" when done (after "fail"); any other is free at
+        once."""
         if slot.spec:
             slot.draining = True
         else:
