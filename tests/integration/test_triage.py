@@ -30,6 +30,7 @@ TRIAGE = ROOT / "triage" / "ehbt-triage"
 sys.path.insert(0, str(ROOT / "triage"))
 
 from ehbt_triage import content_hash  # noqa: E402
+from ehbt_triage import forked  # noqa: E402
 from ehbt_triage import signature as sigmod  # noqa: E402
 
 CRASHY_C = r"""
@@ -457,6 +458,37 @@ def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
     assert con.execute("SELECT COUNT(*) FROM threads").fetchone()[0] == threads
     assert con.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == frames
     con.close()
+
+
+def _echo_then(conn, how):
+    conn.send(("ready", os.getpid(), b"x" * 300000))  # larger than a pipe's buffer
+    if how == "raise":
+        raise RuntimeError("on purpose")
+    if how == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "wait":
+        conn.recv()  # EOFError when the parent closes its end: the child then exits 1
+
+
+@pytest.mark.parametrize("how,code", [("return", 0), ("raise", 1), ("segv", -signal.SIGSEGV),
+                                      ("wait", 1), ("kill", -signal.SIGKILL)])
+def test_forked_child_exit_codes_and_messages(how, code):
+    """forked.Child (the workers' processes): messages both ways, the exit code the parent's
+    "worker died" line is built from, and a sentinel that fires however the child ends."""
+    child = forked.Child(_echo_then, ("wait" if how == "kill" else how,))
+    kind, pid, blob = child.conn.recv()
+    assert (kind, pid, len(blob)) == ("ready", child.pid, 300000)
+    if how == "kill":
+        assert child.is_alive()
+        child.kill()
+    elif how == "wait":
+        assert child.is_alive()
+        os.close(child.conn._w)  # the parent's end of the child's input: EOF for the child
+        child.conn._w = None
+    assert forked.wait([child.sentinel], timeout=30) == [child.sentinel]
+    assert child.join(30) == code
+    assert not child.is_alive()
+    child.close()
 
 
 def test_bad_files_fail_and_the_rest_succeed(tool_env, cores, tmp_path):

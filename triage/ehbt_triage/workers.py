@@ -2,8 +2,9 @@
 """Worker processes: each core is analysed in a child the parent can kill.
 
 Why not multiprocessing.Pool: a pool dies (or hangs) when one of its children segfaults, and
-it cannot stop one task at a deadline. Here every worker is a multiprocessing.Process with its
-own Pipe; the parent waits on the pipes and on the processes' sentinels at once, so
+it cannot stop one task at a deadline. Here every worker is a forked child (forked.Child: what
+multiprocessing's fork Process does, without its imports) with its own pipes; the parent waits
+on the pipes and on the children's sentinels at once, so
 
 - a worker killed by a signal (an engine crash: SIGSEGV, SIGABRT ...) is seen at once, its
   core recorded as failed with the signal's name, and a fresh worker takes its place;
@@ -42,15 +43,13 @@ analysis function, two executors.
 """
 
 import ctypes
-import multiprocessing
-import multiprocessing.connection
 import os
 import resource
 import signal
 import threading
 import time
 
-from . import engine
+from . import engine, forked
 from .content_hash import sparse_sha256
 from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
@@ -59,7 +58,6 @@ from .store import document_rows
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_LIMIT = 4 << 30  # RLIMIT_AS per worker
 _PR_SET_PDEATHSIG = 1
-_CTX = multiprocessing.get_context("fork")
 
 
 def _die_with_parent():
@@ -336,19 +334,15 @@ class WorkerPool:
         self.slots = [_Slot() for _ in range(self.jobs)]
 
     def _start(self, slot):
-        parent_end, child_end = _CTX.Pipe(duplex=True)
-        proc = _CTX.Process(target=worker_main, args=(child_end, self.options, self.signer),
-                            daemon=True, name="ehbt-triage-worker")
-        proc.start()
-        child_end.close()
-        slot.proc, slot.conn = proc, parent_end
+        proc = forked.Child(worker_main, (self.options, self.signer))
+        slot.proc, slot.conn = proc, proc.conn
 
     def _kill(self, slot):
         if slot.proc is not None:
             if slot.proc.is_alive():
                 slot.proc.kill()
             slot.proc.join(5)
-            slot.conn.close()
+            slot.proc.close()
         slot.proc = slot.conn = None
         slot.free()
 
@@ -409,7 +403,7 @@ class WorkerPool:
         now = time.monotonic()
         wait_for = max(0.0, min(min(s.deadline for s in busy) - now, self.tick))
         handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy]
-        multiprocessing.connection.wait(handles, timeout=wait_for)
+        forked.wait(handles, timeout=wait_for)
         for slot in busy:
             self._service(slot, paths, on_hash, on_result)
 
