@@ -460,6 +460,48 @@ def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
     con.close()
 
 
+def _identity(path):
+    st = os.stat(path)
+    return "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def test_rerun_does_not_hash_unchanged_files(tool_env, cores, tmp_path):
+    """A re-run finds a stored core's file unchanged (same path, device, inode, size, mtime and
+    ctime) and counts it seen before without a worker hashing it ("keysegv" would crash the
+    worker given it); a file rewritten with the same bytes is hashed again, and its new
+    identity recorded once it has been quiet for a second."""
+    d = tmp_path / "in"
+    d.mkdir()
+    a, b = d / "a.core", d / "b.core"
+    shutil.copy(cores["a"][0][0], a)
+    shutil.copy(cores["b"][0][0], b)
+    time.sleep(1.1)  # quiet: a file changed in the last second gets no identity
+    db = tmp_path / "db"
+    assert triage(tool_env, "--db", db, d).returncode == 0
+    con = sqlite3.connect(db)
+    assert dict(con.execute("SELECT path, file_id FROM cores").fetchall()) == {
+        str(a): _identity(a), str(b): _identity(b)}
+    crash_a = {"EHBT_TRIAGE_TEST_FAULT": "keysegv:/a.core"}
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", d, extra_env=crash_a)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 analysed, 2 seen before, 0 failed" in proc.stdout
+    assert {r["status"] for r in read_jsonl(tmp_path / "2.jsonl")} == {"seen_before"}
+    # Same bytes, written again: a new ctime, so the worker is given the file (and crashes).
+    a.write_bytes(a.read_bytes())
+    proc = triage(tool_env, "--db", db, d, extra_env=crash_a)
+    assert proc.returncode == 1 and "worker died: SIGSEGV" in proc.stdout, proc.stdout
+    assert con.execute("SELECT file_id FROM cores WHERE path = ?", (str(a),)).fetchone()[0] != (
+        _identity(a))
+    time.sleep(1.1)
+    proc = triage(tool_env, "--db", db, d)  # hashed: seen before, the identity recorded
+    assert proc.returncode == 0 and "0 analysed, 2 seen before" in proc.stdout, proc.stdout
+    assert con.execute("SELECT file_id FROM cores WHERE path = ?", (str(a),)).fetchone()[0] == (
+        _identity(a))
+    proc = triage(tool_env, "--db", db, d, extra_env=crash_a)
+    assert proc.returncode == 0 and "0 analysed, 2 seen before" in proc.stdout, proc.stdout
+    con.close()
+
+
 def _echo_then(conn, how):
     conn.send(("ready", os.getpid(), b"x" * 300000))  # larger than a pipe's buffer
     if how == "raise":

@@ -18,7 +18,8 @@ writes), ignore SIGINT (the parent decides when to stop), and die with the paren
 (PR_SET_PDEATHSIG), so a SIGKILLed run leaves no orphans behind.
 
 Protocol over each Pipe (parent -> worker / worker -> parent):
-    ("core", task, path)     ->  ("hash", task, sha256, size, mtime)  or ("fail", task, reason)
+    ("core", task, path)     ->  ("hash", task, sha256, size, mtime, file_id)  or
+                                 ("fail", task, reason)   (file_id: content_hash.file_identity)
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
     ("spec", task, path)     ->  ("hash", ...) or ("fail", ...) as for "core", then, without
                                  waiting for an answer, ("done", task, result) -- or after
@@ -50,7 +51,7 @@ import threading
 import time
 
 from . import engine, forked
-from .content_hash import sparse_sha256
+from .content_hash import file_identity, sparse_sha256
 from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
 from .store import document_rows
@@ -97,15 +98,18 @@ def _limit_memory(limit):
             pass
 
 
-def _test_fault(path):
+def _test_fault(path, stage="analysis"):
     """EHBT_TRIAGE_TEST_FAULT=segv:TEXT|hang:TEXT|oom:TEXT makes this worker crash, hang or
     exhaust memory on cores whose path contains TEXT (for the tests of the failure paths);
     killparent:TEXT SIGKILLs the worker's parent -- in a dask helper, the dask worker, as a
-    machine failure would (never use it in the local mode: the parent is ehbt-triage)."""
+    machine failure would (never use it in the local mode: the parent is ehbt-triage).
+    keysegv:TEXT crashes as soon as a worker is given the core, before its key (stage "key"):
+    the test that a re-run does not hash an unchanged core."""
     spec = os.environ.get("EHBT_TRIAGE_TEST_FAULT", "")
     kind, _, text = spec.partition(":")
-    if not text or text not in path:
+    if not text or text not in path or kind.startswith("key") != (stage == "key"):
         return
+    kind = kind[3:] if stage == "key" else kind
     if kind == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif kind == "hang":
@@ -214,14 +218,15 @@ def worker_main(conn, options, signer, die_with_parent=True):
             result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             conn.send(("done", task, result))
             continue
+        _test_fault(path, "key")
         try:
-            st = os.stat(path)
+            st, now_ns = os.stat(path), time.time_ns()
             plain, digest = open_plain(path)
         except (OSError, DecompressError) as e:
             conn.send(("fail", task, _unreadable(e)))
             continue
         with plain:
-            conn.send(("hash", task, digest, st.st_size, st.st_mtime))
+            conn.send(("hash", task, digest, st.st_size, st.st_mtime, file_identity(st, now_ns)))
             try:
                 answer = conn.recv()
             except (EOFError, OSError):
@@ -240,8 +245,9 @@ def worker_main(conn, options, signer, die_with_parent=True):
 def _speculate(conn, task, path, options, signer, delay=0.0):
     """One "spec" exchange (see the module doc): the key on a thread (it sends "hash" or "fail"
     itself, as soon as it has it), the analysis here."""
+    _test_fault(path, "key")
     try:
-        st = os.stat(path)
+        st, now_ns = os.stat(path), time.time_ns()  # the identity is of the file before the key
         plain = PlainCore(path)
     except (OSError, DecompressError) as e:
         conn.send(("fail", task, _unreadable(e)))
@@ -250,7 +256,8 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
 
     def key():
         try:
-            msg = ("hash", task, sparse_sha256(plain.path), st.st_size, st.st_mtime)
+            msg = ("hash", task, sparse_sha256(plain.path), st.st_size, st.st_mtime,
+                   file_identity(st, now_ns))
         except OSError as e:
             msg = ("fail", task, _unreadable(e))
         except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only
@@ -359,14 +366,17 @@ class WorkerPool:
                 slot.proc.join(2)
             self._kill(slot)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None):
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
+            settle=None):
         """likely_known(task) -> True when the store probably has the core already: it is
         hashed before it is analysed; any other core is analysed while it is hashed ("spec").
-        None: every core is hashed first."""
+        None: every core is hashed first. settle(task) -> True when the parent has dealt with
+        the core itself (its file proven unchanged since it was stored): no worker sees it."""
         self._paths = paths
         self._pending = list(range(len(paths)))
         self._pending.reverse()  # pop() from the end keeps the input order
         self._likely_known = likely_known
+        self._settle = settle
         self._retried = set()  # cores given again without speculation after a worker died
         try:
             while self._pending or any(s.task is not None for s in self.slots):
@@ -378,15 +388,25 @@ class WorkerPool:
         finally:
             self.close()
 
+    def _next_task(self):
+        """The next pending core no worker is needed for, or None."""
+        while self._pending:
+            task = self._pending.pop()
+            if self._settle is None or task in self._retried or not self._settle(task):
+                return task
+        return None
+
     def _assign(self, slot):
         """Gives the idle slot the next pending core (starting a worker if it has none)."""
-        if slot.task is not None or not self._pending:
+        if slot.task is not None:
+            return
+        task = self._next_task()
+        if task is None:
             return
         if slot.proc is None or not slot.proc.is_alive():
             if slot.proc is not None:
                 self._kill(slot)
             self._start(slot)
-        task = self._pending.pop()
         slot.task = task
         slot.deadline = time.monotonic() + self.timeout
         slot.spec = (self._likely_known is not None and task not in self._retried
@@ -419,7 +439,7 @@ class WorkerPool:
             kind, task = msg[0], msg[1]
             if kind == "hash":
                 slot.hashed = True
-                go = on_hash(task, msg[2], msg[3], msg[4])
+                go = on_hash(task, msg[2], msg[3], msg[4], msg[5])
                 if slot.spec:  # the worker does not wait for an answer
                     slot.draining = not go
                     continue
