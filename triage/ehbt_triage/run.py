@@ -299,12 +299,8 @@ def run(args):
                                       info=core_info(path, None, None, None)))
 
     try:
-        if args.scheduler:
-            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
-                     likely_known=state.likely_known, settle=state.settle)
-        else:
-            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
-                     likely_known=state.likely_known, settle=state.settle)
+        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+                 likely_known=state.likely_known, settle=state.settle)
         state.resolve_duplicates()
     finally:
         state.progress.finish()
