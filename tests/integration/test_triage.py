@@ -30,6 +30,7 @@ TRIAGE = ROOT / "triage" / "ehbt-triage"
 sys.path.insert(0, str(ROOT / "triage"))
 
 from ehbt_triage import content_hash  # noqa: E402
+from ehbt_triage import forked  # noqa: E402
 from ehbt_triage import signature as sigmod  # noqa: E402
 
 CRASHY_C = r"""
@@ -417,6 +418,119 @@ def test_seen_before_not_counted_twice(tool_env, first_run, cores, tmp_path):
     assert r["signature"] == recs["a-0.core"]["signature"]
     assert [f["symbol"] for f in r["crashing_thread"]["frames"][:3]] == ["fx_a3", "fx_a2", "fx_a1"]
     con.close()
+
+
+def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
+    """A fresh core is analysed while it is hashed (workers.py, "spec"). The keys stored must
+    be the content keys computed alone (the Python definition), a copy's speculative analysis
+    (its content is analysed once) must not be stored, and a skipped copy whose analysis then
+    hangs is not a failure: its outcome was "seen before" already."""
+    a, b = cores["a"][0][0], cores["b"][0][0]
+    copy = tmp_path / "copy-of-a.core"
+    shutil.copy(a, copy)
+    db = tmp_path / "db"
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "1.jsonl", "-j", "1", a, copy, b)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 analysed, 1 seen before, 0 failed" in proc.stdout
+    recs = by_core(read_jsonl(tmp_path / "1.jsonl"))
+    assert recs["copy-of-a.core"]["status"] == "seen_before"
+    con = sqlite3.connect(db)
+    stored = dict(con.execute("SELECT path, sha256 FROM cores").fetchall())
+    assert stored == {a: _reference_sparse_sha256(a), b: _reference_sparse_sha256(b)}
+    # Only the two analysed cores have threads and frames; nothing of the copy's analysis.
+    assert con.execute("SELECT COUNT(DISTINCT core_id) FROM threads").fetchone()[0] == 2
+    assert con.execute("SELECT COUNT(*) FROM frames WHERE core_id NOT IN "
+                       "(SELECT id FROM cores)").fetchone()[0] == 0
+    threads = con.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
+    frames = con.execute("SELECT COUNT(*) FROM frames").fetchone()[0]
+    # Another copy, skipped as seen before while its speculative analysis hangs: the worker is
+    # killed at the deadline without a failure, and the next core is still done.
+    copy2 = tmp_path / "hang-copy-of-b.core"
+    shutil.copy(b, copy2)
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", "-j", "1",
+                  "--timeout", "3", copy2, a,
+                  extra_env={"EHBT_TRIAGE_TEST_FAULT": "hang:hang-copy"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 analysed, 2 seen before, 0 failed" in proc.stdout
+    recs = by_core(read_jsonl(tmp_path / "2.jsonl"))
+    assert recs["hang-copy-of-b.core"]["status"] == "seen_before"
+    assert con.execute("SELECT COUNT(*) FROM cores").fetchone()[0] == 2
+    assert con.execute("SELECT COUNT(*) FROM threads").fetchone()[0] == threads
+    assert con.execute("SELECT COUNT(*) FROM frames").fetchone()[0] == frames
+    con.close()
+
+
+def _identity(path):
+    st = os.stat(path)
+    return "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def test_rerun_does_not_hash_unchanged_files(tool_env, cores, tmp_path):
+    """A re-run finds a stored core's file unchanged (same path, device, inode, size, mtime and
+    ctime) and counts it seen before without a worker hashing it ("keysegv" would crash the
+    worker given it); a file rewritten with the same bytes is hashed again, and its new
+    identity recorded once it has been quiet for a second."""
+    d = tmp_path / "in"
+    d.mkdir()
+    a, b = d / "a.core", d / "b.core"
+    shutil.copy(cores["a"][0][0], a)
+    shutil.copy(cores["b"][0][0], b)
+    time.sleep(1.1)  # quiet: a file changed in the last second gets no identity
+    db = tmp_path / "db"
+    assert triage(tool_env, "--db", db, d).returncode == 0
+    con = sqlite3.connect(db)
+    assert dict(con.execute("SELECT path, file_id FROM cores").fetchall()) == {
+        str(a): _identity(a), str(b): _identity(b)}
+    crash_a = {"EHBT_TRIAGE_TEST_FAULT": "keysegv:/a.core"}
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", d, extra_env=crash_a)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 analysed, 2 seen before, 0 failed" in proc.stdout
+    assert {r["status"] for r in read_jsonl(tmp_path / "2.jsonl")} == {"seen_before"}
+    # Same bytes, written again: a new ctime, so the worker is given the file (and crashes).
+    a.write_bytes(a.read_bytes())
+    proc = triage(tool_env, "--db", db, d, extra_env=crash_a)
+    assert proc.returncode == 1 and "worker died: SIGSEGV" in proc.stdout, proc.stdout
+    assert con.execute("SELECT file_id FROM cores WHERE path = ?", (str(a),)).fetchone()[0] != (
+        _identity(a))
+    time.sleep(1.1)
+    proc = triage(tool_env, "--db", db, d)  # hashed: seen before, the identity recorded
+    assert proc.returncode == 0 and "0 analysed, 2 seen before" in proc.stdout, proc.stdout
+    assert con.execute("SELECT file_id FROM cores WHERE path = ?", (str(a),)).fetchone()[0] == (
+        _identity(a))
+    proc = triage(tool_env, "--db", db, d, extra_env=crash_a)
+    assert proc.returncode == 0 and "0 analysed, 2 seen before" in proc.stdout, proc.stdout
+    con.close()
+
+
+def _echo_then(conn, how):
+    conn.send(("ready", os.getpid(), b"x" * 300000))  # larger than a pipe's buffer
+    if how == "raise":
+        raise RuntimeError("on purpose")
+    if how == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "wait":
+        conn.recv()  # EOFError when the parent closes its end: the child then exits 1
+
+
+@pytest.mark.parametrize("how,code", [("return", 0), ("raise", 1), ("segv", -signal.SIGSEGV),
+                                      ("wait", 1), ("kill", -signal.SIGKILL)])
+def test_forked_child_exit_codes_and_messages(how, code):
+    """forked.Child (the workers' processes): messages both ways, the exit code the parent's
+    "worker died" line is built from, and a sentinel that fires however the child ends."""
+    child = forked.Child(_echo_then, ("wait" if how == "kill" else how,))
+    kind, pid, blob = child.conn.recv()
+    assert (kind, pid, len(blob)) == ("ready", child.pid, 300000)
+    if how == "kill":
+        assert child.is_alive()
+        child.kill()
+    elif how == "wait":
+        assert child.is_alive()
+        os.close(child.conn._w)  # the parent's end of the child's input: EOF for the child
+        child.conn._w = None
+    assert forked.wait([child.sentinel], timeout=30) == [child.sentinel]
+    assert child.join(30) == code
+    assert not child.is_alive()
+    child.close()
 
 
 def test_bad_files_fail_and_the_rest_succeed(tool_env, cores, tmp_path):

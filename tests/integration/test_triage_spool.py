@@ -116,7 +116,7 @@ def test_coredump_dir_reads_names_not_mtimes(spool, spool_run):
     assert recs[other]["status"] == "ok"
     assert all(recs[other][k] is None for k in ("process_name", "uid", "boot_id", "pid"))
     assert recs[other]["core_time"] == os.stat(d / other).st_mtime
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"
     con.close()
     # No decompressed copy is left behind.
     assert os.listdir(work / "tmp") == []
@@ -354,8 +354,8 @@ def test_version_1_sqlite_store_is_migrated(tool_env, spool, tmp_path):
     con = sqlite3.connect(db)
     cols = {r[1] for r in con.execute("PRAGMA table_info(cores)")}
     assert {"process_name", "uid", "boot_id", "pid", "compression", "unreliable",
-            "missing_modules", "warnings"} <= cols
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "2"
+            "missing_modules", "warnings", "file_id"} <= cols
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "3"
     assert con.execute("SELECT error, pid FROM cores WHERE path='/old.core'").fetchone() == (
         "old failure", None)
     assert con.execute("SELECT pid, process_name, compression FROM cores WHERE path = ?",
@@ -401,7 +401,7 @@ def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, post
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     recs = {os.path.basename(r["core"]): r for r in read_jsonl(tmp_path / "o.jsonl")}
     with psycopg.connect(url) as c:
-        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"
         assert c.execute("SELECT error FROM cores WHERE path = '/old.core'").fetchone()[0] == \
             "old failure"
         for name, m in manifest.items():

@@ -122,6 +122,31 @@ TEST(ContentKey, ExtentCapStillGivesTheSameKey) {
   EXPECT_EQ(*capped, reference(bytes));
 }
 
+// Several data pages in one block with holes between (hashed piece by piece), a block whose
+// only data is written zeros (skipped like a hole), and a file hashed right after one with data
+// where this one has holes: the reused read buffer must not leak the earlier file's bytes.
+TEST(ContentKey, HolesInsideABlockAndAReusedBuffer) {
+  TempDir dir;
+  std::vector<unsigned char> full(4u << 20);
+  for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<unsigned char>(i * 7 + 1);
+  write_file(dir.path + "/full", full, false);
+  std::vector<unsigned char> holes(4u << 20, 0);
+  for (std::size_t page : {1u, 3u, 4u, 9u, 15u}) holes[page * 4096 + 17] = 0x5a;
+  holes[(2u << 20) + 4096 * 5 + 1] = 0x33;
+  write_file(dir.path + "/holes", holes, true);
+  // Written zeros: data extents, but an all-zero block all the same.
+  int fd = open((dir.path + "/holes").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const std::vector<unsigned char> zeros(8192, 0);
+  ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), 3u << 20), 8192);
+  close(fd);
+  auto a = ehbt::sparse_sha256(dir.path + "/full");
+  auto b = ehbt::sparse_sha256(dir.path + "/holes");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*a, reference(full));
+  EXPECT_EQ(*b, reference(holes));
+}
+
 TEST(ContentKey, EmptyMissingAndSpecialFiles) {
   TempDir dir;
   write_file(dir.path + "/empty", {}, false);

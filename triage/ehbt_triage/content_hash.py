@@ -65,6 +65,26 @@ def _touched_runs(extents, size):
     return runs
 
 
+QUIET_NS = 1_000_000_000  # a file changed this recently is not given an identity
+
+
+def file_identity(st, now_ns=None):
+    """"dev:ino:size:mtime_ns:ctime_ns" of an os.stat result: what lets a later run skip the
+    hash of a core it stored (same path and identity as recorded: the same inode, unchanged).
+
+    Why it proves that: any write to the file, a truncation, a chmod or a rename sets its
+    ctime to the current time, which no caller can choose; another file at the path has
+    another inode, or else (the inode number reused after a delete) a ctime of its creation.
+    Timestamps are coarse (a kernel tick), so a change in the same tick as the stat recorded
+    could keep the ctime: with `now_ns` (when the stat was taken, before the file was hashed)
+    a file changed less than QUIET_NS before it gets no identity (None), and every later
+    change lands at least that much after the recorded ctime."""
+    if now_ns is not None and now_ns - st.st_ctime_ns < QUIET_NS:
+        return None
+    return "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                               st.st_ctime_ns)
+
+
 def sparse_sha256(path):
     """The hex digest described above: by the engine when it is importable, else by
     python_sparse_sha256. Raises OSError."""

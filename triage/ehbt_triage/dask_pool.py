@@ -70,14 +70,18 @@ class DaskPool:
         return self.client.submit(fn, *args, key="ehbt-%s-%s-%d" % (kind, self.run_id, task),
                                   pure=False, retries=self.retries, priority=priority)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None):
-        """likely_known(task) -> True when the core is probably stored already (hash first)."""
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
+            settle=None):
+        """likely_known(task) -> True when the core is probably stored already (hash first);
+        settle(task) -> True when the parent has dealt with it itself (as workers.WorkerPool)."""
         from distributed import as_completed
 
         # Blocking on completions, no polling: a poll interval would be added to every core.
         # Deadlines are the helpers' (--timeout), so nothing needs a clock tick here.
         what = {}  # future -> (kind, task)
         for task, path in enumerate(paths):
+            if settle is not None and settle(task):
+                continue
             if likely_known is not None and likely_known(task):
                 what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
             else:

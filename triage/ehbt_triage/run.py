@@ -11,6 +11,7 @@ import os
 import sys
 
 from . import engine, jsonl, report_text, spool
+from .content_hash import file_identity
 from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .discover import discover
 from .outputs import check_output
@@ -75,7 +76,7 @@ class Run:
 
     def likely_known(self, task):
         """Whether the store has an ok core of this path, size and time (a re-run over the
-        same spool): the dask executor then hashes before it analyses."""
+        same spool): the core is then hashed before it is analysed (else both at once)."""
         path = self.paths[task]
         try:
             st = os.stat(path)
@@ -84,11 +85,30 @@ class Run:
         info = core_info(path, None, st.st_size, st.st_mtime)
         return self.store.known_file(path, st.st_size, info["core_time"])
 
-    def on_hash(self, task, sha256, size, mtime):
+    def settle(self, task):
+        """Counts the core as seen before, without a worker, when the store has it from this
+        path with the file's identity unchanged (content_hash.file_identity says why that
+        proves the content unchanged). True when it did."""
+        path = self.paths[task]
+        try:
+            file_id = file_identity(os.stat(path))
+        except OSError:
+            return False  # the worker says why
+        row = self.store.core_by_file(path, file_id)
+        if row is None:
+            return False
+        self._seen_before(path, row)
+        self.progress.update()
+        return True
+
+    def on_hash(self, task, sha256, size, mtime, file_id=None):
         path = self.paths[task]
         self.info[task] = core_info(path, sha256, size, mtime, self.compression.get(path))
+        self.info[task]["file_id"] = file_id
         row = self.store.core_by_hash(sha256)
         if row is not None and row["status"] == "ok":
+            if file_id and row["path"] == path and row.get("file_id") != file_id:
+                self.store.set_file_id(row["id"], path, file_id)  # the next run skips the hash
             self._seen_before(path, row)
             return False
         if sha256 in self.inflight:
@@ -279,11 +299,8 @@ def run(args):
                                       info=core_info(path, None, None, None)))
 
     try:
-        if args.scheduler:
-            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
-                     likely_known=state.likely_known)
-        else:
-            pool.run(found.cores, state.on_hash, state.on_result, state.progress.update)
+        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+                 likely_known=state.likely_known, settle=state.settle)
         state.resolve_duplicates()
     finally:
         state.progress.finish()

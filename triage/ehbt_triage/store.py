@@ -14,6 +14,9 @@ Rules:
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
+- Schema version 3 added ``cores.file_id`` (content_hash.file_identity of the file hashed at
+  ``path``, null when it had just changed): a later run finding the same path with the same
+  identity counts the core as seen before without hashing it.
 - Schema version 2 added the spool columns of ``cores`` (process_name, uid, boot_id, pid,
   compression) and what makes a signature less trustworthy (unreliable, missing_modules,
   warnings); a version-1 store is migrated in place when it is opened (MIGRATIONS).
@@ -31,14 +34,15 @@ import time
 
 # A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
 # column, an index), raise the version.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Columns added after version 1: (name, SQLite type, PostgreSQL type). A store made by an
 # older version gets them with ALTER TABLE when it is opened (NULL in its old rows).
 MIGRATIONS = (("process_name", "TEXT", "TEXT"), ("uid", "INTEGER", "BIGINT"),
               ("boot_id", "TEXT", "TEXT"), ("pid", "INTEGER", "BIGINT"),
               ("compression", "TEXT", "TEXT"), ("unreliable", "INTEGER", "INTEGER"),
-              ("missing_modules", "TEXT", "TEXT"), ("warnings", "TEXT", "TEXT"))
+              ("missing_modules", "TEXT", "TEXT"), ("warnings", "TEXT", "TEXT"),
+              ("file_id", "TEXT", "TEXT"))
 SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
 COMPLETE_STOPS = "('outermost', 'max_frames')"
 
@@ -92,7 +96,8 @@ CREATE TABLE IF NOT EXISTS cores (
   compression TEXT,
   unreliable INTEGER,
   missing_modules TEXT,
-  warnings TEXT
+  warnings TEXT,
+  file_id TEXT
 );
 CREATE TABLE IF NOT EXISTS threads (
   id INTEGER PRIMARY KEY,
@@ -155,8 +160,11 @@ class Store:
         self.db = None
         try:
             self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-            self.db.execute("PRAGMA journal_mode=WAL")
+            # synchronous first: switching a new file to WAL is a rollback-journal write, and
+            # at the default (FULL) it syncs the file several times (20-100 ms of a fresh
+            # store's run on this project's VMs; ~1 ms at NORMAL, the level the store uses).
             self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             if self._schema_version() != str(SCHEMA_VERSION):
                 # One transaction, not one per CREATE: each commit is a sync of the file.
@@ -204,6 +212,20 @@ class Store:
         cur = self._exec("SELECT * FROM cores WHERE sha256 = ?", (sha256,))
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def core_by_file(self, path, file_id):
+        """The ok cores row (as a dict) stored from this path with this file identity, or
+        None."""
+        cur = self._exec("SELECT * FROM cores WHERE path = ? AND file_id = ? AND status = 'ok'",
+                         (path, file_id))
+        row = cur.fetchone()
+        return dict(zip([c[0] for c in cur.description], row)) if row else None
+
+    def set_file_id(self, core_id, path, file_id):
+        """Records the identity of the file at the core's own path (a core stored before
+        file_id existed, or a file rewritten with the same content)."""
+        self._exec("UPDATE cores SET file_id = ? WHERE id = ? AND path = ?",
+                   (file_id, core_id, path))
 
     def known_file(self, path, size, core_time):
         """Whether an ok core of this path, size and core_time is stored (a hint only: the

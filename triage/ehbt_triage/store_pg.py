@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS cores (
   compression TEXT,
   unreliable INTEGER,
   missing_modules TEXT,
-  warnings TEXT
+  warnings TEXT,
+  file_id TEXT
 );
 CREATE TABLE IF NOT EXISTS threads (
   id BIGSERIAL PRIMARY KEY,

@@ -2,8 +2,9 @@
 """Worker processes: each core is analysed in a child the parent can kill.
 
 Why not multiprocessing.Pool: a pool dies (or hangs) when one of its children segfaults, and
-it cannot stop one task at a deadline. Here every worker is a multiprocessing.Process with its
-own Pipe; the parent waits on the pipes and on the processes' sentinels at once, so
+it cannot stop one task at a deadline. Here every worker is a forked child (forked.Child: what
+multiprocessing's fork Process does, without its imports) with its own pipes; the parent waits
+on the pipes and on the children's sentinels at once, so
 
 - a worker killed by a signal (an engine crash: SIGSEGV, SIGABRT ...) is seen at once, its
   core recorded as failed with the signal's name, and a fresh worker takes its place;
@@ -17,25 +18,40 @@ writes), ignore SIGINT (the parent decides when to stop), and die with the paren
 (PR_SET_PDEATHSIG), so a SIGKILLed run leaves no orphans behind.
 
 Protocol over each Pipe (parent -> worker / worker -> parent):
-    ("core", task, path)     ->  ("hash", task, sha256, size, mtime)  or ("fail", task, reason)
+    ("core", task, path)     ->  ("hash", task, sha256, size, mtime, file_id)  or
+                                 ("fail", task, reason)   (file_id: content_hash.file_identity)
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
+    ("spec", task, path)     ->  ("hash", ...) or ("fail", ...) as for "core", then, without
+                                 waiting for an answer, ("done", task, result) -- or after
+                                 its "fail" ("idle", task) -- once the analysis, run while
+                                 the key was computed (on a second thread), is over
     ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
     None                     ->  the worker exits
+
+Speculation: a fresh core needs its key and its analysis; both run mostly in C++ with the GIL
+released, so with "spec" the key is computed on a thread while the analysis runs, and one
+worker uses two CPUs (-j1 on a 2-CPU machine: per core the longer of the two instead of their
+sum). The parent sends "spec" for a core the store does not already know by its path, size and
+time (a re-run over the same spool hashes first and analyses nothing twice). The result of a
+speculative analysis of a core the parent skips (seen before, a copy in flight) is dropped by
+the parent when it arrives, never stored; until then the worker counts as busy with it, and
+if that analysis crashes or hangs the worker is replaced without a failure. A worker that
+dies before its key arrived is given that core once more with "core", so a core that crashes
+the engine is still recorded as failed under its content key.
 
 The same worker_main also runs as the long-lived helper of a dask worker (helper.py): one
 analysis function, two executors.
 """
 
 import ctypes
-import multiprocessing
-import multiprocessing.connection
 import os
 import resource
 import signal
+import threading
 import time
 
-from . import engine
-from .content_hash import sparse_sha256
+from . import engine, forked
+from .content_hash import file_identity, sparse_sha256
 from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
 from .store import document_rows
@@ -43,7 +59,6 @@ from .store import document_rows
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_LIMIT = 4 << 30  # RLIMIT_AS per worker
 _PR_SET_PDEATHSIG = 1
-_CTX = multiprocessing.get_context("fork")
 
 
 def _die_with_parent():
@@ -83,15 +98,18 @@ def _limit_memory(limit):
             pass
 
 
-def _test_fault(path):
+def _test_fault(path, stage="analysis"):
     """EHBT_TRIAGE_TEST_FAULT=segv:TEXT|hang:TEXT|oom:TEXT makes this worker crash, hang or
     exhaust memory on cores whose path contains TEXT (for the tests of the failure paths);
     killparent:TEXT SIGKILLs the worker's parent -- in a dask helper, the dask worker, as a
-    machine failure would (never use it in the local mode: the parent is ehbt-triage)."""
+    machine failure would (never use it in the local mode: the parent is ehbt-triage).
+    keysegv:TEXT crashes as soon as a worker is given the core, before its key (stage "key"):
+    the test that a re-run does not hash an unchanged core."""
     spec = os.environ.get("EHBT_TRIAGE_TEST_FAULT", "")
     kind, _, text = spec.partition(":")
-    if not text or text not in path:
+    if not text or text not in path or kind.startswith("key") != (stage == "key"):
         return
+    kind = kind[3:] if stage == "key" else kind
     if kind == "segv":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif kind == "hang":
@@ -192,19 +210,23 @@ def worker_main(conn, options, signer, die_with_parent=True):
         if msg is None:
             return
         kind, task, path = msg
+        if kind == "spec":
+            _speculate(conn, task, path, options, signer, delay)
+            continue
         if kind == "analyse":
             result = _analyse(path, options, signer)
             result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             conn.send(("done", task, result))
             continue
+        _test_fault(path, "key")
         try:
-            st = os.stat(path)
+            st, now_ns = os.stat(path), time.time_ns()
             plain, digest = open_plain(path)
         except (OSError, DecompressError) as e:
             conn.send(("fail", task, _unreadable(e)))
             continue
         with plain:
-            conn.send(("hash", task, digest, st.st_size, st.st_mtime))
+            conn.send(("hash", task, digest, st.st_size, st.st_mtime, file_identity(st, now_ns)))
             try:
                 answer = conn.recv()
             except (EOFError, OSError):
@@ -220,6 +242,51 @@ def worker_main(conn, options, signer, die_with_parent=True):
         conn.send(("done", task, result))
 
 
+def _speculate(conn, task, path, options, signer, delay=0.0):
+    """One "spec" exchange (see the module doc): the key on a thread (it sends "hash" or "fail"
+    itself, as soon as it has it), the analysis here."""
+    _test_fault(path, "key")
+    try:
+        st, now_ns = os.stat(path), time.time_ns()  # the identity is of the file before the key
+        plain = PlainCore(path)
+    except (OSError, DecompressError) as e:
+        conn.send(("fail", task, _unreadable(e)))
+        return True
+    keyed = []
+
+    def key():
+        try:
+            msg = ("hash", task, sparse_sha256(plain.path), st.st_size, st.st_mtime,
+                   file_identity(st, now_ns))
+        except OSError as e:
+            msg = ("fail", task, _unreadable(e))
+        except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only
+            msg = ("fail", task, "%s: %s" % (type(e).__name__, e))
+        keyed.append(msg[0] == "hash")
+        try:
+            conn.send(msg)
+        except OSError:
+            pass  # the parent has gone: the main thread sees it at its next recv
+
+    with plain:
+        thread = threading.Thread(target=key, name="ehbt-triage-key", daemon=True)
+        thread.start()
+        try:
+            if delay > 0:
+                time.sleep(delay)
+            result = _analyse(path, options, signer, plain)
+        finally:
+            thread.join()
+    if not keyed or not keyed[0]:
+        conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
+        return True
+    # Sent without waiting for the parent's answer to "hash" (it drops the result of a core it
+    # skips): one message and one wake-up less per core than "core".
+    result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    conn.send(("done", task, result))
+    return True
+
+
 class _Slot:
     """One worker process and what it is doing."""
 
@@ -228,6 +295,13 @@ class _Slot:
         self.conn = None
         self.task = None  # index of the core being worked on, or None when idle
         self.deadline = None
+        self.spec = False  # the task was sent as "spec"
+        self.hashed = False  # its "hash" arrived
+        self.draining = False  # its outcome is recorded; the worker still finishes its analysis
+
+    def free(self):
+        self.task = self.deadline = None
+        self.spec = self.hashed = self.draining = False
 
 
 def death_reason(exitcode):
@@ -267,20 +341,17 @@ class WorkerPool:
         self.slots = [_Slot() for _ in range(self.jobs)]
 
     def _start(self, slot):
-        parent_end, child_end = _CTX.Pipe(duplex=True)
-        proc = _CTX.Process(target=worker_main, args=(child_end, self.options, self.signer),
-                            daemon=True, name="ehbt-triage-worker")
-        proc.start()
-        child_end.close()
-        slot.proc, slot.conn = proc, parent_end
+        proc = forked.Child(worker_main, (self.options, self.signer))
+        slot.proc, slot.conn = proc, proc.conn
 
     def _kill(self, slot):
         if slot.proc is not None:
             if slot.proc.is_alive():
                 slot.proc.kill()
             slot.proc.join(5)
-            slot.conn.close()
-        slot.proc = slot.conn = slot.task = slot.deadline = None
+            slot.proc.close()
+        slot.proc = slot.conn = None
+        slot.free()
 
     def close(self):
         """Stops every worker (idle ones politely, busy ones by SIGKILL)."""
@@ -295,10 +366,18 @@ class WorkerPool:
                 slot.proc.join(2)
             self._kill(slot)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None):
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
+            settle=None):
+        """likely_known(task) -> True when the store probably has the core already: it is
+        hashed before it is analysed; any other core is analysed while it is hashed ("spec").
+        None: every core is hashed first. settle(task) -> True when the parent has dealt with
+        the core itself (its file proven unchanged since it was stored): no worker sees it."""
         self._paths = paths
         self._pending = list(range(len(paths)))
         self._pending.reverse()  # pop() from the end keeps the input order
+        self._likely_known = likely_known
+        self._settle = settle
+        self._retried = set()  # cores given again without speculation after a worker died
         try:
             while self._pending or any(s.task is not None for s in self.slots):
                 for slot in self.slots:
@@ -309,19 +388,31 @@ class WorkerPool:
         finally:
             self.close()
 
+    def _next_task(self):
+        """The next pending core no worker is needed for, or None."""
+        while self._pending:
+            task = self._pending.pop()
+            if self._settle is None or task in self._retried or not self._settle(task):
+                return task
+        return None
+
     def _assign(self, slot):
         """Gives the idle slot the next pending core (starting a worker if it has none)."""
-        if slot.task is not None or not self._pending:
+        if slot.task is not None:
+            return
+        task = self._next_task()
+        if task is None:
             return
         if slot.proc is None or not slot.proc.is_alive():
             if slot.proc is not None:
                 self._kill(slot)
             self._start(slot)
-        task = self._pending.pop()
         slot.task = task
         slot.deadline = time.monotonic() + self.timeout
+        slot.spec = (self._likely_known is not None and task not in self._retried
+                     and not self._likely_known(task))
         try:
-            slot.conn.send(("core", task, self._paths[task]))
+            slot.conn.send(("spec" if slot.spec else "core", task, self._paths[task]))
         except OSError:
             pass  # it died; the sentinel check reports it
 
@@ -332,7 +423,7 @@ class WorkerPool:
         now = time.monotonic()
         wait_for = max(0.0, min(min(s.deadline for s in busy) - now, self.tick))
         handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy]
-        multiprocessing.connection.wait(handles, timeout=wait_for)
+        forked.wait(handles, timeout=wait_for)
         for slot in busy:
             self._service(slot, paths, on_hash, on_result)
 
@@ -347,32 +438,57 @@ class WorkerPool:
                 break
             kind, task = msg[0], msg[1]
             if kind == "hash":
-                go = on_hash(task, msg[2], msg[3], msg[4])
+                slot.hashed = True
+                go = on_hash(task, msg[2], msg[3], msg[4], msg[5])
+                if slot.spec:  # the worker does not wait for an answer
+                    slot.draining = not go
+                    continue
                 try:
                     slot.conn.send(("go",) if go else ("skip",))
                 except OSError:
                     pass
                 if not go:
-                    slot.task = slot.deadline = None
-                    self._assign(slot)
+                    self._finished(slot)
             elif kind == "fail":
-                slot.task = slot.deadline = None
-                self._assign(slot)
+                self._finished(slot)
                 on_result(task, {"error": msg[2], "unhashed": True})
+            elif kind == "idle":
+                slot.free()
+                self._assign(slot)
             elif kind == "done":
                 # The worker gets its next core before this one is stored: it hashes and
                 # analyses while the parent writes the database.
-                slot.task = slot.deadline = None
+                dropped = slot.draining  # a skipped core's speculative analysis
+                slot.free()
                 self._assign(slot)
-                on_result(task, msg[2])
+                if not dropped:
+                    on_result(task, msg[2])
         if slot.task is None:
             return
         if not slot.proc.is_alive():
-            task = slot.task
+            task, draining = slot.task, slot.draining
+            retry = slot.spec and not slot.hashed and task not in self._retried
             reason = death_reason(slot.proc.exitcode)
             self._kill(slot)
-            on_result(task, {"error": reason})
+            if retry:
+                # Died analysing before the key arrived: hashed first this time, so that a
+                # core that crashes the engine is stored as failed under its key.
+                self._retried.add(task)
+                self._pending.append(task)
+            elif not draining:
+                on_result(task, {"error": reason})
         elif time.monotonic() >= slot.deadline:
-            task = slot.task
+            task, draining = slot.task, slot.draining
             self._kill(slot)
-            on_result(task, {"error": "timed out after %gs" % self.timeout})
+            if not draining:
+                on_result(task, {"error": "timed out after %gs" % self.timeout})
+
+    def _finished(self, slot):
+        """The task's outcome is known (skipped, or failed to hash): a speculating worker is
+        still analysing it and says "idle" when done (after "fail"); any other is free at
+        once."""
+        if slot.spec:
+            slot.draining = True
+        else:
+            slot.free()
+            self._assign(slot)

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // sparse-sha256/1 (see sparse_sha256.hpp) with the data extents from SEEK_DATA/SEEK_HOLE,
-// read with pread into one reused buffer and hashed with OpenSSL's SHA-256 (SHA-NI where the
-// CPU has it: ~2 GB/s, several times Python's per-block loop around the same hash).
+// read with pread into a reused buffer and hashed with OpenSSL's SHA-256 (SHA-NI where the CPU
+// has it: ~1.5 GB/s, several times Python's per-block loop around the same hash). The key
+// covers whole 64 KiB blocks, so a 16-thread CPython core with 4 MB of data hashes 6.6 MB: the
+// hash itself is most of the cost. Not mmap: on this project's VMs every page fault of a fresh
+// mapping cost more than pread's copy (a mapped key took twice as long, perf: faults in memcmp).
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -13,6 +16,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -86,9 +91,80 @@ std::vector<Extent> touched_runs(const std::vector<Extent>& extents, uint64_t si
   return runs;
 }
 
-bool all_zero(const unsigned char* p, std::size_t n) {
+const unsigned char* zero_bytes() {
   static const std::array<unsigned char, kBlock> zeros{};
-  return memcmp(p, zeros.data(), n) == 0;
+  return zeros.data();
+}
+
+bool all_zero(const unsigned char* p, std::size_t n) {
+  return memcmp(p, zero_bytes(), n) == 0;
+}
+
+// 1 MiB read buffers kept for the next call: a fresh one is mmap()ed by malloc and faulted in
+// page by page every time, which on a VM cost as much as hashing the core (perf). A worker
+// hashes on at most two threads at once, so the pool stays tiny.
+class SpareBuffers {
+ public:
+  std::unique_ptr<unsigned char[]> take() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!spare_.empty()) {
+        std::unique_ptr<unsigned char[]> b = std::move(spare_.back());
+        spare_.pop_back();
+        return b;
+      }
+    }
+    return std::unique_ptr<unsigned char[]>(new (std::nothrow) unsigned char[kChunk]);
+  }
+  void give(std::unique_ptr<unsigned char[]> b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (b && spare_.size() < kKeep) spare_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr std::size_t kKeep = 4;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<unsigned char[]>> spare_;
+};
+
+SpareBuffers& spare_buffers() {
+  static SpareBuffers* pool = new SpareBuffers;  // never destroyed: usable at exit
+  return *pool;
+}
+
+// Returns the buffer to the pool however the key ends.
+struct BufferLease {
+  std::unique_ptr<unsigned char[]> buf = spare_buffers().take();
+  ~BufferLease() { spare_buffers().give(std::move(buf)); }
+};
+
+// Hashes the blocks of [lo, hi) whose data segments `segs` (sorted, in buf at offset - lo) are
+// not all zeros; the holes between them are zeros by definition and are hashed from a zero
+// buffer, never written into buf (no memset of the 2.6 MB of holes a CPython core's blocks hold).
+void hash_chunk(EVP_MD_CTX* ctx, const unsigned char* buf, uint64_t lo, uint64_t hi,
+                const std::vector<Extent>& segs) {
+  std::size_t s = 0;
+  for (uint64_t blo = lo; blo < hi; blo += kBlock) {
+    const uint64_t bhi = std::min(hi, blo + kBlock);
+    while (s < segs.size() && segs[s].end <= blo) ++s;
+    bool zero = true;
+    for (std::size_t k = s; zero && k < segs.size() && segs[k].start < bhi; ++k) {
+      const uint64_t a = std::max(segs[k].start, blo), b = std::min(segs[k].end, bhi);
+      zero = all_zero(buf + (a - lo), b - a);
+    }
+    if (zero) continue;
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(blo >> (8 * i));
+    EVP_DigestUpdate(ctx, le, sizeof le);
+    uint64_t pos = blo;
+    for (std::size_t k = s; k < segs.size() && segs[k].start < bhi; ++k) {
+      const uint64_t a = std::max(segs[k].start, blo), b = std::min(segs[k].end, bhi);
+      if (a > pos) EVP_DigestUpdate(ctx, zero_bytes(), a - pos);
+      EVP_DigestUpdate(ctx, buf + (a - lo), b - a);
+      pos = b;
+    }
+    if (bhi > pos) EVP_DigestUpdate(ctx, zero_bytes(), bhi - pos);
+  }
 }
 
 struct DigestDeleter {
@@ -115,37 +191,31 @@ Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path,
   EVP_DigestUpdate(ctx.get(), head.data(), head.size());
 
   const std::vector<Extent> extents = data_extents(fd.get(), size, limits.max_content_key_extents);
-  std::vector<unsigned char> buf(kChunk);
-  std::size_t first = 0;  // first extent that may still overlap the chunk
+  BufferLease lease;
+  if (!lease.buf) return unexpected(ContentKeyError{ENOMEM, path + ": no memory to read it"});
+  unsigned char* buf = lease.buf.get();
+  std::vector<Extent> segs;  // the chunk's data, in buf at (offset - chunk start)
+  std::size_t first = 0;     // first extent that may still overlap the chunk
   for (const Extent& run : touched_runs(extents, size)) {
     for (uint64_t lo = run.start; lo < run.end; lo += kChunk) {
       const uint64_t hi = std::min(run.end, lo + kChunk);
-      uint64_t filled = lo;  // bytes of the chunk before this offset are in buf
       while (first < extents.size() && extents[first].end <= lo) ++first;
+      segs.clear();
       for (std::size_t k = first; k < extents.size() && extents[k].start < hi; ++k) {
-        uint64_t a = std::max(extents[k].start, lo);
+        const uint64_t a = std::max(extents[k].start, lo);
         const uint64_t b = std::min(extents[k].end, hi);
-        if (a > filled) memset(buf.data() + (filled - lo), 0, a - filled);
-        while (a < b) {  // a short read is retried; none at all is the end of the file
-          ssize_t got = pread(fd.get(), buf.data() + (a - lo), b - a, static_cast<off_t>(a));
+        uint64_t at = a;
+        while (at < b) {  // a short read is retried; none at all is the end of the file
+          ssize_t got = pread(fd.get(), buf + (at - lo), b - at, static_cast<off_t>(at));
           if (got < 0 && errno == EINTR) continue;
           if (got < 0) return unexpected(error_of(path, "cannot read", errno));
           if (got == 0) break;
-          a += static_cast<uint64_t>(got);
+          at += static_cast<uint64_t>(got);
         }
-        filled = std::max(filled, a);
-        if (extents[k].end > hi) break;  // continues into the next chunk
+        if (at < b) memset(buf + (at - lo), 0, b - at);  // the file shrank: zeros, as holes
+        segs.push_back({a, b});
       }
-      if (hi > filled) memset(buf.data() + (filled - lo), 0, hi - filled);
-      for (uint64_t off = 0; off < hi - lo; off += kBlock) {
-        const std::size_t n = static_cast<std::size_t>(std::min(kBlock, hi - lo - off));
-        const unsigned char* block = buf.data() + off;
-        if (all_zero(block, n)) continue;
-        unsigned char le[8];
-        for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>((lo + off) >> (8 * i));
-        EVP_DigestUpdate(ctx.get(), le, sizeof le);
-        EVP_DigestUpdate(ctx.get(), block, n);
-      }
+      hash_chunk(ctx.get(), buf, lo, hi, segs);
     }
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
