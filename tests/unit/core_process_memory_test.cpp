@@ -202,6 +202,23 @@ TEST(ProcessMemory, PrefetchAllStopsAtTheCap) {
   EXPECT_EQ(off.syscalls(), 0u);
 }
 
+TEST(ProcessMemory, ReservedPagesHoldWhatIsReadIntoThem) {
+  // Spare buffers are reused: stale bytes or a stale "readable" must never show through.
+  TwoPages m, n;
+  ASSERT_NE(m.base, nullptr);
+  ASSERT_NE(n.base, nullptr);
+  ASSERT_EQ(mprotect(n.base + 4096, 4096, PROT_NONE), 0);
+  ProcessMemory mem(getpid(), 64);
+  mem.reserve_pages(3);
+  mem.set_caching(true);
+  EXPECT_TRUE(
+      mem.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{{m.addr(0), m.addr(2 * 4096)}}));
+  expect_cached_equal(mem, m, 0, 2 * 4096);
+  std::byte buf[8];
+  EXPECT_EQ(mem.read(n.addr(4096), buf), 0u);  // the third spare, for an unreadable page
+  expect_cached_equal(mem, n, 0, 4096);        // past the spares: fresh buffers
+}
+
 TEST(ProcessMemory, KeptPagesStayAndOthersAreReadFresh) {
   TwoPages m;
   ASSERT_NE(m.base, nullptr);

@@ -325,6 +325,10 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
     if (!t->stop_thread(0)) return unexpected(attach_error(pid, t->stop_errno_));
     return std::unique_ptr<Target>(std::move(t));
   }
+  // The buffers the stacks will be copied into, faulted in before anything stops: a page or
+  // two per thread from its stack pointer to the end of its stack mapping is typical (64
+  // threads parked 30 calls deep: 1-2), plus the main thread's environment and spares.
+  t->memory_.reserve_pages(2 * t->names_.size() + 16);
   if (auto ok = t->seize_all(); !ok) return unexpected(ok.error());  // t detaches what it has
   t->wait_all();
   if (t->attached_.empty()) return unexpected(attach_error(pid, ESRCH));

@@ -67,7 +67,7 @@ const ProcessMemory::Page* ProcessMemory::page(uint64_t page_addr) {
   if (frozen_) return nullptr;
   // Full: start over rather than track recency; a walk's working set is a few stack pages.
   if (pages_.size() >= max_cached_pages_) pages_.clear();
-  auto p = std::make_unique<Page>();
+  auto p = new_page();
   // Mappings are whole pages: a page reads completely or not at all.
   p->readable = read_chunk(page_addr, p->bytes) == kPage;
   return pages_.emplace(page_addr, std::move(p)).first->second.get();
@@ -116,7 +116,7 @@ bool ProcessMemory::prefetch(uint64_t begin, uint64_t end) {
     // Consecutive pages not cached yet, as many as the cache may still take.
     while (a < end && fresh.size() < kBatch && !pages_.contains(a) &&
            pages_.size() + fresh.size() < max_cached_pages_) {
-      fresh.push_back(std::make_unique<Page>());
+      fresh.push_back(new_page());
       local.push_back(iovec{fresh.back()->bytes.data(), kPage});
       a += kPage;
     }
@@ -181,7 +181,7 @@ bool ProcessMemory::prefetch_all(std::span<const std::pair<uint64_t, uint64_t>> 
       if (fresh.size() + pages > kBatch || remote.size() == kBatch) break;  // the next batch
       parts.push_back(Part{next, fresh.size(), static_cast<std::size_t>(pages), begin});
       for (uint64_t k = 0; k < pages; ++k) {
-        fresh.push_back(std::make_unique<Page>());
+        fresh.push_back(new_page());
         local.push_back(iovec{fresh.back()->bytes.data(), kPage});
       }
       remote.push_back(iovec{reinterpret_cast<void*>(static_cast<uintptr_t>(begin)),
@@ -207,6 +207,20 @@ bool ProcessMemory::prefetch_all(std::span<const std::pair<uint64_t, uint64_t>> 
     for (std::size_t r : alone) all = prefetch(ranges[r].first, ranges[r].second) && all;
   }
   return all;
+}
+
+void ProcessMemory::reserve_pages(std::size_t pages) {
+  pages = std::min<std::size_t>(pages, max_cached_pages_);
+  // make_unique value-initialises the page: writing every byte is what faults it in now.
+  while (spare_.size() < pages) spare_.push_back(std::make_unique<Page>());
+}
+
+std::unique_ptr<ProcessMemory::Page> ProcessMemory::new_page() {
+  if (spare_.empty()) return std::make_unique<Page>();
+  std::unique_ptr<Page> p = std::move(spare_.back());
+  spare_.pop_back();
+  p->readable = false;
+  return p;
 }
 
 void ProcessMemory::set_caching(bool on) {

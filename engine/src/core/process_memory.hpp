@@ -10,6 +10,7 @@
 #include <span>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ehbt/memory.hpp"
 
@@ -41,6 +42,10 @@ class ProcessMemory final : public Memory {
   // they stay and keep answering reads (a snapshot of the stopped process); any other read
   // goes to the running process and is not kept.
   void keep_cached();
+  // Allocates `pages` page buffers now (at most the cache's cap) for the cache to fill
+  // later: a fresh buffer is a page fault of this process's own (~12 us on a VM), and taken
+  // before the target is stopped, that cost stays out of the stop.
+  void reserve_pages(std::size_t pages);
   // System calls made to read target memory so far (for benchmarks and tests).
   uint64_t syscalls() const { return syscalls_; }
 
@@ -53,6 +58,7 @@ class ProcessMemory final : public Memory {
   std::size_t read_chunk(uint64_t addr, std::span<std::byte> out);
   std::size_t read_direct(uint64_t addr, std::span<std::byte> out);
   const Page* page(uint64_t page_addr);  // nullptr: not cached and nothing may be added
+  std::unique_ptr<Page> new_page();      // from spare_ when it has one
 
   int pid_;
   int mem_fd_ = -1;  // /proc/PID/mem, opened on first need
@@ -62,6 +68,7 @@ class ProcessMemory final : public Memory {
   bool frozen_ = false;  // keep_cached(): serve the cached pages, add none
   uint64_t syscalls_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
+  std::vector<std::unique_ptr<Page>> spare_;  // reserve_pages()
 };
 
 }  // namespace ehbt::core
