@@ -74,11 +74,10 @@ Expected<EhFrameHdr::Entry, Error> EhFrameHdr::entry(uint64_t index) const {
     if (!r.read_u32(loc) || !r.read_u32(fde)) {
       return unexpected(Error{ErrorCode::Truncated, r.offset()});
     }
-    const uint64_t mask =
-        fmt_.address_size >= 8 ? ~0ull : (uint64_t{1} << (8 * fmt_.address_size)) - 1;
     auto at = [&](uint32_t v) {
-      return (hdr_.addr + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v)))) &
-             mask;
+      return util::truncate_to(
+          hdr_.addr + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v))),
+          fmt_.address_size);
     };
     return Entry{at(loc), at(fde)};
   }

@@ -6,10 +6,6 @@
 namespace ehbt::util {
 namespace {
 
-uint64_t truncate_to(uint64_t v, uint8_t address_size) {
-  return address_size >= 8 ? v : v & ((uint64_t{1} << (address_size * 8)) - 1);
-}
-
 bool valid_address_size(uint8_t size) {
   return size == 2 || size == 4 || size == 8;
 }
