@@ -28,9 +28,8 @@ class Memory {
 
   // Reads exactly out.size() bytes or reports a fault.
   bool read_exact(uint64_t addr, std::span<std::byte> out) {
-    const uint64_t off = addr - window_start_;
-    if (off < window_size_ && out.size() <= window_size_ - off) {
-      std::memcpy(out.data(), window_data_ + off, out.size());
+    if (const std::byte* in = in_window(addr, out.size())) {
+      std::memcpy(out.data(), in, out.size());
       return true;
     }
     return read(addr, out) == out.size();
@@ -39,11 +38,11 @@ class Memory {
   // Reads an unsigned integer of `size` bytes (1, 2, 4 or 8) in the given byte order.
   bool read_uint(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
     // The walk's common read, a host-order word inside the window, without a call.
-    const uint64_t off = addr - window_start_;
-    if (size == 8 && big_endian == (std::endian::native == std::endian::big) &&
-        off < window_size_ && window_size_ - off >= 8) {
-      std::memcpy(&value, window_data_ + off, 8);
-      return true;
+    if (size == 8 && big_endian == (std::endian::native == std::endian::big)) {
+      if (const std::byte* in = in_window(addr, 8)) {
+        std::memcpy(&value, in, 8);
+        return true;
+      }
     }
     return read_uint_slow(addr, size, big_endian, value);
   }
@@ -61,6 +60,11 @@ class Memory {
   void clear_window() { set_window(0, nullptr, 0); }
 
  private:
+  // The window's bytes for [addr, addr + n), or null when the range is not wholly inside it.
+  const std::byte* in_window(uint64_t addr, std::size_t n) const {
+    const uint64_t off = addr - window_start_;
+    return off < window_size_ && n <= window_size_ - off ? window_data_ + off : nullptr;
+  }
   bool read_uint_slow(uint64_t addr, unsigned size, bool big_endian, uint64_t& value);
 
   uint64_t window_start_ = 0;
