@@ -26,12 +26,16 @@ struct RowEnv {
   Memory& mem;
   const Limits& limits;
   uint64_t cfa;
-  dwarf::Format fmt;
+  const ArchInfo& ai;
 };
+
+dwarf::Format format_of(const ArchInfo& ai) {
+  return dwarf::Format{ai.big_endian, ai.address_size};
+}
 
 RuleValue read_saved(const RowEnv& env, uint64_t addr) {
   RuleValue out;
-  if (env.mem.read_uint(addr, env.fmt.address_size, env.fmt.big_endian, out.value)) {
+  if (env.mem.read_uint(addr, env.ai.address_size, env.ai.big_endian, out.value)) {
     out.kind = RuleValue::Value;
   } else {
     out.kind = RuleValue::Fault;
@@ -84,7 +88,7 @@ RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
       dwarf::ExprContext ctx;
       ctx.regs = &env.expr_regs;
       ctx.mem = &env.mem;
-      ctx.fmt = env.fmt;
+      ctx.fmt = format_of(env.ai);
       ctx.limits = &env.limits;
       ctx.cfa = env.cfa;
       auto r = dwarf::evaluate_expression(rule.expr, ctx, env.cfa);
@@ -126,7 +130,10 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
                                        const RegisterSet& regs, Memory& mem, const Limits& limits,
                                        RegisterSet& caller) {
   const ArchInfo& ai = ops.info();
-  const dwarf::Format fmt{ai.big_endian, ai.address_size};
+  // The byte order and width as plain locals. A dwarf::Format local (two bytes stored apart)
+  // made gcc merge them with a word load that stalled on store forwarding in every step.
+  const unsigned address_size = ai.address_size;
+  const bool big_endian = ai.big_endian;
 
   // One pass over the rules finds both whether an expression needs the pc column and the
   // return address's rule (the first for its column, as Row::rule answers).
@@ -158,8 +165,8 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
                     "CFA needs " + reg_name(ai.arch, row.cfa.reg) + ", unknown in this frame");
       }
       const uint64_t at = regs.raw(row.cfa.reg) + static_cast<uint64_t>(row.cfa.offset);
-      if (!mem.read_uint(at, fmt.address_size, fmt.big_endian, cfa)) {
-        return stop(StopReason::MemoryFault, read_failed(at, fmt.address_size));
+      if (!mem.read_uint(at, address_size, big_endian, cfa)) {
+        return stop(StopReason::MemoryFault, read_failed(at, address_size));
       }
       break;
     }
@@ -167,7 +174,7 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
       dwarf::ExprContext ctx;
       ctx.regs = &expr_regs;
       ctx.mem = &mem;
-      ctx.fmt = fmt;
+      ctx.fmt = format_of(ai);
       ctx.limits = &limits;
       auto r = dwarf::evaluate_expression(row.cfa.expr, ctx);
       if (!r) {
@@ -186,7 +193,11 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
     return stop(StopReason::BadUnwindInfo, "CFA " + hex(cfa) + " is zero or misaligned");
   }
 
-  const RowEnv env{ops, regs, expr_regs, mem, limits, cfa, fmt};
+  // Rules other than "saved at CFA+N" are rare (see `evaluate`); only they need the env.
+  auto evaluate_rare = [&](const dwarf::Rule& rule, uint16_t reg) {
+    const RowEnv env{ops, regs, expr_regs, mem, limits, cfa, ai};
+    return evaluate(env, rule, reg);
+  };
   // A fresh set; the walk hands over the one it reused from two steps back.
   caller.reset(ai.arch);
   // Callee-saved registers first; the rules below override them.
@@ -194,11 +205,21 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   bool sp_ruled = false;
   for (std::size_t i = 0; i < num_rules; ++i) {
     const uint16_t reg = row.rules[i].reg;
+    const dwarf::Rule& rule = row.rules[i].rule;
     if (reg == row.ra_reg) continue;
-    if (reg == ai.sp_reg) sp_ruled = row.rules[i].rule.kind != dwarf::RuleKind::Unspecified;
-    RuleValue v = evaluate(env, row.rules[i].rule, reg);
-    if (v.kind == RuleValue::Value) {
-      caller.set(reg, v.value);
+    if (reg == ai.sp_reg) sp_ruled = rule.kind != dwarf::RuleKind::Unspecified;
+    uint64_t value = 0;
+    bool known = false;
+    if (rule.kind == dwarf::RuleKind::Offset) {  // nearly every rule of compiled code
+      known =
+          mem.read_uint(cfa + static_cast<uint64_t>(rule.offset), address_size, big_endian, value);
+    } else {
+      const RuleValue v = evaluate_rare(rule, reg);
+      known = v.kind == RuleValue::Value;
+      value = v.value;
+    }
+    if (known) {
+      caller.set(reg, value);
     } else {
       caller.clear(reg);
     }
@@ -209,12 +230,23 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   if (ra_rule.kind == dwarf::RuleKind::Undefined) {
     return stop(StopReason::Outermost, "", cfa);
   }
-  RuleValue ra = evaluate(env, ra_rule, row.ra_reg);
+  RuleValue ra;
+  if (ra_rule.kind == dwarf::RuleKind::Offset) {
+    const uint64_t at = cfa + static_cast<uint64_t>(ra_rule.offset);
+    if (mem.read_uint(at, address_size, big_endian, ra.value)) {
+      ra.kind = RuleValue::Value;
+    } else {
+      ra.kind = RuleValue::Fault;
+      ra.fault_addr = at;
+    }
+  } else {
+    ra = evaluate_rare(ra_rule, row.ra_reg);
+  }
   switch (ra.kind) {
     case RuleValue::Value:
       break;
     case RuleValue::Fault:
-      return stop(StopReason::MemoryFault, read_failed(ra.fault_addr, fmt.address_size), cfa);
+      return stop(StopReason::MemoryFault, read_failed(ra.fault_addr, address_size), cfa);
     case RuleValue::ExprError:
       return stop(dwarf::to_stop_reason(ra.error.code),
                   std::string(dwarf::to_string(ra.error.code)) +

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "arch/arch_ops.hpp"
 #include "dwarf/cfi.hpp"
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
@@ -42,6 +43,18 @@ dwarf::ImageCfi& image_cfi(const Image& image, const Limits& limits);
 struct CfiMemo {
   const Image* image = nullptr;
   CfiImageCache* cache = nullptr;
+  // The arch's operations: one walk has one arch, and arch_ops() costs a switch and a
+  // static-initialisation check on every step.
+  const arch::ArchOps* ops = nullptr;
+  Arch ops_arch = Arch::X86_64;
+
+  const arch::ArchOps& get_ops(Arch arch) {
+    if (ops == nullptr || ops_arch != arch) {
+      ops = &arch::arch_ops(arch);
+      ops_arch = arch;
+    }
+    return *ops;
+  }
 
   CfiImageCache& get_cache(const Image& img, const Limits& limits) {
     if (image != &img) {

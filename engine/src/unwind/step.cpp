@@ -239,7 +239,7 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
 StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules,
                        const UnwindOptions& options, const Limits& limits, CfiMemo& memo,
                        Frame& caller) {
-  const arch::ArchOps& ops = arch::arch_ops(frame.regs.arch());
+  const arch::ArchOps& ops = memo.get_ops(frame.regs.arch());
   const Module* module = module_for(frame, modules);
 
   if (options.source == SourcePreference::FramePointer) {
@@ -260,7 +260,7 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
   };
   const bool auto_mode = options.source == SourcePreference::Auto;
   // 0. Go runtime frames whose DWARF is wrong (go_step.hpp): Go's own table steps them.
-  if (auto_mode && module != nullptr) {
+  if (auto_mode && module != nullptr && go_cfi_may_be_wrong(frame.regs.arch())) {
     if (auto rec = go_step_over_cfi(ops, frame, *module, mem, limits)) {
       return finish(ops, std::move(*rec), FrameSource::GoPclntab, false, mem, modules, caller);
     }
