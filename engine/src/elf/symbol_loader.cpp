@@ -55,7 +55,6 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
                         elf::SymbolSink& sink, uint64_t max_entries) {
   const auto* syms = static_cast<const Sym*>(data.d_buf);
   const uint64_t count = data.d_size / sizeof(Sym);
-  const bool terminated = !strings.empty() && strings.back() == '\0';
   std::size_t added = 0;
   // Entry 0 is the reserved null symbol.
   for (uint64_t i = 1; i < count && i < max_entries && !sink.full(); ++i) {
@@ -66,19 +65,23 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
     const bool code_label =
         st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
     if (!func && !code_label) continue;
-    // A symbol the sink has no use for is only counted: when the table ends in NUL, a
-    // non-empty first byte is all it takes to know its name is valid, so the name is never
-    // scanned (a one-shot query skips nearly every symbol this way).
-    if (terminated && sym.st_name < strings.size() && strings[sym.st_name] != '\0' &&
-        !sink.wants(sym.st_value, sym.st_size)) {
+    if (sym.st_name == 0 || sym.st_name >= strings.size()) continue;  // no name
+    // A named symbol counts towards the cap whether or not its name turns out empty or
+    // unterminated: deciding that needs the name's bytes, and a symbol the sink has no use
+    // for is only counted, its name never touched. The names are scattered over the string
+    // table (7 MB for node), so reading even one byte of each faulted in nearly every page of
+    // it for a one-shot query. The full table counts the same way, so both reach the cap at
+    // the same entry.
+    if (!sink.wants(sym.st_value, sym.st_size)) {
       if (sink.skip()) ++added;
       continue;
     }
     const std::string_view name = name_at(strings, sym.st_name);
-    if (name.empty()) continue;
-    if (sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
-                 static_cast<uint8_t>(st_type)))
-      ++added;
+    const bool counted = name.empty()
+                             ? sink.skip()
+                             : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
+                                        static_cast<uint8_t>(st_type));
+    if (counted) ++added;
   }
   return added;
 }
