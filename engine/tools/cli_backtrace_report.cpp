@@ -67,6 +67,25 @@ std::string describe_signal(const SignalLine& sig) {
 
 std::string render_text(const BacktraceReport& r) {
   std::string out;
+  render_text(r, [&out](std::string& piece) {
+    out += piece;
+    piece.clear();
+  });
+  return out;
+}
+
+std::string render_json(const BacktraceReport& r) {
+  std::string out;
+  render_json(r, [&out](std::string& piece) {
+    out += piece;
+    piece.clear();
+  });
+  return out;
+}
+
+void render_text(const BacktraceReport& r, const RenderSink& sink) {
+  std::string out;
+  out.reserve(kRenderChunk + 4096);
   if (r.core) out += "Core: " + *r.core + "\n";
   if (r.pid) out += "Process: " + std::to_string(*r.pid) + "\n";
   out += "Executable: " + (r.executable.empty() ? std::string("??") : r.executable);
@@ -82,18 +101,23 @@ std::string render_text(const BacktraceReport& r) {
   const bool narrow = arch && arch_info(*arch).address_size == 4;
   for (const ThreadReport& t : r.threads) {
     out += "\n" + thread_header(t, r.signal) + "\n";
-    for (const FrameLine& f : t.frames) out += frame_text(f, narrow) + "\n";
+    for (const FrameLine& f : t.frames) {
+      out += frame_text(f, narrow);
+      out += '\n';
+      if (out.size() >= kRenderChunk) sink(out);
+    }
     if (t.stop != StopReason::Outermost) {
       out += "Backtrace stopped: " + std::string(stop_reason_name(t.stop));
       if (!t.detail.empty()) out += ": " + t.detail;
       out += "\n";
     }
   }
-  return out;
+  sink(out);
 }
 
-std::string render_json(const BacktraceReport& r) {
+void render_json(const BacktraceReport& r, const RenderSink& sink) {
   std::string out;
+  out.reserve(kRenderChunk + 4096);
   JsonWriter w(out);
   w.begin_object();
   w.field("format", "ehbt-backtrace/1");
@@ -161,6 +185,8 @@ std::string render_json(const BacktraceReport& r) {
           .address_field("symbol_offset", f.symbol_offset);
       if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
       w.end_object();
+      // The writer keeps its nesting state apart from the text: emptying it is safe.
+      if (out.size() >= kRenderChunk) sink(out);
     }
     w.end_array();
     w.end_object();
@@ -168,7 +194,7 @@ std::string render_json(const BacktraceReport& r) {
   w.end_array();
   w.end_object();
   out += '\n';
-  return out;
+  sink(out);
 }
 
 std::string render_warnings(const BacktraceReport& r) {

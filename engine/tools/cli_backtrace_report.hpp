@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +78,15 @@ std::string describe_signal(const SignalLine& sig);
 std::string render_text(const BacktraceReport& report);
 // The ehbt-backtrace/1 document, newline-terminated.
 std::string render_json(const BacktraceReport& report);
+
+// Takes the text rendered so far and empties the string (its capacity may stay).
+using RenderSink = std::function<void(std::string&)>;
+// The same documents handed to `sink` in pieces of about kRenderChunk bytes, cut between
+// frames: a deep trace's document (hundreds of KB) is never held whole, so the CLI does not
+// fault in fresh pages for it as it grows (~12 us each on a VM).
+inline constexpr std::size_t kRenderChunk = 64 * 1024;
+void render_text(const BacktraceReport& report, const RenderSink& sink);
+void render_json(const BacktraceReport& report, const RenderSink& sink);
 // The warnings for stderr in text mode: "warning: <message> (use --sysroot DIR)", one a line.
 std::string render_warnings(const BacktraceReport& report);
 

@@ -271,7 +271,16 @@ int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const s
   report->pid = pid;
   // Text mode says what is missing on stderr, before the trace it qualifies.
   if (!o.json) std::fputs(render_warnings(*report).c_str(), stderr);
-  write_stdout(o.json ? render_json(*report) : render_text(*report));
+  const RenderSink to_stdout = [](std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    piece.clear();
+  };
+  if (o.json) {
+    render_json(*report, to_stdout);
+  } else {
+    render_text(*report, to_stdout);
+  }
+  std::fflush(stdout);
   return exit_status(*report);
 }
 

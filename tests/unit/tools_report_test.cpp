@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "cli_backtrace_report.hpp"
 
@@ -202,6 +203,65 @@ TEST(ToolsReport, DescribesSignals) {
   EXPECT_EQ(describe_signal({40, "", 77, std::nullopt}), "SIG40, code 77");
   // An unknown code is not SI_USER (0): it is left out.
   EXPECT_EQ(describe_signal({11, "SIGSEGV", std::nullopt, std::nullopt}), "SIGSEGV");
+}
+
+// A deep trace reaches the sink in pieces of about kRenderChunk bytes, each cut after a whole
+// frame, and every frame arrives once, in order (a sink that did not empty the text, or a cut
+// inside a frame, would show here).
+TEST(ToolsReport, DeepTraceIsWrittenInPiecesCutBetweenFrames) {
+  BacktraceReport r = sample();
+  ThreadReport& t = r.threads[0];
+  t.frames.clear();
+  constexpr uint32_t kFrames = 5000;
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    FrameLine f;
+    f.index = i;
+    f.pc = 0x55d4c0a01234 + i;
+    f.cfa = 0x7ffd4b2a1f90 + 16 * i;
+    f.source = FrameSource::EhFrame;
+    f.module = "/opt/app/bin/server";
+    f.module_offset = 0x1234 + i;
+    f.symbol = "fx_recurse";
+    f.symbol_offset = 0x14;
+    t.frames.push_back(f);
+  }
+  for (const bool json : {true, false}) {
+    std::vector<std::string> pieces;
+    const RenderSink sink = [&pieces](std::string& piece) {
+      pieces.push_back(piece);
+      piece.clear();
+    };
+    if (json) {
+      render_json(r, sink);
+    } else {
+      render_text(r, sink);
+    }
+    ASSERT_GE(pieces.size(), 3u) << json;
+    std::string whole;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      if (i + 1 < pieces.size()) {
+        EXPECT_GE(pieces[i].size(), kRenderChunk) << json << " piece " << i;
+        EXPECT_LT(pieces[i].size(), kRenderChunk + 512) << json << " piece " << i;
+        // Cut after a frame: a JSON frame object or a text frame line ends the piece.
+        EXPECT_EQ(pieces[i].back(), json ? '}' : '\n') << json << " piece " << i;
+      }
+      whole += pieces[i];
+    }
+    EXPECT_EQ(whole.back(), '\n');
+    std::size_t at = 0;
+    for (uint32_t i = 0; i < kFrames; ++i) {
+      const std::string mark =
+          json ? "{\"index\": " + std::to_string(i) + "," : "\n#" + std::to_string(i) + " ";
+      const std::size_t found = whole.find(mark, at);
+      ASSERT_NE(found, std::string::npos) << json << " frame " << i;
+      at = found + mark.size();
+    }
+    const std::string any = json ? "{\"index\": " : "\n#";
+    std::size_t count = 0;
+    for (std::size_t p = whole.find(any); p != std::string::npos; p = whole.find(any, p + 1))
+      ++count;
+    EXPECT_EQ(count, kFrames + r.threads[1].frames.size()) << json;
+  }
 }
 
 }  // namespace
