@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -621,6 +624,107 @@ TEST(ElfSymbol, SmallTableIsBuiltAtOnce) {
   EXPECT_TRUE(table_built(**img));
   ASSERT_TRUE(sym);
   EXPECT_EQ(sym->name, "ehbt_elf_marker_one");
+}
+
+// The .symtab entries of an ELF64 file, in table order, and where that table and its string
+// table lie in the file (for tests that edit entries in place).
+struct SymtabInFile {
+  uint64_t symtab_off = 0, symtab_size = 0, strtab_off = 0, strtab_size = 0;
+};
+std::optional<SymtabInFile> find_symtab(const std::vector<std::byte>& f) {
+  if (f.size() < sizeof(Elf64_Ehdr)) return std::nullopt;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, f.data(), sizeof eh);
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  if (eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > f.size()) return std::nullopt;
+  std::memcpy(sh.data(), f.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size()) continue;
+    return SymtabInFile{s.sh_offset, s.sh_size, sh[s.sh_link].sh_offset, sh[s.sh_link].sh_size};
+  }
+  return std::nullopt;
+}
+
+// A function symbol whose name offset points at an empty string (not offset 0) is never
+// shown, and it counts towards max_symbols in the one-shot passes as in the full table, which
+// therefore agree at every cap. (The passes count a named entry without reading its name.)
+TEST(ElfSymbol, EmptyNamedSymbolCountsAlikeInPassesAndTable) {
+  elf_test::TempDir dir;
+  const std::string src = dir / "prog.c";
+  {
+    std::ofstream out(src);
+    out << "int __attribute__((noinline)) ehbt_fn_a(int x) { return x * 3; }\n"
+           "int __attribute__((noinline)) ehbt_fn_b(int x) { return x * 5; }\n"
+           "int __attribute__((noinline)) ehbt_fn_c(int x) { return x * 7; }\n"
+           "int main(int argc, char** argv) {\n"
+           "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + ehbt_fn_c(argc);\n}\n";
+  }
+  const std::string prog = dir / "prog";
+  ASSERT_EQ(elf_test::run_status("cc -O1 -o '" + prog + "' '" + src + "'"), 0);
+  std::vector<std::byte> bytes = elf_test::read_file(prog);
+  const auto where = find_symtab(bytes);
+  ASSERT_TRUE(where);
+  // Every defined function symbol, in table order, with its address.
+  std::vector<std::pair<std::size_t, uint64_t>> funcs;  // (file offset of the entry, address)
+  std::size_t blanked = 0;
+  std::string blanked_name;
+  for (uint64_t off = where->symtab_off + sizeof(Elf64_Sym);
+       off + sizeof(Elf64_Sym) <= where->symtab_off + where->symtab_size;
+       off += sizeof(Elf64_Sym)) {
+    Elf64_Sym sym;
+    std::memcpy(&sym, bytes.data() + off, sizeof sym);
+    if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+      continue;
+    funcs.emplace_back(off, sym.st_value);
+    const char* name =
+        reinterpret_cast<const char*>(bytes.data() + where->strtab_off) + sym.st_name;
+    if (std::string(name) == "ehbt_fn_b") {
+      // Point the name at the NUL that ends this same name: a non-zero offset, an empty name.
+      blanked = funcs.size() - 1;
+      blanked_name = name;
+      const uint32_t empty = sym.st_name + static_cast<uint32_t>(blanked_name.size());
+      std::memcpy(bytes.data() + off + offsetof(Elf64_Sym, st_name), &empty, sizeof empty);
+    }
+  }
+  ASSERT_EQ(blanked_name, "ehbt_fn_b");
+  ASSERT_GE(funcs.size(), 4u);
+  const std::string edited = dir / "prog.edited";
+  ASSERT_TRUE(elf_test::write_file(edited, bytes));
+
+  for (uint32_t cap = 1; cap <= funcs.size() + 1; ++cap) {
+    ehbt::Limits limits;
+    limits.max_symbols = cap;
+    auto table = Image::open(edited, limits);
+    ASSERT_TRUE(table);
+    ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
+    for (std::size_t first = 0; first < funcs.size(); first += ehbt::elf::kMaxSymbolPasses) {
+      auto passes = Image::open(edited, limits);
+      ASSERT_TRUE(passes);
+      ehbt::ImageLoader::impl(**passes).pass_min_entries = 0;  // one pass per address
+      const std::size_t end = std::min(first + ehbt::elf::kMaxSymbolPasses, funcs.size());
+      for (std::size_t i = first; i < end; ++i) {
+        const uint64_t addr = funcs[i].second;
+        auto one = (*passes)->symbolize(addr);
+        auto from_table = (*table)->symbolize(addr);
+        ASSERT_EQ(one.has_value(), from_table.has_value()) << "cap " << cap << " symbol " << i;
+        if (i == blanked) {
+          // Nothing names it (main or a neighbour could only cover it by mistake).
+          EXPECT_FALSE(one.has_value()) << "cap " << cap;
+          continue;
+        }
+        if (one) {
+          EXPECT_EQ(one->name, from_table->name) << "cap " << cap;
+        }
+      }
+      EXPECT_FALSE(table_built(**passes));
+    }
+  }
+  // Without a cap every other function is named.
+  auto all = Image::open(edited);
+  ASSERT_TRUE(all);
+  for (std::size_t i = 0; i < funcs.size(); ++i) {
+    EXPECT_EQ((*all)->symbolize(funcs[i].second).has_value(), i != blanked) << i;
+  }
 }
 
 }  // namespace
