@@ -8,7 +8,8 @@ Builds bench/live_park.c (64 threads parked 30 calls deep plus a heartbeat threa
 records the largest gap between its 100 us wake-ups), then, interleaved, --reps times each:
   * ehbt pid --all-threads --json                          (whole process stopped at once)
   * ehbt pid --all-threads --json --one-thread-at-a-time   (one thread at a time)
-  * --baseline PATH pid --all-threads --json               (another ehbt build, if given)
+  * --baseline PATH pid --all-threads --json [--one-thread-at-a-time]
+                                                           (another ehbt build, if given)
   * eu-stack -p PID                                        (if installed)
   * nothing, for as long as the last run took               (the machine's own noise)
 For each it shows the median and maximum of the heartbeat's largest gap (the pause the
@@ -78,6 +79,8 @@ def main():
               [args.ehbt, "pid", "{pid}", "--all-threads", "--json", "--one-thread-at-a-time"])]
     if args.baseline:
         tools.append(("baseline", [args.baseline, "pid", "{pid}", "--all-threads", "--json"]))
+        tools.append(("baseline one-at-a-time", [args.baseline, "pid", "{pid}", "--all-threads",
+                                                 "--json", "--one-thread-at-a-time"]))
     if shutil.which("eu-stack"):
         tools.append(("eu-stack", ["eu-stack", "-p", "{pid}"]))
     tools.append(("(idle)", None))
