@@ -65,22 +65,26 @@ std::string describe_signal(const SignalLine& sig) {
   return s;
 }
 
-std::string render_text(const BacktraceReport& r) {
+namespace {
+
+// The whole document of a renderer that writes in pieces.
+std::string whole(void (*render)(const BacktraceReport&, const RenderSink&),
+                  const BacktraceReport& r) {
   std::string out;
-  render_text(r, [&out](std::string& piece) {
+  render(r, [&out](std::string& piece) {
     out += piece;
     piece.clear();
   });
   return out;
 }
 
+}  // namespace
+
+std::string render_text(const BacktraceReport& r) {
+  return whole(render_text, r);
+}
 std::string render_json(const BacktraceReport& r) {
-  std::string out;
-  render_json(r, [&out](std::string& piece) {
-    out += piece;
-    piece.clear();
-  });
-  return out;
+  return whole(render_json, r);
 }
 
 void render_text(const BacktraceReport& r, const RenderSink& sink) {
