@@ -61,7 +61,8 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
     line.symbol_offset = frame.pc - frame.jit_entry->start;
   }
   if (!module) return line;
-  line.module = module->path;
+  // The report lists the target's modules in this order (collect_backtraces).
+  line.module = static_cast<uint32_t>(module - modules.modules().data());
   line.module_offset = module->to_link(frame.pc);
   if (module->image && with_symbol) {
     if (auto sym = module->image->symbolize(module->to_link(frame.lookup_pc()))) {

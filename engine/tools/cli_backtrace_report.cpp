@@ -25,13 +25,18 @@ std::string frame_number(uint32_t index) {
   return s;
 }
 
-std::string frame_text(const FrameLine& f, bool narrow) {
+// The path of the frame's module, or null.
+const std::string* module_path(const BacktraceReport& r, const FrameLine& f) {
+  return f.module && *f.module < r.modules.size() ? &r.modules[*f.module].path : nullptr;
+}
+
+std::string frame_text(const BacktraceReport& r, const FrameLine& f, bool narrow) {
   std::string line = frame_number(f.index);
   if (f.signal_trampoline) {
     line += "<signal handler called>";
   } else {
     line += padded_address(f.pc, narrow) + " in " + f.symbol.value_or("??") + " ()";
-    if (f.module) line += " from " + *f.module;
+    if (const std::string* path = module_path(r, f)) line += " from " + *path;
     if (f.jit) line += " [jit]";
   }
   // Frames found without unwind tables are guesses; say so.
@@ -106,7 +111,7 @@ void render_text(const BacktraceReport& r, const RenderSink& sink) {
   for (const ThreadReport& t : r.threads) {
     out += "\n" + thread_header(t, r.signal) + "\n";
     for (const FrameLine& f : t.frames) {
-      out += frame_text(f, narrow);
+      out += frame_text(r, f, narrow);
       out += '\n';
       if (out.size() >= kRenderChunk) sink(out);
     }
@@ -183,8 +188,13 @@ void render_json(const BacktraceReport& r, const RenderSink& sink) {
           .address_field("pc", f.pc)
           .address_field("cfa", f.cfa)
           .field("source", frame_source_name(f.source))
-          .field("module", f.module)
-          .address_field("module_offset", f.module_offset)
+          .key("module");
+      if (const std::string* path = module_path(r, f)) {
+        w.value(*path);
+      } else {
+        w.null();
+      }
+      w.address_field("module_offset", f.module_offset)
           .field("symbol", f.symbol)
           .address_field("symbol_offset", f.symbol_offset);
       if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape

@@ -21,7 +21,9 @@ struct FrameLine {
   std::optional<uint64_t> cfa;  // absent when the unwinder did not compute it
   FrameSource source = FrameSource::Context;
   bool signal_trampoline = false;
-  std::optional<std::string> module;      // the module's path as the target names it
+  // The frame's module: an index into BacktraceReport::modules (its path, as the target names
+  // it), not a copy of the path for every frame of a deep trace.
+  std::optional<uint32_t> module;
   std::optional<uint64_t> module_offset;  // pc - bias
   std::optional<std::string> symbol;
   std::optional<uint64_t> symbol_offset;  // pc - symbol start (link-time)

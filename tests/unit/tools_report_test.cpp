@@ -29,7 +29,7 @@ BacktraceReport sample() {
   f0.pc = 0x55d4c0a01234;
   f0.cfa = 0x7ffd4b2a1f90;
   f0.source = FrameSource::Context;
-  f0.module = "/opt/app/bin/server";
+  f0.module = 0;  // r.modules[0]: /opt/app/bin/server
   f0.module_offset = 0x1234;
   f0.symbol = "fx_level3";
   f0.symbol_offset = 0x14;
@@ -42,7 +42,7 @@ BacktraceReport sample() {
   f2.pc = 0x55d4c0a01300;
   f2.cfa = 0x7ffd4b2a2000;
   f2.source = FrameSource::EhFrame;
-  f2.module = "/opt/app/bin/server";
+  f2.module = 0;
   f2.module_offset = 0x1300;
   t.frames = {f0, f1, f2};
   r.threads.push_back(t);
@@ -54,7 +54,7 @@ BacktraceReport sample() {
   g0.pc = 0x7ffd00000800;
   g0.signal_trampoline = true;
   g0.source = FrameSource::Signal;
-  g0.module = "[vdso]";
+  g0.module = 1;  // [vdso]
   u.frames = {g0};
   r.threads.push_back(u);
   return r;
@@ -219,7 +219,7 @@ TEST(ToolsReport, DeepTraceIsWrittenInPiecesCutBetweenFrames) {
     f.pc = 0x55d4c0a01234 + i;
     f.cfa = 0x7ffd4b2a1f90 + 16 * i;
     f.source = FrameSource::EhFrame;
-    f.module = "/opt/app/bin/server";
+    f.module = 0;
     f.module_offset = 0x1234 + i;
     f.symbol = "fx_recurse";
     f.symbol_offset = 0x14;
