@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,9 @@ inline constexpr const char* kWarningTruncatedCore = "truncated_core";  // segme
 inline constexpr const char* kWarningNoSignalInfo = "no_signal_info";   // no NT_SIGINFO
 inline constexpr const char* kWarningDebuginfodFailed = "debuginfod_failed";
 
-// Opened images keyed by file path + build-id, shared across targets so that a batch of cores
-// from one build parses each library once.
+// Opened images keyed by file identity (device, inode, size, modification time), shared across
+// targets so that a batch of cores from one build parses each library once. Files that are
+// not ELF at all are remembered too, and not opened again.
 class ImageStore {
  public:
   std::shared_ptr<const Image> open(const std::string& path, const Limits& limits);
@@ -70,6 +72,7 @@ class ImageStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const Image>> images_;
+  std::set<std::string> unusable_;  // files that did not open as an image (same identity key)
 };
 
 struct TargetOptions {

@@ -1,27 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
 // ImageStore: one parsed Image per file, shared by every target that maps it.
+#include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <climits>
-#include <cstdlib>
+#include <cstring>
 
 #include "ehbt/core.hpp"
 
 namespace ehbt {
 namespace {
 
-// The file's identity: its canonical path (symlinks such as /lib -> /usr/lib collapse) and
-// size + modification time, so a file replaced by a new build is opened afresh.
+// The file's identity: its device and inode (so that every path to one file, such as /lib
+// and /usr/lib, shares one entry) and its size and modification time (so that a file replaced
+// by a new build is opened afresh). From one stat() of the path: canonicalising the path
+// instead cost a readlink() per component, for every module of every core of a batch.
 std::string identity(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return {};
-  std::string real = path;
-  if (char* r = realpath(path.c_str(), nullptr)) {
-    real = r;
-    std::free(r);
-  }
-  return real + '\n' + std::to_string(st.st_size) + '\n' + std::to_string(st.st_mtim.tv_sec) + '.' +
-         std::to_string(st.st_mtim.tv_nsec) + '\n' + std::to_string(st.st_ino);
+  return std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
+         std::to_string(st.st_size) + ':' + std::to_string(st.st_mtim.tv_sec) + '.' +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+// True when the file could be read and does not start with the ELF magic (shorter files
+// included). A file that cannot be opened or read is not known to be anything: that may
+// change (permissions, descriptors) without changing its identity.
+bool known_not_elf(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  unsigned char magic[SELFMAG] = {};
+  const ssize_t got = ::pread(fd, magic, sizeof magic, 0);
+  ::close(fd);
+  if (got < 0) return false;
+  return got < static_cast<ssize_t>(sizeof magic) || std::memcmp(magic, ELFMAG, SELFMAG) != 0;
 }
 
 }  // namespace
@@ -33,10 +46,21 @@ std::shared_ptr<const Image> ImageStore::open(const std::string& path, const Lim
     std::lock_guard<std::mutex> lock(mu_);
     auto it = images_.find(key);
     if (it != images_.end()) return it->second;
+    // Not an image (a locale archive, a font, gconv's cache: cores map many such files):
+    // known from an earlier target, not opened and mapped again for each one.
+    if (unusable_.count(key) != 0) return nullptr;
   }
   // Parse outside the lock: another target may be opening a different file meanwhile.
   auto img = Image::open(path, limits);
-  if (!img) return nullptr;
+  if (!img) {
+    // Remembered only when the file is not ELF at all: another failure (no descriptor left,
+    // a limit) may not happen again.
+    if (known_not_elf(path)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      unusable_.insert(std::move(key));
+    }
+    return nullptr;
+  }
   std::shared_ptr<const Image> shared(std::move(img.value()));
   std::lock_guard<std::mutex> lock(mu_);
   // If two targets opened it at once, both get the copy stored first.
