@@ -599,6 +599,26 @@ def test_worker_crash_hang_and_oom_are_failures(tool_env, cores, tmp_path, fault
     assert "1 analysed, 2 seen before, 0 failed" in proc.stdout
 
 
+@pytest.mark.parametrize("columns", ["50", "100", None])
+def test_help_is_argparse_own_at_any_width(monkeypatch, columns):
+    """cli._Formatter finds the terminal width without shutil: --help (and so the man page
+    made from it) is what argparse's own formatter writes, at any width."""
+    import argparse
+
+    from ehbt_triage import cli
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for make in (cli.parser, cli.report_parser):
+        ours = make()
+        plain = make()
+        plain.formatter_class = argparse.HelpFormatter
+        assert ours.format_help() == plain.format_help()
+        assert ours.format_usage() == plain.format_usage()
+
+
 def test_usage_errors(tool_env, tmp_path):
     assert triage(tool_env, "--db", tmp_path / "db", tmp_path / "nope").returncode == 2
     assert triage(tool_env, "--skip", "(", tmp_path).returncode == 2
