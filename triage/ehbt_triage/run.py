@@ -114,6 +114,7 @@ class Run:
 
     def on_hash(self, task, sha256, size, mtime, file_id=None):
         path = self.paths[task]
+        self.likely.pop(task, None)  # not asked for when the pool does not speculate
         self.info[task] = core_info(path, sha256, size, mtime, self.compression.get(path))
         self.info[task]["file_id"] = file_id
         row = self.store.core_by_hash(sha256)
