@@ -74,7 +74,6 @@ class Run:
         self.progress = report_text.Progress(len(paths))
         self.likely = {}  # task -> likely_known's answer, found by settle on the way
 
-
     # -- worker callbacks ----------------------------------------------------------------------
 
     def likely_known(self, task):
@@ -313,7 +312,10 @@ def run(args):
     def tick():
         # Local workers call this at least every 0.25 s: a batch of stored cores is committed
         # while they are slow. A dask run calls it only after each result: each is committed.
-        store.flush() if args.scheduler else store.tick()
+        if args.scheduler:
+            store.flush()
+        else:
+            store.tick()
         state.progress.update()
 
     try:
