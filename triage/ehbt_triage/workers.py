@@ -51,7 +51,6 @@ import ctypes
 import os
 import resource
 import signal
-import threading
 import time
 
 from . import engine, forked
@@ -259,6 +258,8 @@ class _KeyThread:
 
     def run(self, fn):
         """Runs fn() on the thread; returns a lock that can be acquired once fn has returned."""
+        import threading  # only a speculating worker needs it (-j below the CPU count)
+
         if self._pid != os.getpid():
             self._pid = os.getpid()
             self._go = threading.Lock()
