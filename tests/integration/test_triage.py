@@ -533,6 +533,23 @@ def test_forked_child_exit_codes_and_messages(how, code):
     child.close()
 
 
+def test_channel_carries_plain_values_and_other_objects():
+    """forked.Channel marshals plain values and pickles anything else (an exception, an
+    IntEnum): what comes out equals what went in, type included."""
+    down_r, down_w = os.pipe()
+    up_r, up_w = os.pipe()
+    a, b = forked.Channel(down_r, up_w), forked.Channel(up_r, down_w)
+    values = [("core", 3, "/x/core.1"), None, {"doc": {"threads": [{"tid": 1}]}, "rows": (
+        [(1, 0, "outermost", None)], [(0, 1, "0x10", None, 2.5, True, b"\x00")])},
+        ValueError("not marshal's"), signal.SIGSEGV, {"set": {1, 2}}]
+    for v in values:
+        b.send(v)
+        got = a.recv()
+        assert type(got) is type(v) and repr(got) == repr(v)
+    a.close()
+    b.close()
+
+
 def test_bad_files_fail_and_the_rest_succeed(tool_env, cores, tmp_path):
     d = tmp_path / "in"
     d.mkdir()
@@ -580,6 +597,26 @@ def test_worker_crash_hang_and_oom_are_failures(tool_env, cores, tmp_path, fault
     proc = triage(tool_env, "--db", tmp_path / "db", *paths)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 analysed, 2 seen before, 0 failed" in proc.stdout
+
+
+@pytest.mark.parametrize("columns", ["50", "100", None])
+def test_help_is_argparse_own_at_any_width(monkeypatch, columns):
+    """cli._Formatter finds the terminal width without shutil: --help (and so the man page
+    made from it) is what argparse's own formatter writes, at any width."""
+    import argparse
+
+    from ehbt_triage import cli
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for make in (cli.parser, cli.report_parser):
+        ours = make()
+        plain = make()
+        plain.formatter_class = argparse.HelpFormatter
+        assert ours.format_help() == plain.format_help()
+        assert ours.format_usage() == plain.format_usage()
 
 
 def test_usage_errors(tool_env, tmp_path):
@@ -655,6 +692,84 @@ def test_killed_run_resumes_without_duplicates(tool_env, core_dir, tmp_path, how
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "%d analysed, %d seen before, 0 failed" % (10 - done, done) in proc.stdout
     assert _check_consistent(db) == 10
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_stopped_run_keeps_exactly_its_committed_batches(tool_env, core_dir, tmp_path, how):
+    """Cores are committed in batches (here one batch for the whole run): Ctrl-C commits every
+    core the run reported (the JSONL has a line per reported core), SIGKILL loses the open
+    batch and nothing else, and either way the next run does exactly the rest."""
+    db, out = tmp_path / "db", tmp_path / "o.jsonl"
+    cmd = ["/usr/bin/python3", str(TRIAGE), "--db", str(db), "--jsonl", str(out), "-j", "1",
+           core_dir]
+    env = dict(tool_env, EHBT_TRIAGE_TEST_DELAY="0.3", EHBT_TRIAGE_TEST_BATCH_SECONDS="3600")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while (not out.exists() or len(read_jsonl(out)) < 3) and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        time.sleep(0.05)
+    assert _committed(db) == 0  # the batch is still open: nothing is visible to others yet
+    proc.send_signal(how)
+    _, err = proc.communicate(timeout=60)
+    reported = [r for r in read_jsonl(out) if r["status"] == "ok"]
+    assert len(reported) >= 3
+    done = _check_consistent(db)
+    if how == signal.SIGINT:
+        assert proc.returncode == 130, err
+        assert done == len(reported)
+    else:
+        assert proc.returncode == -signal.SIGKILL
+        assert done == 0
+    proc = triage(tool_env, "--db", db, "-j", "2", core_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "%d analysed, %d seen before, 0 failed" % (10 - done, done) in proc.stdout
+    assert _check_consistent(db) == 10
+
+
+def test_store_batch_keeps_whole_cores_and_commits_when_full(tmp_path, monkeypatch):
+    """Store-level: a batch commits when BATCH_CORES cores are in it or flush() is called; a
+    core that fails half-way (a frame naming a thread that does not exist) and a core that is
+    already stored leave the other cores of the batch as they were."""
+    from ehbt_triage import store as storemod
+
+    monkeypatch.setattr(storemod, "BATCH_SECONDS", 3600.0)
+    monkeypatch.setattr(storemod, "BATCH_CORES", 3)
+    path = str(tmp_path / "batch.db")
+    st = storemod.Store(path)
+
+    def doc(n):
+        return {"executable": "/opt/app", "arch": "x86_64", "signal": None, "modules": [],
+                "threads": [{"tid": n, "crashing": True, "stop_reason": "outermost",
+                             "frames": [{"index": i, "pc": "0x1%d" % i, "symbol": "f%d" % n}
+                                        for i in range(3)]}]}
+
+    def info(n):
+        return {"sha256": "%064x" % n, "path": "c%d" % n, "size": 1, "core_time": float(n)}
+
+    def visible():  # what another connection (a report, another run) sees
+        con = sqlite3.connect(path)
+        try:
+            return sorted(r[0] for r in con.execute("SELECT path FROM cores"))
+        finally:
+            con.close()
+
+    st.record_ok(info(0), doc(0), "f0")
+    st.record_ok(info(0), doc(0), "f0")  # stored already: nothing added, nothing undone
+    broken = storemod.document_rows(doc(1), lambda f: None)
+    broken = (broken[0], [(5,) + tuple(broken[1][0][1:])])  # thread 5 of a 1-thread core
+    with pytest.raises(sqlite3.IntegrityError):
+        st.record_ok(info(1), doc(1), "f1", rows=broken)
+    st.record_failed(info(2), "unreadable")
+    assert visible() == []
+    assert st.core_by_hash("%064x" % 0)["path"] == "c0"  # this run sees its own batch
+    st.record_ok(info(3), doc(3), "f3")  # the third core of the batch: committed
+    assert visible() == ["c0", "c2", "c3"]
+    st.record_ok(info(4), doc(4), "f4")
+    assert visible() == ["c0", "c2", "c3"]
+    st.close()  # flushes
+    assert visible() == ["c0", "c2", "c3", "c4"]
+    assert _check_consistent(path) == 4
 
 
 # ---------------------------------------------------------------------------------------------

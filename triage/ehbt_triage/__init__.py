@@ -10,6 +10,11 @@ dask.distributed executor), signature, store (the store API and SQLite), store_p
 version.
 """
 
-from .version import version as _version
 
-__version__ = _version()
+def __getattr__(name):
+    """``__version__`` on first use, not at every import of the package."""
+    if name == "__version__":
+        from .version import version
+
+        return version()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

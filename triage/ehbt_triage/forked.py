@@ -6,19 +6,25 @@ connection.wait) in ~100 lines: importing multiprocessing and multiprocessing.co
 (tempfile, subprocess, shutil, socket ...) cost ~30 ms of every ehbt-triage run, a tenth of a
 12-core batch.
 
+Messages are marshal'ed (the interpreter's own format for its code objects: built in, so it
+costs no import, and it loads the result dicts of tuples, lists and strings faster than pickle).
+Anything marshal cannot write (an object of some other class) goes as a pickle, marked by its
+first byte, so what may be sent is what multiprocessing allowed.
+
 A Child's sentinel is the read end of a pipe whose write end only the child holds (as in
 multiprocessing's fork start method): it becomes readable when the child exits, however it
 exits. The parent closes the child's ends right after fork, so later children never hold them.
 """
 
+import marshal
 import os
-import pickle
 import select
 import signal
 import struct
 import sys
 
 _LENGTH = struct.Struct("!Q")
+_MARSHAL, _PICKLE = b"M", b"P"  # the first byte of a message: how the rest is encoded
 
 
 class Channel:
@@ -32,14 +38,24 @@ class Channel:
         return self._r
 
     def send(self, obj):
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            data = _MARSHAL + marshal.dumps(obj)
+        except ValueError:  # not a plain type (marshal says "unmarshallable object")
+            import pickle
+
+            data = _PICKLE + pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(_LENGTH.pack(len(data)) + data)
         while view:
             view = view[os.write(self._w, view):]
 
     def recv(self):
         (n,) = _LENGTH.unpack(self._read(_LENGTH.size))
-        return pickle.loads(self._read(n))
+        data = self._read(n)
+        if data[:1] == _MARSHAL:
+            return marshal.loads(memoryview(data)[1:])
+        import pickle
+
+        return pickle.loads(memoryview(data)[1:])
 
     def _read(self, n):
         buf = bytearray(n)

@@ -2,8 +2,9 @@
 """One triage run: check the outputs, discover the cores, analyse them in workers (local
 processes, or a dask cluster with --scheduler), store, report.
 
-Only this (parent) process writes the database, one transaction per core as results arrive,
-so the database is consistent whenever the run stops.
+Only this (parent) process writes the database, each core whole as its result arrives (in
+batches, see store.py; flushed when the run ends, also by Ctrl-C), so the database is
+consistent whenever the run stops.
 """
 
 import json
@@ -71,12 +72,15 @@ class Run:
         self.stats = {"ok": 0, "seen": 0, "failed": 0}
         self.worker_rss_kib = 0  # the largest peak RSS a worker reported
         self.progress = report_text.Progress(len(paths))
+        self.likely = {}  # task -> likely_known's answer, found by settle on the way
 
     # -- worker callbacks ----------------------------------------------------------------------
 
     def likely_known(self, task):
         """Whether the store has an ok core of this path, size and time (a re-run over the
         same spool): the core is then hashed before it is analysed (else both at once)."""
+        if task in self.likely:
+            return self.likely.pop(task)
         path = self.paths[task]
         try:
             st = os.stat(path)
@@ -88,14 +92,20 @@ class Run:
     def settle(self, task):
         """Counts the core as seen before, without a worker, when the store has it from this
         path with the file's identity unchanged (content_hash.file_identity says why that
-        proves the content unchanged). True when it did."""
+        proves the content unchanged). True when it did. Otherwise likely_known's answer
+        comes from the same stat and query (the pool asks it next)."""
         path = self.paths[task]
         try:
-            file_id = file_identity(os.stat(path))
+            st = os.stat(path)
         except OSError:
             return False  # the worker says why
-        row = self.store.core_by_file(path, file_id)
+        file_id = file_identity(st)
+        rows = self.store.ok_cores_at(path)
+        row = next((r for r in rows if file_id and r.get("file_id") == file_id), None)
         if row is None:
+            core_time = core_info(path, None, st.st_size, st.st_mtime)["core_time"]
+            self.likely[task] = any(r["size"] == st.st_size and r["core_time"] == core_time
+                                    for r in rows)
             return False
         self._seen_before(path, row)
         self.progress.update()
@@ -103,6 +113,7 @@ class Run:
 
     def on_hash(self, task, sha256, size, mtime, file_id=None):
         path = self.paths[task]
+        self.likely.pop(task, None)  # not asked for when the pool does not speculate
         self.info[task] = core_info(path, sha256, size, mtime, self.compression.get(path))
         self.info[task]["file_id"] = file_id
         row = self.store.core_by_hash(sha256)
@@ -298,11 +309,21 @@ def run(args):
             writer.write(jsonl.record(path, None, "failed", error=why,
                                       info=core_info(path, None, None, None)))
 
+    def tick():
+        # Local workers call this at least every 0.25 s: a batch of stored cores is committed
+        # while they are slow. A dask run calls it only after each result: each is committed.
+        if args.scheduler:
+            store.flush()
+        else:
+            store.tick()
+        state.progress.update()
+
     try:
-        pool.run(found.cores, state.on_hash, state.on_result, state.progress.update,
+        pool.run(found.cores, state.on_hash, state.on_result, tick,
                  likely_known=state.likely_known, settle=state.settle)
         state.resolve_duplicates()
     finally:
+        store.flush()  # every core reported so far, also after Ctrl-C
         state.progress.finish()
         if writer:
             writer.close()

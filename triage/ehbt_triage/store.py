@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The store API, and its SQLite implementation (the embedded default): cores, their threads and frames, and the buckets they fall into.
 
-Every core is written in ONE transaction (cores row + threads + frames + its bucket's
-counters), in WAL mode, so a run stopped at any point (SIGINT, SIGKILL, power) leaves only
-whole cores behind and a re-run simply does the cores that are not there yet.
+Every core is written whole or not at all (cores row + threads + frames + its bucket's
+counters: one savepoint), in WAL mode, so a run stopped at any point (SIGINT, SIGKILL, power)
+leaves only whole cores behind and a re-run simply does the cores that are not there yet.
+SQLite commits the cores of up to BATCH_SECONDS (at most BATCH_CORES of them) in one
+transaction: a commit costs more than the rows of a core, and the run calls flush() when it
+ends or is interrupted, so only a run killed outright (SIGKILL, power) loses its last batch --
+cores that the next run then analyses again. PostgreSQL (store_pg.py) commits each core.
 
 Rules:
 - A core is identified by the SHA-256 of its content (``cores.sha256`` is UNIQUE; computed
@@ -24,7 +28,8 @@ Rules:
 The same schema and rules hold for PostgreSQL (store_pg.py, for several runs on several
 machines sharing one store); open_store() picks the implementation from the --db value.
 The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, bucket_cores,
-failed_cores, core_times, recent_cores, record_ok, record_failed, close.
+failed_cores, core_times, recent_cores, ok_cores_at, known_file, set_file_id, record_ok,
+record_failed, flush, tick, close.
 """
 
 import json
@@ -35,6 +40,13 @@ import time
 # A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
 # column, an index), raise the version.
 SCHEMA_VERSION = 3
+
+# A batch transaction is committed when it is this old or holds this many cores (see above),
+# checked after each core and by tick() while the run waits for its workers: a slow core does
+# not keep the cores before it uncommitted, nor the write lock from another run of the store.
+# EHBT_TRIAGE_TEST_BATCH_SECONDS: another age, for the tests of what a stopped run keeps.
+BATCH_SECONDS = float(os.environ.get("EHBT_TRIAGE_TEST_BATCH_SECONDS") or 0.25)
+BATCH_CORES = 64
 
 # Columns added after version 1: (name, SQLite type, PostgreSQL type). A store made by an
 # older version gets them with ALTER TABLE when it is opened (NULL in its old rows).
@@ -155,21 +167,31 @@ def describe(spec):
 
 
 class Store:
+    _batch_started = None  # time.monotonic() when the open batch transaction began, else None
+    _batch_cores = 0  # cores written in it
+
     def __init__(self, path):
         self.path = path
         self.db = None
         try:
+            new = _empty_or_absent(path)
             self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
             # synchronous first: switching a new file to WAL is a rollback-journal write, and
             # at the default (FULL) it syncs the file several times (20-100 ms of a fresh
             # store's run on this project's VMs; ~1 ms at NORMAL, the level the store uses).
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            # A new (empty) file is made without any sync (OFF; 4-5 fewer, ~4 ms): a power cut
+            # before its first checkpoint, which syncs the file, can only lose an empty store,
+            # and at NORMAL the cores committed before that checkpoint are not synced either.
+            self.db.execute("PRAGMA synchronous=%s" % ("OFF" if new else "NORMAL"))
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             if self._schema_version() != str(SCHEMA_VERSION):
-                # One transaction, not one per CREATE: each commit is a sync of the file.
-                self.db.executescript("BEGIN IMMEDIATE;\n%s\nCOMMIT;" % SCHEMA)
+                # One transaction for the tables, the columns an older store lacks and the
+                # version, not one per CREATE: each commit writes (and at times syncs) the file.
+                self.db.executescript("BEGIN IMMEDIATE;\n%s" % SCHEMA)
                 self._migrate()
+            if new:
+                self.db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as e:
             if self.db is not None and self.db.in_transaction:
                 self.db.execute("ROLLBACK")
@@ -184,8 +206,8 @@ class Store:
         return row[0] if row else None
 
     def _migrate(self):
-        """Brings a store of an older schema up to SCHEMA_VERSION (in one transaction)."""
-        self.db.execute("BEGIN IMMEDIATE")
+        """Brings a store of an older schema up to SCHEMA_VERSION, in the transaction that
+        created its missing tables, and commits."""
         try:
             have = {r[1] for r in self.db.execute("PRAGMA table_info(cores)")}
             for name, sqlite_type, _ in MIGRATIONS:
@@ -199,7 +221,20 @@ class Store:
             raise
 
     def close(self):
+        self.flush()
         self.db.close()
+
+    def flush(self):
+        """Commits the open batch of cores, if any."""
+        if self._batch_started is not None:
+            self._batch_started = None
+            self.db.execute("COMMIT")
+
+    def tick(self):
+        """Commits the open batch once it is BATCH_SECONDS old (called while the run waits)."""
+        if (self._batch_started is not None
+                and time.monotonic() - self._batch_started >= BATCH_SECONDS):
+            self.flush()
 
     def _exec(self, sql, args=()):
         """One statement; `?` placeholders (PgStore translates them)."""
@@ -213,13 +248,12 @@ class Store:
         row = cur.fetchone()
         return dict(zip([c[0] for c in cur.description], row)) if row else None
 
-    def core_by_file(self, path, file_id):
-        """The ok cores row (as a dict) stored from this path with this file identity, or
-        None."""
-        cur = self._exec("SELECT * FROM cores WHERE path = ? AND file_id = ? AND status = 'ok'",
-                         (path, file_id))
-        row = cur.fetchone()
-        return dict(zip([c[0] for c in cur.description], row)) if row else None
+    def ok_cores_at(self, path):
+        """The ok cores rows (dicts) stored from this path (a re-run's file identity and
+        likely_known's hint, in one query)."""
+        cur = self._exec("SELECT * FROM cores WHERE path = ? AND status = 'ok'", (path,))
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
 
     def set_file_id(self, core_id, path, file_id):
         """Records the identity of the file at the core's own path (a core stored before
@@ -311,11 +345,33 @@ class Store:
     # -- writes --------------------------------------------------------------------------------
 
     def _begin(self):
-        self.db.execute("BEGIN IMMEDIATE")
+        """Starts writing one core: a savepoint in the batch transaction (opened here when none
+        is), so that the core can be undone alone."""
+        if self._batch_started is None:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._batch_started = time.monotonic()
+            self._batch_cores = 0
+        self.db.execute("SAVEPOINT core")
+
+    def _keep(self):
+        """The core is written: it joins the batch, which is committed when full or old."""
+        self.db.execute("RELEASE core")
+        self._batch_cores += 1
+        if (self._batch_cores >= BATCH_CORES
+                or time.monotonic() - self._batch_started >= BATCH_SECONDS):
+            self.flush()
+
+    def _undo(self):
+        """Nothing of the core is kept; the cores before it in the batch are."""
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK TO core")
+            self.db.execute("RELEASE core")
+        else:  # SQLite rolled the whole transaction back itself (an I/O error, a full disk)
+            self._batch_started = None
 
     def record_ok(self, info, doc, signature, frame_key=None, rows=None):
-        """Stores an analysed core, its threads and frames, and updates its bucket, in one
-        transaction. `info`: path, sha256, size, core_time. Returns (core_id, bucket_id).
+        """Stores an analysed core, its threads and frames, and updates its bucket, all or
+        nothing (committed with its batch: flush()). `info`: path, sha256, size, core_time. Returns (core_id, bucket_id).
 
         The threads and frames come from `rows` (see document_rows(); a worker builds them,
         so the parent only inserts) or, without it, from the document's threads with
@@ -331,7 +387,7 @@ class Store:
                                   (info["sha256"],)).fetchone()
             if old is not None:
                 if old[1] == "ok":  # someone else stored it meanwhile: nothing to add
-                    self.db.execute("ROLLBACK")
+                    self._undo()
                     row = self.core_by_hash(info["sha256"])
                     return row["id"], row["bucket_id"]
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
@@ -350,11 +406,10 @@ class Store:
                  now) + extra).lastrowid
             self._insert_rows(core_id, rows)
             self._refresh_bucket(bucket_id, core_id)
-            self.db.execute("COMMIT")
+            self._keep()
             return core_id, bucket_id
         except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+            self._undo()
             raise
 
     def record_failed(self, info, error):
@@ -366,7 +421,7 @@ class Store:
             old = self.db.execute("SELECT id, status FROM cores WHERE sha256 = ?",
                                   (info["sha256"],)).fetchone()
             if old is not None and old[1] == "ok":
-                self.db.execute("ROLLBACK")
+                self._undo()
                 return old[0]
             if old is not None:
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
@@ -376,11 +431,10 @@ class Store:
                 % (", ".join(EXTRA_COLUMNS), ",".join("?" * len(EXTRA_COLUMNS))),
                 (info["sha256"], info["path"], info.get("size"), info.get("core_time"), error,
                  now) + extra_columns(info)).lastrowid
-            self.db.execute("COMMIT")
+            self._keep()
             return core_id
         except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+            self._undo()
             raise
 
     def _insert_rows(self, core_id, rows):
@@ -440,6 +494,13 @@ def document_rows(doc, frame_key):
                            f.get("module_offset"), frame_key(f), f.get("symbol"),
                            f.get("symbol_offset"), f.get("source")))
     return threads, frames
+
+
+def _empty_or_absent(path):
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return True  # absent (or unreadable: connect() says why)
 
 
 def _crashing_stop(doc):

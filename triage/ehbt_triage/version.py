@@ -8,10 +8,18 @@ the two can never disagree.
 """
 
 import os
-import re
+
+_cached = None
 
 
 def version():
+    global _cached
+    if _cached is None:
+        _cached = _find()
+    return _cached
+
+
+def _find():
     try:
         from ._version import VERSION  # written at configure time, installed with the package
 
@@ -20,6 +28,8 @@ def version():
         pass
     top = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "CMakeLists.txt")
     try:
+        import re  # only here: an installed package never needs it
+
         with open(top) as f:
             m = re.search(r"project\(\s*ehbt\s+VERSION\s+([0-9][0-9.]*)", f.read())
         if m:
