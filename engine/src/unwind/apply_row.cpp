@@ -33,15 +33,20 @@ dwarf::Format format_of(const ArchInfo& ai) {
   return dwarf::Format{ai.big_endian, ai.address_size};
 }
 
-RuleValue read_saved(const RowEnv& env, uint64_t addr) {
+// The value saved at `addr` (a rule's "saved at" address), or where the read failed.
+RuleValue read_saved(Memory& mem, uint64_t addr, unsigned address_size, bool big_endian) {
   RuleValue out;
-  if (env.mem.read_uint(addr, env.ai.address_size, env.ai.big_endian, out.value)) {
+  if (mem.read_uint(addr, address_size, big_endian, out.value)) {
     out.kind = RuleValue::Value;
   } else {
     out.kind = RuleValue::Fault;
     out.fault_addr = addr;
   }
   return out;
+}
+
+RuleValue read_saved(const RowEnv& env, uint64_t addr) {
+  return read_saved(env.mem, addr, env.ai.address_size, env.ai.big_endian);
 }
 
 RuleValue evaluate(const RowEnv& env, const dwarf::Rule& rule, uint16_t reg) {
@@ -230,18 +235,10 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
   if (ra_rule.kind == dwarf::RuleKind::Undefined) {
     return stop(StopReason::Outermost, "", cfa);
   }
-  RuleValue ra;
-  if (ra_rule.kind == dwarf::RuleKind::Offset) {
-    const uint64_t at = cfa + static_cast<uint64_t>(ra_rule.offset);
-    if (mem.read_uint(at, address_size, big_endian, ra.value)) {
-      ra.kind = RuleValue::Value;
-    } else {
-      ra.kind = RuleValue::Fault;
-      ra.fault_addr = at;
-    }
-  } else {
-    ra = evaluate_rare(ra_rule, row.ra_reg);
-  }
+  const RuleValue ra =
+      ra_rule.kind == dwarf::RuleKind::Offset
+          ? read_saved(mem, cfa + static_cast<uint64_t>(ra_rule.offset), address_size, big_endian)
+          : evaluate_rare(ra_rule, row.ra_reg);
   switch (ra.kind) {
     case RuleValue::Value:
       break;
