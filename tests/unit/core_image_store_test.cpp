@@ -15,10 +15,16 @@
 
 namespace {
 
+// A copy of this test program (an ELF file) in `dir`.
+std::string copy_of_self(const elf_test::TempDir& dir, const char* name) {
+  const std::string path = dir / name;
+  std::filesystem::copy_file(elf_test::self_exe(), path);
+  return path;
+}
+
 TEST(ImageStore, OneEntryPerFileWhateverThePath) {
   elf_test::TempDir dir;
-  const std::string copy = dir / "prog";
-  std::filesystem::copy_file(elf_test::self_exe(), copy);
+  const std::string copy = copy_of_self(dir, "prog");
   const std::string link = dir / "link";
   const std::string hard = dir / "hard";
   ASSERT_EQ(symlink(copy.c_str(), link.c_str()), 0);
@@ -33,8 +39,7 @@ TEST(ImageStore, OneEntryPerFileWhateverThePath) {
 
 TEST(ImageStore, ChangedFileIsOpenedAfresh) {
   elf_test::TempDir dir;
-  const std::string path = dir / "prog";
-  std::filesystem::copy_file(elf_test::self_exe(), path);
+  const std::string path = copy_of_self(dir, "prog");
   ehbt::ImageStore store;
   auto first = store.open(path, ehbt::Limits{});
   ASSERT_NE(first, nullptr);
@@ -62,8 +67,7 @@ void poke_first_byte(const std::string& path, char byte) {
 
 TEST(ImageStore, NonElfFileIsRememberedUntilItChanges) {
   elf_test::TempDir dir;
-  const std::string path = dir / "prog";
-  std::filesystem::copy_file(elf_test::self_exe(), path);
+  const std::string path = copy_of_self(dir, "prog");
   poke_first_byte(path, 'X');  // no ELF magic: not an image
   ehbt::ImageStore store;
   EXPECT_EQ(store.open(path, ehbt::Limits{}), nullptr);
@@ -83,8 +87,7 @@ TEST(ImageStore, NonElfFileIsRememberedUntilItChanges) {
 // An ELF file that failed for another reason (here a limit) is not remembered as unusable.
 TEST(ImageStore, ElfFileThatFailedIsTriedAgain) {
   elf_test::TempDir dir;
-  const std::string path = dir / "prog";
-  std::filesystem::copy_file(elf_test::self_exe(), path);
+  const std::string path = copy_of_self(dir, "prog");
   ehbt::Limits tight;
   tight.max_program_headers = 1;
   ehbt::ImageStore store;
