@@ -15,38 +15,40 @@
 
 namespace {
 
-// A copy of this test program (an ELF file) in `dir`.
-std::string copy_of_self(const elf_test::TempDir& dir, const char* name) {
-  const std::string path = dir / name;
-  std::filesystem::copy_file(elf_test::self_exe(), path);
-  return path;
-}
+// A store and, in a fresh directory, a copy of this test program (an ELF file) as "prog".
+class ImageStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { std::filesystem::copy_file(elf_test::self_exe(), path); }
+  std::shared_ptr<const ehbt::Image> open(const std::string& file,
+                                          const ehbt::Limits& limits = {}) {
+    return store.open(file, limits);
+  }
+  // Appending changes the size (and the modification time): another file as far as a store
+  // knows.
+  void append_bytes() { std::ofstream(path, std::ios::binary | std::ios::app) << "trailing bytes"; }
 
-TEST(ImageStore, OneEntryPerFileWhateverThePath) {
   elf_test::TempDir dir;
-  const std::string copy = copy_of_self(dir, "prog");
+  const std::string path = dir / "prog";
+  ehbt::ImageStore store;
+};
+
+TEST_F(ImageStoreTest, OneEntryPerFileWhateverThePath) {
   const std::string link = dir / "link";
   const std::string hard = dir / "hard";
-  ASSERT_EQ(symlink(copy.c_str(), link.c_str()), 0);
-  ASSERT_EQ(::link(copy.c_str(), hard.c_str()), 0);
-  ehbt::ImageStore store;
-  auto a = store.open(copy, ehbt::Limits{});
+  ASSERT_EQ(symlink(path.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::link(path.c_str(), hard.c_str()), 0);
+  auto a = open(path);
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(store.open(link, ehbt::Limits{}), a);
-  EXPECT_EQ(store.open(hard, ehbt::Limits{}), a);
+  EXPECT_EQ(open(link), a);
+  EXPECT_EQ(open(hard), a);
   EXPECT_EQ(store.size(), 1u);
 }
 
-TEST(ImageStore, ChangedFileIsOpenedAfresh) {
-  elf_test::TempDir dir;
-  const std::string path = copy_of_self(dir, "prog");
-  ehbt::ImageStore store;
-  auto first = store.open(path, ehbt::Limits{});
+TEST_F(ImageStoreTest, ChangedFileIsOpenedAfresh) {
+  auto first = open(path);
   ASSERT_NE(first, nullptr);
-  // Appending changes the size (and the modification time): another file as far as the
-  // store knows.
-  std::ofstream(path, std::ios::binary | std::ios::app) << "trailing bytes";
-  auto second = store.open(path, ehbt::Limits{});
+  append_bytes();
+  auto second = open(path);
   ASSERT_NE(second, nullptr);
   EXPECT_NE(second, first);
   EXPECT_EQ(store.size(), 2u);
@@ -65,34 +67,27 @@ void poke_first_byte(const std::string& path, char byte) {
   ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
 }
 
-TEST(ImageStore, NonElfFileIsRememberedUntilItChanges) {
-  elf_test::TempDir dir;
-  const std::string path = copy_of_self(dir, "prog");
+TEST_F(ImageStoreTest, NonElfFileIsRememberedUntilItChanges) {
   poke_first_byte(path, 'X');  // no ELF magic: not an image
-  ehbt::ImageStore store;
-  EXPECT_EQ(store.open(path, ehbt::Limits{}), nullptr);
+  EXPECT_EQ(open(path), nullptr);
   EXPECT_EQ(store.size(), 0u);
   // A valid ELF file again, with the same identity: the store answers from memory, so it
   // still says "not an image" -- which shows the file was not opened a second time.
   poke_first_byte(path, '\x7f');
-  EXPECT_EQ(store.open(path, ehbt::Limits{}), nullptr);
+  EXPECT_EQ(open(path), nullptr);
   ehbt::ImageStore fresh;
   EXPECT_NE(fresh.open(path, ehbt::Limits{}), nullptr);
-  // A new identity (another size): opened.
-  std::ofstream(path, std::ios::binary | std::ios::app) << "trailing bytes";
-  EXPECT_NE(store.open(path, ehbt::Limits{}), nullptr);
+  append_bytes();  // a new identity: opened
+  EXPECT_NE(open(path), nullptr);
   EXPECT_EQ(store.size(), 1u);
 }
 
 // An ELF file that failed for another reason (here a limit) is not remembered as unusable.
-TEST(ImageStore, ElfFileThatFailedIsTriedAgain) {
-  elf_test::TempDir dir;
-  const std::string path = copy_of_self(dir, "prog");
+TEST_F(ImageStoreTest, ElfFileThatFailedIsTriedAgain) {
   ehbt::Limits tight;
   tight.max_program_headers = 1;
-  ehbt::ImageStore store;
-  EXPECT_EQ(store.open(path, tight), nullptr);
-  EXPECT_NE(store.open(path, ehbt::Limits{}), nullptr);
+  EXPECT_EQ(open(path, tight), nullptr);
+  EXPECT_NE(open(path), nullptr);
 }
 
 }  // namespace
