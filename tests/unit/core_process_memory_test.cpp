@@ -149,13 +149,25 @@ void expect_cached_equal(ProcessMemory& mem, const TwoPages& pages, std::size_t 
   }
 }
 
-TEST(ProcessMemory, PrefetchAllReadsSeveralRangesInOneCall) {
+// Two separate mappings of two pages each, for reads that span several ranges.
+class ProcessMemoryTwoMappings : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(m.base, nullptr);
+    ASSERT_NE(n.base, nullptr);
+  }
+  // [start, end) of both pages of `t`.
+  static std::pair<uint64_t, uint64_t> both_pages(const TwoPages& t) {
+    return {t.addr(0), t.addr(2 * 4096)};
+  }
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
   TwoPages m, n;
-  ASSERT_NE(m.base, nullptr);
-  ASSERT_NE(n.base, nullptr);
+};
+
+TEST_F(ProcessMemoryTwoMappings, PrefetchAllReadsSeveralRangesInOneCall) {
   ProcessMemory mem(getpid(), 64);
   mem.set_caching(true);
-  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+  const Ranges ranges = {
       {m.addr(100), m.addr(2 * 4096)},  // widened to whole pages, as prefetch() does
       {n.addr(0), n.addr(4096)}};
   EXPECT_TRUE(mem.prefetch_all(ranges));
@@ -168,15 +180,11 @@ TEST(ProcessMemory, PrefetchAllReadsSeveralRangesInOneCall) {
   EXPECT_EQ(mem.syscalls(), 1u);
 }
 
-TEST(ProcessMemory, PrefetchAllReadsWhatFollowsAnUnreadablePageAlone) {
-  TwoPages m, n;
-  ASSERT_NE(m.base, nullptr);
-  ASSERT_NE(n.base, nullptr);
+TEST_F(ProcessMemoryTwoMappings, PrefetchAllReadsWhatFollowsAnUnreadablePageAlone) {
   ASSERT_EQ(mprotect(m.base + 4096, 4096, PROT_NONE), 0);
   ProcessMemory mem(getpid(), 64);
   mem.set_caching(true);
-  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {{m.addr(0), m.addr(2 * 4096)},
-                                                             {n.addr(0), n.addr(2 * 4096)}};
+  const Ranges ranges = {both_pages(m), both_pages(n)};
   EXPECT_FALSE(mem.prefetch_all(ranges));  // m's second page cannot be read
   const uint64_t calls = mem.syscalls();
   expect_cached_equal(mem, m, 0, 4096);  // the readable part of m, and all of n, are cached
@@ -186,33 +194,24 @@ TEST(ProcessMemory, PrefetchAllReadsWhatFollowsAnUnreadablePageAlone) {
   EXPECT_EQ(mem.read(m.addr(4096), buf), 0u);
 }
 
-TEST(ProcessMemory, PrefetchAllStopsAtTheCap) {
-  TwoPages m, n;
-  ASSERT_NE(m.base, nullptr);
-  ASSERT_NE(n.base, nullptr);
+TEST_F(ProcessMemoryTwoMappings, PrefetchAllStopsAtTheCap) {
   ProcessMemory mem(getpid(), 3);  // room for three of the four pages
   mem.set_caching(true);
-  EXPECT_FALSE(mem.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{
-      {m.addr(0), m.addr(2 * 4096)}, {n.addr(0), n.addr(2 * 4096)}}));
+  EXPECT_FALSE(mem.prefetch_all(Ranges{both_pages(m), both_pages(n)}));
   expect_cached_equal(mem, m, 0, 2 * 4096);  // still readable, cached or not
   expect_cached_equal(mem, n, 0, 2 * 4096);
   ProcessMemory off(getpid(), 64);  // caching off: nothing is prefetched
-  EXPECT_FALSE(
-      off.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{{m.addr(0), m.addr(4096)}}));
+  EXPECT_FALSE(off.prefetch_all(Ranges{{m.addr(0), m.addr(4096)}}));
   EXPECT_EQ(off.syscalls(), 0u);
 }
 
-TEST(ProcessMemory, ReservedPagesHoldWhatIsReadIntoThem) {
+TEST_F(ProcessMemoryTwoMappings, ReservedPagesHoldWhatIsReadIntoThem) {
   // Spare buffers are reused: stale bytes or a stale "readable" must never show through.
-  TwoPages m, n;
-  ASSERT_NE(m.base, nullptr);
-  ASSERT_NE(n.base, nullptr);
   ASSERT_EQ(mprotect(n.base + 4096, 4096, PROT_NONE), 0);
   ProcessMemory mem(getpid(), 64);
   mem.reserve_pages(3);
   mem.set_caching(true);
-  EXPECT_TRUE(
-      mem.prefetch_all(std::vector<std::pair<uint64_t, uint64_t>>{{m.addr(0), m.addr(2 * 4096)}}));
+  EXPECT_TRUE(mem.prefetch_all(Ranges{both_pages(m)}));
   expect_cached_equal(mem, m, 0, 2 * 4096);
   std::byte buf[8];
   EXPECT_EQ(mem.read(n.addr(4096), buf), 0u);  // the third spare, for an unreadable page
