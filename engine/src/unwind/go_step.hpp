@@ -20,15 +20,16 @@ namespace ehbt::unwind {
 arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& mem,
                             const Limits& limits);
 
-// Go's arm64 and s390x runtime frames whose .debug_frame is wrong, stepped by Go's table instead
-// (nothing elsewhere): runtime.sigpanic, whose caller's sp is 16 (s390x: 8) above its CFA (the slot
-// Go's signal handler pushed), and Go's signal handler entry (runtime.sigtramp, cgoSigtramp:
-// TOPFRAME, the return address left undefined) when it returns to a sigreturn trampoline.
 // Whether go_step_over_cfi can apply on `arch` at all (checked before the call: every step
 // of an Auto walk asks).
 inline bool go_cfi_may_be_wrong(Arch arch) {
   return arch == Arch::AArch64 || arch == Arch::S390x;
 }
+
+// Go's arm64 and s390x runtime frames whose .debug_frame is wrong, stepped by Go's table instead
+// (nothing elsewhere): runtime.sigpanic, whose caller's sp is 16 (s390x: 8) above its CFA (the slot
+// Go's signal handler pushed), and Go's signal handler entry (runtime.sigtramp, cgoSigtramp:
+// TOPFRAME, the return address left undefined) when it returns to a sigreturn trampoline.
 std::optional<arch::Recovered> go_step_over_cfi(const arch::ArchOps& ops, const Frame& frame,
                                                 const Module& module, Memory& mem,
                                                 const Limits& limits);

@@ -53,12 +53,12 @@ struct PointerContext {
 // Size in bytes of a fixed-size format, 0 for LEB128 and for unknown formats.
 unsigned encoded_value_size(uint8_t encoding, uint8_t address_size);
 
-// True when `encoding` names a format and application this decoder understands.
 // `v` as an address of `address_size` bytes: what an encoded pointer wraps to.
 inline uint64_t truncate_to(uint64_t v, uint8_t address_size) {
   return address_size >= 8 ? v : v & ((uint64_t{1} << (address_size * 8)) - 1);
 }
 
+// True when `encoding` names a format and application this decoder understands.
 bool valid_pointer_encoding(uint8_t encoding);
 
 // Decodes one pointer. DW_EH_PE_omit consumes nothing and yields 0; callers that need a
