@@ -213,18 +213,13 @@ Expected<uint64_t, StopInfo> apply_row(const arch::ArchOps& ops, const dwarf::Ro
     const dwarf::Rule& rule = row.rules[i].rule;
     if (reg == row.ra_reg) continue;
     if (reg == ai.sp_reg) sp_ruled = rule.kind != dwarf::RuleKind::Unspecified;
-    uint64_t value = 0;
-    bool known = false;
-    if (rule.kind == dwarf::RuleKind::Offset) {  // nearly every rule of compiled code
-      known =
-          mem.read_uint(cfa + static_cast<uint64_t>(rule.offset), address_size, big_endian, value);
-    } else {
-      const RuleValue v = evaluate_rare(rule, reg);
-      known = v.kind == RuleValue::Value;
-      value = v.value;
-    }
-    if (known) {
-      caller.set(reg, value);
+    // "Saved at CFA+N": nearly every rule of compiled code.
+    const RuleValue v =
+        rule.kind == dwarf::RuleKind::Offset
+            ? read_saved(mem, cfa + static_cast<uint64_t>(rule.offset), address_size, big_endian)
+            : evaluate_rare(rule, reg);
+    if (v.kind == RuleValue::Value) {
+      caller.set(reg, v.value);
     } else {
       caller.clear(reg);
     }
