@@ -371,7 +371,8 @@ class Store:
 
     def record_ok(self, info, doc, signature, frame_key=None, rows=None):
         """Stores an analysed core, its threads and frames, and updates its bucket, all or
-        nothing (committed with its batch: flush()). `info`: path, sha256, size, core_time. Returns (core_id, bucket_id).
+        nothing (committed with its batch: flush()). `info`: path, sha256, size, core_time.
+        Returns (core_id, bucket_id).
 
         The threads and frames come from `rows` (see document_rows(); a worker builds them,
         so the parent only inserts) or, without it, from the document's threads with

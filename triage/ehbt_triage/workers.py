@@ -248,8 +248,9 @@ def worker_main(conn, options, signer, die_with_parent=True):
 class _KeyThread:
     """The one thread of a worker that computes keys for _speculate, started on first use:
     starting and joining a thread per core cost 0.9-1.8 ms of wall time on this project's VMs
-    (a fresh 8 MiB stack mapped and unmapped each time), handing a job to this one ~0.03 ms. One job at a time: run()
-    is called again only after the previous job's lock was acquired."""
+    (a fresh 8 MiB stack mapped and unmapped each time), handing a job to this one ~0.03 ms.
+    One job at a time: run() is called again only after the previous job's lock was
+    acquired."""
 
     def __init__(self):
         self._pid = None  # the process that started the thread (a thread does not survive fork)
