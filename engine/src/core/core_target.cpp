@@ -103,7 +103,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   }
   const core::CodeRegions jit_regions =
       core::anonymous_code_from_core(pc.segments, notes.files, options.limits);
-  t->memory_ = std::make_unique<core::CoreMemory>(std::move(pc.segments));
+  t->memory_ = std::make_unique<core::CoreMemory>(std::move(pc.segments), t->file_.fd());
   uint64_t page_size = core::auxv_value(notes.auxv, core::kAtPagesz).value_or(kDefaultPageSize);
   if (page_size == 0 || (page_size & (page_size - 1)) != 0) page_size = kDefaultPageSize;
 

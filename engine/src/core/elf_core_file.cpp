@@ -234,6 +234,7 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
       s.memsz = ph.memsz;
       s.flags = ph.flags;
       s.dumped = h.sub(ph.offset, std::min(ph.filesz, ph.memsz));
+      s.file_offset = ph.offset;
       core.segments.push_back(s);
     }
   }

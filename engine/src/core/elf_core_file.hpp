@@ -24,6 +24,7 @@ struct CoreSegment {
   uint64_t memsz = 0;
   uint32_t flags = 0;
   std::span<const std::byte> dumped;
+  uint64_t file_offset = 0;  // where `dumped` starts in the core file
 };
 
 // One NT_FILE entry: [start, end) maps `path` from byte `offset`.

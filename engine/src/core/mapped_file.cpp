@@ -45,23 +45,27 @@ Expected<MappedFile, std::string> MappedFile::adopt(int fd, const std::string& p
     // few kilobytes used. A hint only: failure changes nothing but speed.
     madvise(p, f.size_, MADV_RANDOM);
   }
-  ::close(fd);  // the mapping keeps the file alive
+  f.fd_ = fd;
   return f;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     if (data_ != nullptr) munmap(data_, size_);
+    if (fd_ >= 0) ::close(fd_);
     data_ = other.data_;
     size_ = other.size_;
+    fd_ = other.fd_;
     other.data_ = nullptr;
     other.size_ = 0;
+    other.fd_ = -1;
   }
   return *this;
 }
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace ehbt::core

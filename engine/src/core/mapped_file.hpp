@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A file mapped read-only into memory (cores are hundreds of megabytes: never read whole).
+// A file mapped read-only into memory (cores are hundreds of megabytes: never read whole), with
+// its descriptor kept open for reading by pread where mapping a page costs more than copying it
+// (core_memory.hpp).
 #pragma once
 
 #include <cstddef>
@@ -13,7 +15,7 @@ namespace ehbt::core {
 class MappedFile {
  public:
   static Expected<MappedFile, std::string> open(const std::string& path);
-  // Maps an open descriptor and closes it; `name` is for messages.
+  // Maps an open descriptor and takes it over; `name` is for messages.
   static Expected<MappedFile, std::string> adopt(int fd, const std::string& name);
 
   MappedFile() = default;
@@ -24,10 +26,13 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
+  // The open file (-1 for a default-constructed one); valid as long as this object.
+  int fd() const { return fd_; }
 
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;
 };
 
 }  // namespace ehbt::core
