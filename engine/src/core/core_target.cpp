@@ -49,6 +49,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   t->auxv_ = notes.auxv;
 
   bool found_crashing = false;
+  t->threads_.reserve(notes.threads.size());
   for (std::size_t i = 0; i < notes.threads.size(); ++i) {
     const core::PrStatus& st = notes.threads[i];
     ThreadState ts;
