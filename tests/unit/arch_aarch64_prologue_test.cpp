@@ -380,7 +380,7 @@ struct StepSetup {
 
 TEST(ArchAArch64FramePointerStep, SymbolStartGivesCallerSp) {
   StepSetup s(kFp, {kStpFpLrPreM32, kMovFpSp, kBlSelf});
-  s.hint.function_start = kCode;
+  s.hint.set_function_start(kCode);
   auto rec = s.step();
   ASSERT_TRUE(rec) << rec.error().why;
   EXPECT_EQ(rec->regs.pc(), kCallerPc);
@@ -404,7 +404,7 @@ TEST(ArchAArch64FramePointerStep, BackwardScanGivesCallerSp) {
 
 TEST(ArchAArch64FramePointerStep, UnrecognisedPrologueLeavesSpUnknown) {
   StepSetup s(kFp, {kNop, kNop, kNop});
-  s.hint.function_start = kCode;
+  s.hint.set_function_start(kCode);
   auto rec = s.step();
   ASSERT_TRUE(rec) << rec.error().why;
   EXPECT_EQ(rec->regs.pc(), kCallerPc);
@@ -415,7 +415,7 @@ TEST(ArchAArch64FramePointerStep, UnrecognisedPrologueLeavesSpUnknown) {
 TEST(ArchAArch64FramePointerStep, MisalignedCfaIsRejected) {
   // x29 only 8-aligned: x29 + 32 is no AAPCS64 sp.
   StepSetup s(kFp + 8, {kStpFpLrPreM32, kMovFpSp, kBlSelf});
-  s.hint.function_start = kCode;
+  s.hint.set_function_start(kCode);
   auto rec = s.step();
   ASSERT_TRUE(rec) << rec.error().why;
   EXPECT_FALSE(rec->regs.has(kSp));

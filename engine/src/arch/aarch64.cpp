@@ -120,8 +120,8 @@ class AArch64Ops final : public ArchOps {
     const uint64_t pc = regs.pc();
     const uint64_t fp = regs.raw(kX29);
     uint64_t start = 0;
-    if (code.function_start) {
-      start = *code.function_start;
+    if (const std::optional<uint64_t> known = code.function_start()) {
+      start = *known;
     } else {
       auto found = aarch64::find_function_start(mem, pc, code.limits.max_prologue_scan);
       if (!found) return std::nullopt;

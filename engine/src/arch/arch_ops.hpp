@@ -12,6 +12,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 
@@ -47,9 +48,31 @@ using RecoverResult = Expected<Recovered, RecoverFailure>;
 // What the step loop knows about the code of the frame a frame-pointer step starts from. An
 // architecture whose frame record does not locate the caller's sp (aarch64) reads the
 // function's prologue from its first instruction up to the frame's pc.
-struct CodeHint {
-  std::optional<uint64_t> function_start;  // target address of the symbol covering the pc
-  Limits limits;                           // caps on the prologue scan
+class CodeHint {
+ public:
+  Limits limits;  // caps on the prologue scan
+
+  // Target address of the start of the symbol covering the pc. Finding it can take a pass
+  // over a large symbol table (node's holds 109k entries) and most steps never ask, so the
+  // step loop leaves it to a finder that runs on the first call.
+  std::optional<uint64_t> function_start() const {
+    if (finder_) {
+      start_ = finder_();
+      finder_ = nullptr;
+    }
+    return start_;
+  }
+  void set_function_start(std::optional<uint64_t> start) {
+    start_ = start;
+    finder_ = nullptr;
+  }
+  void find_function_start_with(std::function<std::optional<uint64_t>()> finder) {
+    finder_ = std::move(finder);
+  }
+
+ private:
+  mutable std::function<std::optional<uint64_t>()> finder_;
+  mutable std::optional<uint64_t> start_;
 };
 
 enum class Sigreturn : uint8_t {

@@ -85,15 +85,19 @@ StepOutcome signal_step(const arch::ArchOps& ops, const Frame& frame, arch::Sigr
 }
 
 // Where the frame's function starts, from the symbol covering its lookup pc (none: the arch
-// layer may look for the start in the code itself).
+// layer may look for the start in the code itself), looked up when first asked: a
+// frame-pointer step whose caller called from within the same module or from JIT code never
+// asks, and for a large table the lookup is a pass over all of it.
 arch::CodeHint code_hint(const Frame& frame, const Module* module, const Limits& limits) {
   arch::CodeHint hint;
   hint.limits = limits;
   const Image* image = module != nullptr ? module->image.get() : nullptr;
   if (image == nullptr) return hint;
-  if (auto sym = image->symbolize(module->to_link(frame.lookup_pc()))) {
-    hint.function_start = sym->start + module->bias;
-  }
+  hint.find_function_start_with([&frame, module, image]() -> std::optional<uint64_t> {
+    if (auto sym = image->symbolize(module->to_link(frame.lookup_pc())))
+      return sym->start + module->bias;
+    return std::nullopt;
+  });
   return hint;
 }
 
@@ -200,7 +204,8 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
                           Frame& caller, StopReason reason, const std::string& detail) {
   const arch::CodeHint hint = code_hint(frame, module, limits);
   const ScanContext ctx{ops, mem, modules, limits};
-  if (auto leaf = infer_leaf(ctx, frame, hint.function_start)) {
+  // Only a frame at an exact pc (frame 0, or interrupted by a signal) can be a leaf.
+  if (auto leaf = frame.exact_pc ? infer_leaf(ctx, frame, hint.function_start()) : std::nullopt) {
     auto out = finish(ops, std::move(*leaf), FrameSource::Scan, false, mem, modules, caller);
     if (out) return out;
   }
@@ -208,8 +213,7 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
   auto rec = ops.frame_pointer_step_at(frame.regs, mem, hint);
   if (!rec) {
     fp_why = recover_failure(rec.error(), "frame pointer").detail;
-  } else if (const uint64_t ra = rec->regs.pc();
-             ra != 0 && !follows_call(ctx, ra, hint.function_start)) {
+  } else if (const uint64_t ra = rec->regs.pc(); ra != 0 && !follows_call(ctx, ra, module, hint)) {
     fp_why =
         "frame pointer: caller pc " + hex(ra) + " follows no call that may lead to this function";
   } else {
@@ -219,11 +223,11 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
                                       ? std::string("the return address in the frame record is 0")
                                       : out.error().detail);
   }
-  if (in_entry_function(frame, module, hint.function_start)) {
+  if (in_entry_function(frame, module, hint.function_start())) {
     return stop(StopReason::Outermost, "");  // _start: nothing called it
   }
   std::string scan_why;
-  auto found = scan_stack(ctx, frame, hint.function_start);
+  auto found = scan_stack(ctx, frame, hint.function_start());
   if (found) {
     auto out = finish(ops, std::move(*found), FrameSource::Scan, false, mem, modules, caller);
     if (out) return out;
