@@ -477,6 +477,33 @@ TEST(ElfSymbol, OneAddressQueriesMatchTheTable) {
   }
 }
 
+// wants() is what a source asks before it reads a symbol's name: for a query it must say yes
+// to every symbol that covers one of its addresses and no to every other one in its window.
+// Addresses sit on pages that fold onto the same bit of the query's page filter (16 MiB
+// apart), symbols span from no bytes to several pages, around and between them.
+TEST(ElfSymbol, QueryWantsExactlyTheSymbolsCoveringItsAddresses) {
+  std::srand(4321);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<uint64_t> addrs;
+    const int n = 2 + std::rand() % 30;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t alias = static_cast<uint64_t>(std::rand() % 3) << 24;
+      addrs.push_back(0x400000 + alias + static_cast<uint64_t>(std::rand() % 0x20000));
+    }
+    SymbolQuery q(addrs, UINT32_MAX, UINT64_MAX);
+    for (int k = 0; k < 2000; ++k) {
+      const uint64_t base = addrs[static_cast<std::size_t>(std::rand() % n)];
+      const uint64_t start = base - static_cast<uint64_t>(std::rand() % 0x6000) +
+                             static_cast<uint64_t>(std::rand() % 0x3000);
+      const uint64_t size = std::rand() % 4 == 0 ? 0 : static_cast<uint64_t>(std::rand() % 0x5000);
+      const uint64_t end = start + (size == 0 ? 1 : size);
+      bool covers = false;
+      for (uint64_t a : addrs) covers = covers || (a >= start && a < end);
+      ASSERT_EQ(q.wants(start, size), covers) << round << ": " << std::hex << start << "+" << size;
+    }
+  }
+}
+
 TEST(ElfSymbol, QueryWorkIsCapped) {
   std::vector<uint64_t> addrs;
   for (uint64_t a = 0; a < 100; ++a) addrs.push_back(0x1000 + a);

@@ -151,6 +151,12 @@ SymbolQuery::SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, 
   sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
   best_.assign(sorted_.size(), Entry{});
   if (!sorted_.empty()) set_window(sorted_.front(), sorted_.back());
+  // One address needs no filter: the window is that address alone.
+  if (sorted_.size() > 1) {
+    auto pages = std::make_unique<PageFilter>();
+    for (uint64_t a : sorted_) pages->add(a);
+    set_page_filter(std::move(pages));
+  }
 }
 
 bool SymbolQuery::wants_in_window(uint64_t start, uint64_t size) const {

@@ -49,7 +49,9 @@ class SymbolSink {
     if (start > window_last_) return false;
     const uint64_t span = size == 0 ? 1 : size;
     const uint64_t end = start + span < start ? UINT64_MAX : start + span;
-    return end > window_first_ && wants_in_window(start, size);
+    if (end <= window_first_) return false;
+    if (pages_ && !pages_->may_cover(start, end)) return false;
+    return wants_in_window(start, size);
   }
   bool skip() {
     if (full()) return false;
@@ -89,6 +91,29 @@ class SymbolSink {
     window_first_ = first;
     window_last_ = last;
   }
+  // The 4 KiB pages that hold the addresses that matter, folded into 4,096 bits: a symbol
+  // whose pages all miss them covers none of those addresses. It answers a large table's
+  // typical symbol (a page or two long, between two wanted addresses) in a few instructions,
+  // where wants_in_window searches the addresses.
+  class PageFilter {
+   public:
+    void add(uint64_t addr) { set(addr >> 12); }
+    bool may_cover(uint64_t start, uint64_t end) const {  // [start, end), end > start
+      const uint64_t first = start >> 12, last = (end - 1) >> 12;
+      if (last - first >= kMaxPagesTested) return true;
+      for (uint64_t p = first; p <= last; ++p) {
+        if (test(p)) return true;
+      }
+      return false;
+    }
+
+   private:
+    static constexpr uint64_t kMaxPagesTested = 4;
+    void set(uint64_t page) { bits_[(page >> 6) & 63] |= uint64_t{1} << (page & 63); }
+    bool test(uint64_t page) const { return (bits_[(page >> 6) & 63] >> (page & 63)) & 1; }
+    uint64_t bits_[64] = {};
+  };
+  void set_page_filter(std::unique_ptr<PageFilter> pages) { pages_ = std::move(pages); }
   uint32_t max_symbols() const { return max_symbols_; }
   uint64_t added() const { return added_; }
 
@@ -97,6 +122,7 @@ class SymbolSink {
   uint64_t added_ = 0;
   uint64_t window_first_ = 0;
   uint64_t window_last_ = UINT64_MAX;
+  std::unique_ptr<PageFilter> pages_;  // null: no page test
   std::vector<std::shared_ptr<const void>> owners_;
   std::deque<std::string> owned_;  // a deque never moves its elements: views stay valid
 };
