@@ -168,3 +168,19 @@ def test_the_memo_is_bounded():
         assert not signer.skipped("f%d" % n)
     assert len(signer._skip_memo) <= sigmod._MEMO_CAP
     assert signer.skipped("abort") and signer.skipped("raise@@GLIBC_2.2.5")
+
+
+def test_a_signer_pickles_the_same_before_and_after_use():
+    """A dask run pickles the Signer with each task, and helper.py picks a helper by the
+    pickle's bytes: what a Signer remembered must not change them, and a copy answers alike."""
+    import pickle
+
+    signer = sigmod.Signer(extra_skip=[r"(a)\1", "fx_[0-9]+"])
+    before = pickle.dumps(signer)
+    labels = ["abort", "aa", "fx_12", "main", "raise@@GLIBC_2.2.5", "_start", "f"]
+    answers = [(signer.skipped(x), signer.process_start(x)) for x in labels]
+    assert pickle.dumps(signer) == before
+    copy = pickle.loads(before)
+    assert [(copy.skipped(x), copy.process_start(x)) for x in labels] == answers
+    assert answers[:4] == [(True, False), (True, False), (True, False), (False, False)]
+    assert answers[5] == (False, True)

@@ -189,6 +189,13 @@ class Signer:
         # label -> answer: a batch's cores share most of their labels. Bounded by _MEMO_CAP.
         self._skip_memo, self._start_memo = {}, {}
 
+    def __getstate__(self):
+        # Pickled without what it remembered (a dask run sends the Signer with every task,
+        # and helper.py finds a helper by the pickle's bytes).
+        state = dict(self.__dict__)
+        state["_skip_memo"], state["_start_memo"] = {}, {}
+        return state
+
     @staticmethod
     def _matches(matcher, memo, label):
         """Whether a pattern fullmatches the label or its bare name (remembered)."""
