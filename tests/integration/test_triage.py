@@ -757,7 +757,7 @@ def test_store_batch_keeps_whole_cores_and_commits_when_full(tmp_path, monkeypat
     st.record_ok(info(0), doc(0), "f0")
     st.record_ok(info(0), doc(0), "f0")  # stored already: nothing added, nothing undone
     broken = storemod.document_rows(doc(1), lambda f: None)
-    broken = (broken[0], [(5,) + tuple(broken[1][0][1:])])  # thread 5 of a 1-thread core
+    broken[1][0][0] = 5  # the first frame in thread 5 of a 1-thread core
     with pytest.raises(sqlite3.IntegrityError):
         st.record_ok(info(1), doc(1), "f1", rows=broken)
     st.record_failed(info(2), "unreadable")
@@ -1001,6 +1001,14 @@ def test_rows_built_by_the_worker_store_what_the_document_says(tmp_path):
         ("c1", 201, 0)]
     assert frames[0][1:] == (100, 0, "0x1000", "/opt/app", "0x100", "beef+0x100", "abort", "0x4",
                              "eh_frame")
+    # Every stored frame, field by field, is what its document says (the worker's rows share
+    # one object per distinct string, and ask for each frame's key once per module+offset).
+    assert frames == [("c%d" % n, t["tid"], f["index"], f["pc"], f["module"],
+                       f["module_offset"], key(f), f["symbol"], f["symbol_offset"], f["source"])
+                      for n in range(2) for t in doc(n)["threads"] for f in t["frames"]]
+    asked = []
+    storemod.document_rows(doc(0), lambda f: asked.append(f["module_offset"]))
+    assert sorted(asked) == ["0x100", "0x101"]
 
 
 @pytest.fixture(scope="module")

@@ -43,11 +43,14 @@ it has no build-id) that identifies the instruction across builds' file names an
 import os
 import re
 
+from .skipmatch import SkipMatcher
+
 DEFAULT_TOP = 5
 NULL_PAGE = 4096
 UNKNOWN = "<unknown>"
 NO_FRAMES = "<no frames>"
 SEPARATOR = " | "
+_MEMO_CAP = 4096  # labels whose skip-list answers a Signer remembers
 _SKIPLIST_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skiplist.txt")
 
 
@@ -78,17 +81,6 @@ def load_skiplist(path=_SKIPLIST_FILE, section=CRASH_REPORTING):
             elif current == section:
                 patterns.append(text)
     return patterns
-
-
-def compile_patterns(patterns):
-    """re objects; raises re.error naming the bad pattern."""
-    compiled = []
-    for p in patterns:
-        try:
-            compiled.append(re.compile(p))
-        except re.error as e:
-            raise re.error("bad skip pattern %r: %s" % (p, e)) from None
-    return compiled
 
 
 def _hex(value):
@@ -188,23 +180,43 @@ class Signer:
         if top < 1:
             raise ValueError("--top must be at least 1")
         self.top = top
-        patterns = (load_skiplist() if use_default else []) + list(extra_skip)
-        self.patterns = compile_patterns(patterns)
-        self.start_patterns = compile_patterns(
-            load_skiplist(section=PROCESS_START) if use_default else [])
+        # The shipped patterns are known to compile (a test compiles each one); the user's
+        # --skip patterns are compiled one by one, so that a bad one is named.
+        shipped = load_skiplist() if use_default else []
+        self.patterns = SkipMatcher(shipped + list(extra_skip), checked=shipped)
+        shipped = load_skiplist(section=PROCESS_START) if use_default else []
+        self.start_patterns = SkipMatcher(shipped, checked=shipped)
+        # label -> answer: a batch's cores share most of their labels. Bounded by _MEMO_CAP.
+        self._skip_memo, self._start_memo = {}, {}
+
+    def __getstate__(self):
+        # Pickled without what it remembered (a dask run sends the Signer with every task,
+        # and helper.py finds a helper by the pickle's bytes).
+        state = dict(self.__dict__)
+        state["_skip_memo"], state["_start_memo"] = {}, {}
+        return state
 
     @staticmethod
-    def _matches(patterns, label):
-        candidates = {label, bare_name(label)}
-        return any(p.fullmatch(c) for p in patterns for c in candidates)
+    def _matches(matcher, memo, label):
+        """Whether a pattern fullmatches the label or its bare name (remembered)."""
+        hit = memo.get(label)
+        if hit is None:
+            hit = matcher.fullmatch(label)
+            if not hit:
+                bare = bare_name(label)
+                hit = bare != label and matcher.fullmatch(bare)
+            if len(memo) >= _MEMO_CAP:
+                memo.clear()
+            memo[label] = hit
+        return hit
 
     def skipped(self, label):
         """True when a crash-reporting pattern matches the label (whole label, or its bare
         name)."""
-        return self._matches(self.patterns, label)
+        return self._matches(self.patterns, self._skip_memo, label)
 
     def process_start(self, label):
-        return self._matches(self.start_patterns, label)
+        return self._matches(self.start_patterns, self._start_memo, label)
 
     def first_kept(self, labels, frames=None):
         """Index of the first label after the leading crash-reporting run (0 when all match).

@@ -36,6 +36,7 @@ import json
 import os
 import sqlite3
 import time
+from itertools import repeat
 
 # A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
 # column, an index), raise the version.
@@ -451,17 +452,16 @@ class Store:
         self.db.executemany(
             "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
             "build_id_key, symbol, symbol_offset, source) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [(core_id, first + f[0]) + tuple(f[1:]) for f in frames])
+            frame_rows(core_id, first, frames))
 
     def _refresh_bucket(self, bucket_id, core_id):
-        """Recomputes the bucket's counters from its ok cores (so they can never drift)."""
+        """Recomputes the bucket's counters from its ok cores (so they can never drift), in
+        one pass over them, not one per counter: the cost grows with the bucket (10 000
+        cores, some failed: 7.3 ms per stored core with three passes, 3.7 ms with one)."""
         self.db.execute(
-            "UPDATE buckets SET "
-            "count = (SELECT COUNT(*) FROM cores WHERE bucket_id = :b AND status = 'ok'), "
-            "first_seen = (SELECT MIN(core_time) FROM cores WHERE bucket_id = :b "
-            "              AND status = 'ok'), "
-            "last_seen = (SELECT MAX(core_time) FROM cores WHERE bucket_id = :b "
-            "             AND status = 'ok'), "
+            "UPDATE buckets SET (count, first_seen, last_seen) = "
+            "(SELECT COUNT(*), MIN(core_time), MAX(core_time) FROM cores "
+            " WHERE bucket_id = :b AND status = 'ok'), "
             "example_core_id = COALESCE(example_core_id, :c) WHERE id = :b",
             {"b": bucket_id, "c": core_id})
 
@@ -482,18 +482,44 @@ def extra_columns(info):
     return tuple(values)
 
 
+def frame_rows(core_id, first_thread_id, frames):
+    """The frames columns of document_rows as rows (core_id, thread_id, idx, ...), made by
+    zip in C: no Python code runs per frame."""
+    return zip(repeat(core_id), map(first_thread_id.__add__, frames[0]), *frames[1:])
+
+
 def document_rows(doc, frame_key):
     """(threads, frames) of an ehbt-backtrace/1 document, ready for _insert_rows:
-    threads [(tid, crashing, stop_reason, stop_detail)], frames [(thread number in that list,
-    idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source)]."""
-    threads, frames = [], []
+    threads [(tid, crashing, stop_reason, stop_detail)]; frames as 9 columns (lists of equal
+    length): thread number in that list, idx, pc, module, module_offset, build_id_key,
+    symbol, symbol_offset, source. `frame_key(frame)` must depend on the frame's module and
+    module_offset alone: it is asked once per distinct pair.
+
+    Made in the worker and sent to the parent, which only inserts: columns, so that the
+    parent adds its two ids per row without a Python loop (_insert_rows), and one object per
+    distinct string (the threads of a core share most of their frames), which marshal sends
+    once and then as a reference -- 60% fewer bytes to write, read and unpack for a CPython
+    core of 17 threads."""
+    threads, rows = [], []
+    same = {}
+    one = same.setdefault
+    keys = {}
     for n, t in enumerate(doc.get("threads") or []):
         threads.append((t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
                         t.get("stop_detail")))
         for i, f in enumerate(t.get("frames") or []):
-            frames.append((n, f.get("index", i), f.get("pc"), f.get("module"),
-                           f.get("module_offset"), frame_key(f), f.get("symbol"),
-                           f.get("symbol_offset"), f.get("source")))
+            get = f.get
+            module, offset = get("module"), get("module_offset")
+            where = (module, offset)
+            key = keys.get(where, keys)
+            if key is keys:  # (a key may be None: `keys` itself marks "not asked yet")
+                key = keys[where] = frame_key(f)
+            pc, symbol, symbol_offset, source = (get("pc"), get("symbol"),
+                                                 get("symbol_offset"), get("source"))
+            rows.append((n, get("index", i), one(pc, pc), one(module, module),
+                         one(offset, offset), key, one(symbol, symbol),
+                         one(symbol_offset, symbol_offset), one(source, source)))
+    frames = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(9)]
     return threads, frames
 
 

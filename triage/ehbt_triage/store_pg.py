@@ -15,6 +15,7 @@ A transaction that still collides (deadlock, serialization failure) is simply ru
 """
 
 import time
+from itertools import repeat
 
 from .store import (BUCKET_SELECT, EXTRA_COLUMNS, MIGRATIONS, SCHEMA_VERSION, Store,
                     StoreError, _crashing_stop, document_rows, extra_columns)
@@ -232,7 +233,7 @@ class PgStore(Store):
                 "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
                 "build_id_key, symbol, symbol_offset, source) "
                 "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                [(core_id, ids[f[0]]) + tuple(f[1:]) for f in frames])
+                list(zip(repeat(core_id), map(ids.__getitem__, frames[0]), *frames[1:])))
 
 
 class _Lost(Exception):

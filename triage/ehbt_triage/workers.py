@@ -48,6 +48,7 @@ analysis function, two executors.
 """
 
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -395,6 +396,11 @@ class WorkerPool:
         self.speculate = self.jobs < _usable_cpus()  # see the module doc
 
     def _start(self, slot):
+        # What exists now is moved out of the collector's reach before the fork (gc.freeze,
+        # CPython's advice for forking servers): a collection would write to the header of
+        # every object it visits, copying each page the worker shares with the parent. 60
+        # CPython cores, -j1: ~290 page faults fewer in the worker.
+        gc.freeze()
         proc = forked.Child(worker_main, (self.options, self.signer))
         slot.proc, slot.conn = proc, proc.conn
 
