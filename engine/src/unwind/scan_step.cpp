@@ -131,8 +131,10 @@ bool in_entry_function(const Frame& frame, const Module* module,
 }
 
 std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
-                                          std::optional<uint64_t> function_start) {
-  if (!frame.exact_pc || !function_start) return std::nullopt;
+                                          const arch::CodeHint& code) {
+  if (!frame.exact_pc) return std::nullopt;
+  const std::optional<uint64_t> function_start = code.function_start();
+  if (!function_start) return std::nullopt;
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return std::nullopt;
   const uint64_t sp = frame.regs.raw(info.sp_reg);

@@ -34,9 +34,10 @@ struct ScanContext {
 bool in_entry_function(const Frame& frame, const Module* module,
                        std::optional<uint64_t> function_start);
 
-// The caller of a provable leaf (see above), or nothing.
+// The caller of a provable leaf (see above), or nothing. Only a frame at an exact pc (frame 0,
+// or interrupted by a signal) can be a leaf; for any other the function's start is not asked.
 std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
-                                          std::optional<uint64_t> function_start);
+                                          const arch::CodeHint& code);
 
 // The caller found by scanning, or why none was (static text).
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,

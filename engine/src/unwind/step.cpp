@@ -204,8 +204,7 @@ StepOutcome no_table_step(const arch::ArchOps& ops, const Frame& frame, const Mo
                           Frame& caller, StopReason reason, const std::string& detail) {
   const arch::CodeHint hint = code_hint(frame, module, limits);
   const ScanContext ctx{ops, mem, modules, limits};
-  // Only a frame at an exact pc (frame 0, or interrupted by a signal) can be a leaf.
-  if (auto leaf = frame.exact_pc ? infer_leaf(ctx, frame, hint.function_start()) : std::nullopt) {
+  if (auto leaf = infer_leaf(ctx, frame, hint)) {
     auto out = finish(ops, std::move(*leaf), FrameSource::Scan, false, mem, modules, caller);
     if (out) return out;
   }
