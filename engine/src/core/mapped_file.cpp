@@ -42,8 +42,11 @@ Expected<MappedFile, std::string> MappedFile::adopt(int fd, const std::string& p
     // Reads of a core jump between a few pages of many segments (thread stacks, heap, the
     // notes), and most of a many-thread core is holes. With the default readahead every fault
     // also pulls in and zero-fills its neighbours -- megabytes of page cache per core for a
-    // few kilobytes used. A hint only: failure changes nothing but speed.
+    // few kilobytes used. A hint only: failure changes nothing but speed. The same holds for
+    // reads through the descriptor (core memory is read with pread): the file's own
+    // readahead is turned off too.
     madvise(p, f.size_, MADV_RANDOM);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
   }
   f.fd_ = fd;
   return f;
