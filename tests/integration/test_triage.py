@@ -460,6 +460,86 @@ def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
     con.close()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
+    """A store made before content keys had versions (schema 3, no 'content_key' in meta)
+    holds version-1 keys: it is migrated to schema 4 recording version 1, and a copy of a
+    stored core under another name is still known (its version-1 key computed), never counted
+    twice. An empty old store takes version 2. (-j1 keys while analysing, -j2 keys first.)"""
+    a, b = cores["a"][0][0], cores["b"][0][0]
+    db = tmp_path / "old.db"
+    proc = triage(tool_env, "--db", db, "-j", jobs, a)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    con = sqlite3.connect(db)
+    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
+                                                                "content_key": "2"}
+    assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(a),)]
+    # What the previous release left: schema 3, no content_key, version-1 keys.
+    con.execute("UPDATE cores SET sha256 = ?", (_reference_sparse_sha256(a, 1),))
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    con.execute("DELETE FROM meta WHERE key = 'content_key'")
+    con.commit()
+    copy = tmp_path / "renamed-a.core"
+    shutil.copy(a, copy)
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "o.jsonl", "-j", jobs, copy, b)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 analysed, 1 seen before, 0 failed" in proc.stdout
+    recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
+    assert recs["renamed-a.core"]["status"] == "seen_before"
+    assert recs["renamed-a.core"]["sha256"] == _reference_sparse_sha256(a, 1)
+    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
+                                                                "content_key": "1"}
+    assert dict(con.execute("SELECT path, sha256 FROM cores")) == {
+        a: _reference_sparse_sha256(a, 1), b: _reference_sparse_sha256(b, 1)}
+    con.close()
+    # An old store without cores: nothing to stay compatible with, version 2.
+    empty = tmp_path / "empty-old.db"
+    con = sqlite3.connect(empty)
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO meta VALUES ('schema', '3')")
+    con.execute(CORES_V3)
+    con.commit()
+    proc = triage(tool_env, "--db", empty, "-j", jobs, b)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
+                                                                "content_key": "2"}
+    assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(b),)]
+    con.close()
+
+
+CORES_V3 = """CREATE TABLE cores (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE,
+  path TEXT NOT NULL, size INTEGER, executable TEXT, arch TEXT, signal TEXT,
+  signal_number INTEGER, signal_code INTEGER, fault_addr TEXT, core_time REAL,
+  status TEXT NOT NULL, error TEXT, stop_reason TEXT, signature TEXT, bucket_id INTEGER,
+  analysed_at REAL NOT NULL, process_name TEXT, uid INTEGER, boot_id TEXT, pid INTEGER,
+  compression TEXT, unreliable INTEGER, missing_modules TEXT, warnings TEXT, file_id TEXT)"""
+
+
+def test_store_of_a_newer_schema_is_refused(tool_env, cores, tmp_path):
+    """A store whose schema is newer than this tool's (or whose keys are of a version it does
+    not know) is a usage error, and is left as it was: writing our schema version over it
+    would hide from the newer tool that an older one changed it."""
+    db = tmp_path / "new.db"
+    proc = triage(tool_env, "--db", db, cores["a"][0][0])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    con.commit()
+    proc = triage(tool_env, "--db", db, cores["b"][0][0])
+    assert proc.returncode == 2
+    assert "made by a newer ehbt-triage (schema version 5; this one knows 4)" in proc.stderr
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("5",)
+    assert con.execute("SELECT COUNT(*) FROM cores").fetchone() == (1,)
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+    con.execute("UPDATE meta SET value = '9' WHERE key = 'content_key'")
+    con.commit()
+    proc = triage(tool_env, "--db", db, cores["b"][0][0])
+    assert proc.returncode == 2
+    assert "content key version '9', which this ehbt-triage does not know" in proc.stderr
+    assert con.execute("SELECT COUNT(*) FROM cores").fetchone() == (1,)
+    con.close()
+
+
 def _identity(path):
     st = os.stat(path)
     return "%d:%d:%d:%d:%d" % (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -874,28 +954,41 @@ def test_signature_rule_on_documents():
     assert s.sign(_doc([_f("getppid@plt"), _f("caller")])) == "getppid@plt | caller"
 
 
-def _reference_sparse_sha256(path):
-    """content_hash's documented definition, the slow obvious way (whole file in memory)."""
+def _reference_sparse_sha256(path, version=2):
+    """content_hash's documented definition, the slow obvious way (whole file in memory):
+    blocks of 4 KiB in version 2, 64 KiB in version 1."""
     import hashlib
     import struct
+    size = 1 << 16 if version == 1 else 1 << 12
     data = pathlib.Path(path).read_bytes()
-    h = hashlib.sha256(b"ehbt-sparse-sha256/1 %d\n" % len(data))
-    for off in range(0, len(data), 1 << 16):
-        block = data[off:off + (1 << 16)]
+    h = hashlib.sha256(b"ehbt-sparse-sha256/%d %d\n" % (version, len(data)))
+    for off in range(0, len(data), size):
+        block = data[off:off + size]
         if any(block):
             h.update(struct.pack("<Q", off) + block)
     return h.hexdigest()
 
 
-@pytest.fixture(params=["engine", "python"])
+class _KeyImpl:
+    def __init__(self, fn, version):
+        self.fn, self.version = fn, version
+
+    def __call__(self, path):
+        return self.fn(path, self.version)
+
+
+@pytest.fixture(params=[("engine", 1), ("engine", 2), ("python", 1), ("python", 2)],
+                ids=lambda p: "%s-v%d" % p)
 def sparse_sha256(request, tool_env):
-    """Both implementations of the content key: the engine's (ehbt.content_key, what a run
-    uses) and the Python fallback (runs without the package)."""
-    if request.param == "python":
-        return content_hash.python_sparse_sha256
+    """Both implementations of the content key, in both versions: the engine's
+    (ehbt.content_key, what a run uses) and the Python fallback (runs without the package).
+    Called with a path; .version says which version it computes."""
+    impl, version = request.param
+    if impl == "python":
+        return _KeyImpl(content_hash.python_sparse_sha256, version)
     sys.path.insert(0, tool_env["PYTHONPATH"].split(os.pathsep)[0])
     import ehbt
-    return lambda path: ehbt.content_key(str(path))
+    return _KeyImpl(lambda path, v: ehbt.content_key(str(path), version=v), version)
 
 
 def test_content_hash_ignores_how_the_file_is_stored(tmp_path, sparse_sha256):
@@ -909,7 +1002,7 @@ def test_content_hash_ignores_how_the_file_is_stored(tmp_path, sparse_sha256):
         f.truncate((9 << 20) + 123)
     full = tmp_path / "full"
     full.write_bytes(sparse.read_bytes())  # same content, no holes
-    want = _reference_sparse_sha256(sparse)
+    want = _reference_sparse_sha256(sparse, sparse_sha256.version)
     assert sparse_sha256(sparse) == want
     assert sparse_sha256(full) == want
     changed = bytearray(full.read_bytes())
@@ -931,6 +1024,11 @@ def test_engine_content_key_errors_are_oserrors(tmp_path, tool_env):
     with pytest.raises(OSError) as e:
         ehbt.content_key(str(tmp_path / "fifo"))
     assert e.value.strerror
+    (tmp_path / "f").write_bytes(b"x")
+    with pytest.raises(ValueError):
+        ehbt.content_key(str(tmp_path / "f"), version=3)
+    with pytest.raises(ValueError):
+        content_hash.sparse_sha256(str(tmp_path / "f"), 0)
 
 
 def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256):
@@ -943,10 +1041,19 @@ def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256
         f.seek((3 << 20) + (1 << 16))
         f.write(b"short last block")
         f.write(bytes(1000))
-    assert sparse_sha256(p) == _reference_sparse_sha256(p)
+    assert sparse_sha256(p) == _reference_sparse_sha256(p, sparse_sha256.version)
     zero_tail = tmp_path / "zero-tail"
     zero_tail.write_bytes(b"head" + bytes((1 << 16) + 300))  # last block: 300 zero bytes
-    assert sparse_sha256(zero_tail) == _reference_sparse_sha256(zero_tail)
+    assert sparse_sha256(zero_tail) == _reference_sparse_sha256(zero_tail, sparse_sha256.version)
+    # A page of data alone in a 64 KiB block of zeros: one 4 KiB block in version 2, the
+    # whole 64 KiB block in version 1.
+    lone = tmp_path / "lone-page"
+    with open(lone, "wb") as f:
+        f.seek((2 << 20) + 3 * 4096)
+        f.write(b"page" * 1024)
+        f.truncate(4 << 20)
+    assert sparse_sha256(lone) == _reference_sparse_sha256(lone, sparse_sha256.version)
+    assert sparse_sha256(lone) != _reference_sparse_sha256(lone, 3 - sparse_sha256.version)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // ehbt::sparse_sha256 against the definition computed the obvious way in this test: the whole
-// file read into memory, cut into 64 KiB blocks, non-zero blocks hashed with their offsets (by
-// OpenSSL's one-shot SHA256, not the streaming code under test). Sparse and fully written
-// files must agree; a changed byte or size must not.
+// file read into memory, cut into blocks (64 KiB in /1, 4 KiB in /2), non-zero blocks hashed
+// with their offsets (by OpenSSL's one-shot SHA256, not the streaming code under test). Sparse
+// and fully written files must agree; a changed byte or size must not. Every case runs for
+// both versions.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/sha.h>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -43,10 +45,25 @@ void write_file(const std::string& path, const std::vector<unsigned char>& bytes
   close(fd);
 }
 
-std::string reference(const std::vector<unsigned char>& bytes) {
-  std::string text = "ehbt-sparse-sha256/1 " + std::to_string(bytes.size()) + "\n";
+using ehbt::ContentKeyVersion;
+
+}  // namespace
+
+namespace ehbt {
+// Names the parameter in test names ("v1", "v2"), not its bytes.
+void PrintTo(ContentKeyVersion v, std::ostream* os) {
+  *os << "v" << static_cast<int>(v);
+}
+}  // namespace ehbt
+
+namespace {
+
+std::string expected_key(const std::vector<unsigned char>& bytes, ContentKeyVersion version) {
+  const bool v1 = version == ContentKeyVersion::kSparseSha256v1;
+  std::string text = std::string(v1 ? "ehbt-sparse-sha256/1 " : "ehbt-sparse-sha256/2 ") +
+                     std::to_string(bytes.size()) + "\n";
   std::vector<unsigned char> all(text.begin(), text.end());
-  const std::size_t block = 1u << 16;
+  const std::size_t block = v1 ? 1u << 16 : 1u << 12;
   for (std::size_t off = 0; off < bytes.size(); off += block) {
     std::size_t n = std::min(block, bytes.size() - off);
     bool zero = true;
@@ -79,22 +96,33 @@ std::vector<unsigned char> sample(std::size_t size) {
   return b;
 }
 
-TEST(ContentKey, SparseAndFullFilesMatchTheDefinition) {
+class ContentKey : public ::testing::TestWithParam<ContentKeyVersion> {
+ protected:
+  std::string reference(const std::vector<unsigned char>& bytes) const {
+    return expected_key(bytes, GetParam());
+  }
+  ehbt::Expected<std::string, ehbt::ContentKeyError> key(const std::string& path,
+                                                         const ehbt::Limits& limits = {}) const {
+    return ehbt::sparse_sha256(path, limits, GetParam());
+  }
+};
+
+TEST_P(ContentKey, SparseAndFullFilesMatchTheDefinition) {
   TempDir dir;
   const auto bytes = sample((20u << 20) + 1000);
   const std::string sparse = dir.path + "/sparse", full = dir.path + "/full";
   write_file(sparse, bytes, true);
   write_file(full, bytes, false);
   const std::string want = reference(bytes);
-  auto a = ehbt::sparse_sha256(sparse);
-  auto b = ehbt::sparse_sha256(full);
+  auto a = key(sparse);
+  auto b = key(full);
   ASSERT_TRUE(a) << a.error().message;
   ASSERT_TRUE(b) << b.error().message;
   EXPECT_EQ(*a, want);
   EXPECT_EQ(*b, want);
 }
 
-TEST(ContentKey, AByteOrTheSizeChangesTheKey) {
+TEST_P(ContentKey, AByteOrTheSizeChangesTheKey) {
   TempDir dir;
   auto bytes = sample(3u << 20);
   write_file(dir.path + "/a", bytes, true);
@@ -102,22 +130,22 @@ TEST(ContentKey, AByteOrTheSizeChangesTheKey) {
   write_file(dir.path + "/b", bytes, true);
   bytes.push_back(0);  // a trailing zero: only the size differs
   write_file(dir.path + "/c", bytes, true);
-  auto a = ehbt::sparse_sha256(dir.path + "/a");
-  auto b = ehbt::sparse_sha256(dir.path + "/b");
-  auto c = ehbt::sparse_sha256(dir.path + "/c");
+  auto a = key(dir.path + "/a");
+  auto b = key(dir.path + "/b");
+  auto c = key(dir.path + "/c");
   ASSERT_TRUE(a && b && c);
   EXPECT_NE(*a, *b);
   EXPECT_NE(*b, *c);
   EXPECT_EQ(*c, reference(bytes));
 }
 
-TEST(ContentKey, ExtentCapStillGivesTheSameKey) {
+TEST_P(ContentKey, ExtentCapStillGivesTheSameKey) {
   TempDir dir;
   const auto bytes = sample(12u << 20);
   write_file(dir.path + "/f", bytes, true);
   ehbt::Limits limits;
   limits.max_content_key_extents = 1;  // the rest is read as data, holes and all
-  auto capped = ehbt::sparse_sha256(dir.path + "/f", limits);
+  auto capped = key(dir.path + "/f", limits);
   ASSERT_TRUE(capped);
   EXPECT_EQ(*capped, reference(bytes));
 }
@@ -125,7 +153,7 @@ TEST(ContentKey, ExtentCapStillGivesTheSameKey) {
 // Several data pages in one block with holes between (hashed piece by piece), a block whose
 // only data is written zeros (skipped like a hole), and a file hashed right after one with data
 // where this one has holes: the reused read buffer must not leak the earlier file's bytes.
-TEST(ContentKey, HolesInsideABlockAndAReusedBuffer) {
+TEST_P(ContentKey, HolesInsideABlockAndAReusedBuffer) {
   TempDir dir;
   std::vector<unsigned char> full(4u << 20);
   for (std::size_t i = 0; i < full.size(); ++i) full[i] = static_cast<unsigned char>(i * 7 + 1);
@@ -140,27 +168,48 @@ TEST(ContentKey, HolesInsideABlockAndAReusedBuffer) {
   const std::vector<unsigned char> zeros(8192, 0);
   ASSERT_EQ(pwrite(fd, zeros.data(), zeros.size(), 3u << 20), 8192);
   close(fd);
-  auto a = ehbt::sparse_sha256(dir.path + "/full");
-  auto b = ehbt::sparse_sha256(dir.path + "/holes");
+  auto a = key(dir.path + "/full");
+  auto b = key(dir.path + "/holes");
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*a, reference(full));
   EXPECT_EQ(*b, reference(holes));
 }
 
-TEST(ContentKey, EmptyMissingAndSpecialFiles) {
+TEST_P(ContentKey, EmptyMissingAndSpecialFiles) {
   TempDir dir;
   write_file(dir.path + "/empty", {}, false);
-  auto empty = ehbt::sparse_sha256(dir.path + "/empty");
+  auto empty = key(dir.path + "/empty");
   ASSERT_TRUE(empty);
   EXPECT_EQ(*empty, reference({}));
-  auto missing = ehbt::sparse_sha256(dir.path + "/nope");
+  auto missing = key(dir.path + "/nope");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().error_number, ENOENT);
   EXPECT_NE(missing.error().message.find("/nope"), std::string::npos);
   ASSERT_EQ(mkfifo((dir.path + "/fifo").c_str(), 0600), 0);
-  auto fifo = ehbt::sparse_sha256(dir.path + "/fifo");  // must not block
+  auto fifo = key(dir.path + "/fifo");  // must not block
   ASSERT_FALSE(fifo);
   EXPECT_EQ(fifo.error().error_number, EINVAL);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, ContentKey,
+                         ::testing::Values(ContentKeyVersion::kSparseSha256v1,
+                                           ContentKeyVersion::kSparseSha256v2),
+                         [](const auto& info) {
+                           return info.param == ContentKeyVersion::kSparseSha256v1 ? "v1" : "v2";
+                         });
+
+// The two forms of one content never share a key (a store of /1 keys would not know its cores
+// by /2 keys), and /2 is the default.
+TEST(ContentKeyVersions, DifferAndTheDefaultIsTwo) {
+  TempDir dir;
+  const auto bytes = sample(2u << 20);
+  write_file(dir.path + "/f", bytes, true);
+  auto v1 = ehbt::sparse_sha256(dir.path + "/f", {}, ContentKeyVersion::kSparseSha256v1);
+  auto v2 = ehbt::sparse_sha256(dir.path + "/f", {}, ContentKeyVersion::kSparseSha256v2);
+  auto dflt = ehbt::sparse_sha256(dir.path + "/f");
+  ASSERT_TRUE(v1 && v2 && dflt);
+  EXPECT_NE(*v1, *v2);
+  EXPECT_EQ(*dflt, *v2);
 }
 
 }  // namespace

@@ -1,18 +1,24 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The content hash that identifies a core ("seen before"): SHA-256 of its sparse form.
+"""The content key that identifies a core ("seen before"): SHA-256 of its sparse form.
 
 A core of a process with many threads is mostly holes: a CPython core with 16 threads is
 140 MB long and 4 MB on disk. Hashing every byte costs ~1 s per core, 50x the unwinding.
 So the hash covers the content in a canonical form that does not depend on how the file is
 stored, and that can be read from the data extents alone:
 
-    sha256( b"ehbt-sparse-sha256/1 <size>\\n"
-            + for every 64 KiB block (offset, bytes) that is not all zeros, in file order:
+    sha256( b"ehbt-sparse-sha256/<version> <size>\\n"
+            + for every block (offset, bytes) that is not all zeros, in file order:
                   <offset as 8 bytes little-endian> + <the block's bytes> )
 
-The last block is shorter when the size is not a multiple of 64 KiB. Equal content gives an
-equal hash whether the file is sparse or not (`cp --sparse=never` copies match), and any
-change of a byte or of the size changes it. It is NOT `sha256sum`'s value.
+Blocks are 4 KiB in version 2 and 64 KiB in version 1; the last block is shorter when the
+size is not a multiple. Equal content gives an equal hash whether the file is sparse or not
+(`cp --sparse=never` copies match), and any change of a byte or of the size changes it. It is
+NOT `sha256sum`'s value.
+
+Version 2 hashes only the pages that hold data (a 16-thread CPython core: 3.9 MB, where
+version 1's 64 KiB blocks hash 6.6 MB; 3.4 ms instead of 5.3). The two versions of one content
+differ, so a store keeps the version it was made with (store.py: meta ``content_key``): a store
+of version-1 keys, made before version 2 existed, goes on getting version-1 keys.
 
 The engine computes it (``ehbt.content_key``: C++, OpenSSL's SHA-256, the GIL released) when
 the ehbt package is importable; the Python code below is the same definition for the CLI
@@ -23,11 +29,14 @@ import errno
 import os
 import struct
 
-BLOCK = 1 << 16
-_CHUNK_BLOCKS = 16  # read 1 MiB at a time
-_ZERO = bytes(BLOCK)
+KEY_VERSION = 2  # what a new store uses
+BLOCKS = {1: 1 << 16, 2: 1 << 12}  # version -> block size
+_CHUNK = 1 << 20  # read 1 MiB at a time: whole blocks of either version
 _OFFSET = struct.Struct("<Q")
-PREFIX = b"ehbt-sparse-sha256/1"
+
+
+def prefix(version):
+    return b"ehbt-sparse-sha256/%d" % version
 
 
 def _data_extents(fd, size):
@@ -51,13 +60,13 @@ def _data_extents(fd, size):
     return extents
 
 
-def _touched_runs(extents, size):
+def _touched_runs(extents, size, block):
     """[(start, end)]: maximal runs of whole blocks (the last one may be short) that some
     data extent touches, in file order."""
     runs = []
     for start, end in extents:
-        lo = start - start % BLOCK
-        hi = min(size, -(-end // BLOCK) * BLOCK)
+        lo = start - start % block
+        hi = min(size, -(-end // block) * block)
         if runs and lo <= runs[-1][1]:
             runs[-1] = (runs[-1][0], max(runs[-1][1], hi))
         elif hi > lo:
@@ -85,13 +94,15 @@ def file_identity(st, now_ns=None):
                                st.st_ctime_ns)
 
 
-def sparse_sha256(path):
+def sparse_sha256(path, version=KEY_VERSION):
     """The hex digest described above: by the engine when it is importable, else by
-    python_sparse_sha256. Raises OSError."""
+    python_sparse_sha256. Raises OSError, or ValueError for an unknown version."""
+    if version not in BLOCKS:
+        raise ValueError("no content key version %r" % (version,))
     engine_key = _engine_key()
     if engine_key is not None:
-        return engine_key(os.fspath(path))
-    return python_sparse_sha256(path)
+        return engine_key(os.fspath(path), version=version)
+    return python_sparse_sha256(path, version)
 
 
 _ENGINE_KEY = []  # [ehbt.content_key or None], once looked up
@@ -101,13 +112,17 @@ def _engine_key():
     if not _ENGINE_KEY:
         try:
             from ehbt import content_key
+
+            # A package from before versioned keys has no `version`: not usable.
+            if "version" not in (content_key.__doc__ or "").split("\n", 1)[0]:
+                content_key = None
         except Exception:  # no package, an older one, or a broken extension
             content_key = None
         _ENGINE_KEY.append(content_key)
     return _ENGINE_KEY[0]
 
 
-def python_sparse_sha256(path):
+def python_sparse_sha256(path, version=KEY_VERSION):
     """The hex digest described above, in Python.
 
     Only the data extents are read: the parts of a touched block that lie in a hole are zeros
@@ -121,18 +136,20 @@ def python_sparse_sha256(path):
     h = hashlib.sha256()
     # The buffer is reused across calls: a fresh 1 MiB object is mmap()ed by malloc and
     # page-faulted in every time (on a VM that costs as much as hashing it).
-    buf = _spare_buffers.pop() if _spare_buffers else bytearray(_CHUNK_BLOCKS * BLOCK)
+    buf = _spare_buffers.pop() if _spare_buffers else bytearray(_CHUNK)
     try:
-        return _hash_into(path, h, buf)
+        return _hash_into(path, h, buf, version)
     finally:
         _spare_buffers.append(buf)
 
 
 _spare_buffers = []  # list.pop/append are atomic: concurrent callers get distinct buffers
-_ZEROS = memoryview(bytes(_CHUNK_BLOCKS * BLOCK))  # slices of a memoryview are not copies
+_ZEROS = memoryview(bytes(_CHUNK))  # slices of a memoryview are not copies
 
 
-def _hash_into(path, h, buf):
+def _hash_into(path, h, buf, version):
+    block = BLOCKS[version]
+    zero_block = bytes(block)
     view = memoryview(buf)
     zeros = _ZEROS
     pack = _OFFSET.pack
@@ -141,10 +158,10 @@ def _hash_into(path, h, buf):
     with open(fd, "rb", buffering=0) as f:
         fd = f.fileno()
         size = os.fstat(fd).st_size
-        h.update(b"%s %d\n" % (PREFIX, size))
+        h.update(b"%s %d\n" % (prefix(version), size))
         extents = _data_extents(fd, size)
         e = 0  # first extent that may still overlap the chunk
-        for run_lo, run_hi in _touched_runs(extents, size):
+        for run_lo, run_hi in _touched_runs(extents, size, block):
             for lo in range(run_lo, run_hi, len(buf)):
                 hi = min(run_hi, lo + len(buf))
                 filled = lo  # bytes of the chunk before this offset are in buf
@@ -166,9 +183,9 @@ def _hash_into(path, h, buf):
                     k += 1
                 if hi > filled:
                     view[filled - lo:hi - lo] = zeros[:hi - filled]
-                for i in range(0, hi - lo, BLOCK):
-                    n = min(BLOCK, hi - lo - i)
-                    if not buf.startswith(_ZERO[:n] if n < BLOCK else _ZERO, i, i + n):
+                for i in range(0, hi - lo, block):
+                    n = min(block, hi - lo - i)
+                    if not buf.startswith(zero_block[:n] if n < block else zero_block, i, i + n):
                         h.update(pack(lo + i))
                         h.update(view[i:i + n])
     return h.hexdigest()

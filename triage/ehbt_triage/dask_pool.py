@@ -24,13 +24,13 @@ from . import helper
 from .plain_core import DecompressError
 
 
-def hash_core(path):
+def hash_core(path, key_version):
     """Runs on a worker: (sha256, size, mtime), or ("fail", reason) for an unreadable file."""
     try:
         st = os.stat(path)
         from .workers import content_key
 
-        return content_key(path), st.st_size, st.st_mtime
+        return content_key(path, key_version), st.st_size, st.st_mtime
     except OSError as e:
         return ("fail", "unreadable on the worker: %s" % (e.strerror or e))
     except DecompressError as e:
@@ -83,7 +83,8 @@ class DaskPool:
             if settle is not None and settle(task):
                 continue
             if likely_known is not None and likely_known(task):
-                what[self._submit(hash_core, path, kind="hash", task=task)] = ("hash", task)
+                what[self._submit(hash_core, path, self.options["key_version"], kind="hash",
+                                          task=task)] = ("hash", task)
             else:
                 what[self._analysis(path, task, with_hash=True)] = ("both", task)
         pending = as_completed(list(what), loop=self.client.loop)

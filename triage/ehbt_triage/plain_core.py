@@ -18,7 +18,9 @@ linked into a directory).
 
 import os
 
-from .content_hash import BLOCK
+# The temporary file is written in blocks of this size; all-zero ones are seeked over (holes).
+# The content key does not depend on it: holes and written zeros hash alike.
+BLOCK = 1 << 16
 
 # shutil, subprocess and tempfile are imported where a compressed core needs them: a batch of
 # plain cores does not, and every run pays at start for what it imports.

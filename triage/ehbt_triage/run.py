@@ -282,7 +282,7 @@ def run(args):
         return _usage("no engine: the ehbt Python package is not importable and no ehbt "
                       "binary was found (set EHBT_BIN)")
     options = {"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
-               "debuginfod": args.debuginfod}
+               "debuginfod": args.debuginfod, "key_version": store.key_version}
     if args.scheduler:
         try:
             from .dask_pool import DaskPool

@@ -18,6 +18,11 @@ Rules:
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
+- Schema version 4 records in ``meta`` the version of the content key the store's cores are
+  keyed by (``content_key``: content_hash.py). A new store takes the newest (2); a store made
+  before (version 3 or older) holds version-1 keys and keeps them, since the two versions of
+  one content differ: a core already stored would not be known again by its version-2 key.
+  A store of a newer schema than this tool's is refused, not rewritten.
 - Schema version 3 added ``cores.file_id`` (content_hash.file_identity of the file hashed at
   ``path``, null when it had just changed): a later run finding the same path with the same
   identity counts the core as seen before without hashing it.
@@ -38,9 +43,12 @@ import sqlite3
 import time
 from itertools import repeat
 
+from .content_hash import BLOCKS as KEY_VERSIONS
+from .content_hash import KEY_VERSION
+
 # A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
 # column, an index), raise the version.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # A batch transaction is committed when it is this old or holds this many cores (see above),
 # checked after each core and by tick() while the run waits for its workers: a slow core does
@@ -145,6 +153,36 @@ class StoreError(Exception):
     pass
 
 
+def check_schema(version):
+    """StoreError for a store made by a newer ehbt-triage (its schema version above ours):
+    writing our schema version over it would hide that from the tool that made it."""
+    try:
+        newer = int(version) > SCHEMA_VERSION
+    except (TypeError, ValueError):
+        newer = version is not None
+    if newer:
+        raise StoreError("made by a newer ehbt-triage (schema version %s; this one knows %d)"
+                         % (version, SCHEMA_VERSION))
+
+
+def key_version_of(value):
+    """The store's content key version from its meta value; StoreError for an unknown one."""
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        version = None
+    if version not in KEY_VERSIONS:
+        raise StoreError("its cores are keyed by content key version %r, which this "
+                         "ehbt-triage does not know" % (value,))
+    return version
+
+
+# The content key version for a store that has none recorded: a store with cores was made
+# before keys had versions (version 1); an empty one takes the newest.
+KEY_VERSION_SQL = ("SELECT CASE WHEN EXISTS (SELECT 1 FROM cores) THEN '1' ELSE '%d' END"
+                   % KEY_VERSION)
+
+
 def is_url(spec):
     return spec.startswith(("postgresql://", "postgres://"))
 
@@ -186,25 +224,32 @@ class Store:
             self.db.execute("PRAGMA synchronous=%s" % ("OFF" if new else "NORMAL"))
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
-            if self._schema_version() != str(SCHEMA_VERSION):
+            meta = self._meta()
+            check_schema(meta.get("schema"))
+            if meta.get("schema") != str(SCHEMA_VERSION):
                 # One transaction for the tables, the columns an older store lacks and the
                 # version, not one per CREATE: each commit writes (and at times syncs) the file.
                 self.db.executescript("BEGIN IMMEDIATE;\n%s" % SCHEMA)
                 self._migrate()
+                meta = self._meta()
+            self.key_version = key_version_of(meta.get("content_key"))
             if new:
                 self.db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as e:
             if self.db is not None and self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise StoreError("%s: %s" % (path, e)) from None
+        except StoreError as e:
+            raise StoreError("%s: %s" % (path, e)) from None
 
-    def _schema_version(self):
-        """The store's schema version (text), or None for a new or unversioned file."""
+    def _meta(self):
+        """The store's meta rows ({} for a new file): 'schema' (its schema version, text) and,
+        from version 4, 'content_key' (the version of its cores' content keys)."""
         try:
-            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            return dict(self.db.execute(
+                "SELECT key, value FROM meta WHERE key IN ('schema', 'content_key')"))
         except sqlite3.OperationalError:  # no meta table yet
-            return None
-        return row[0] if row else None
+            return {}
 
     def _migrate(self):
         """Brings a store of an older schema up to SCHEMA_VERSION, in the transaction that
@@ -214,6 +259,8 @@ class Store:
             for name, sqlite_type, _ in MIGRATIONS:
                 if name not in have:
                     self.db.execute("ALTER TABLE cores ADD COLUMN %s %s" % (name, sqlite_type))
+            self.db.execute("INSERT OR IGNORE INTO meta(key, value) SELECT 'content_key', ("
+                            + KEY_VERSION_SQL + ")")
             self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)",
                             (str(SCHEMA_VERSION),))
             self.db.execute("COMMIT")

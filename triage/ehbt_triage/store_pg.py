@@ -17,8 +17,9 @@ A transaction that still collides (deadlock, serialization failure) is simply ru
 import time
 from itertools import repeat
 
-from .store import (BUCKET_SELECT, EXTRA_COLUMNS, MIGRATIONS, SCHEMA_VERSION, Store,
-                    StoreError, _crashing_stop, document_rows, extra_columns)
+from .store import (BUCKET_SELECT, EXTRA_COLUMNS, KEY_VERSION_SQL, MIGRATIONS, SCHEMA_VERSION,
+                    Store, StoreError, _crashing_stop, check_schema, document_rows,
+                    extra_columns, key_version_of)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -104,16 +105,26 @@ class PgStore(Store):
             with self.db.transaction():
                 self.db.execute("SELECT pg_advisory_xact_lock(7217)")
                 self.db.execute(SCHEMA)
-                # A store of an older schema gets the newer columns (see store.MIGRATIONS).
+                row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                check_schema(row[0] if row else None)
+                # A store of an older schema gets the newer columns (see store.MIGRATIONS),
+                # and the version of the content keys its cores have (store.KEY_VERSION_SQL).
                 for name, _, pg_type in MIGRATIONS:
                     self.db.execute("ALTER TABLE cores ADD COLUMN IF NOT EXISTS %s %s"
                                     % (name, pg_type))
+                self.db.execute("INSERT INTO meta(key, value) SELECT 'content_key', ("
+                                + KEY_VERSION_SQL + ") ON CONFLICT (key) DO NOTHING")
                 self.db.execute("INSERT INTO meta(key, value) VALUES ('schema', %s) "
                                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                                 (str(SCHEMA_VERSION),))
+                row = self.db.execute(
+                    "SELECT value FROM meta WHERE key = 'content_key'").fetchone()
+                self.key_version = key_version_of(row[0] if row else None)
         except psycopg.Error as e:
             raise StoreError("%s: %s" % (url, str(e).strip().splitlines()[0] if str(e)
                                          else type(e).__name__)) from None
+        except StoreError as e:
+            raise StoreError("%s: %s" % (url, e)) from None
 
     def _exec(self, sql, args=()):
         return self.db.execute(sql.replace("?", "%s"), args)

@@ -129,20 +129,21 @@ def _test_fault(path, stage="analysis"):
             hog.append(bytearray(32 << 20))
 
 
-def open_plain(path):
-    """(PlainCore, sha256) of a core, compressed or not; raises OSError or DecompressError.
-    A compressed core is decompressed once, here: hashed and then analysed from the copy."""
+def open_plain(path, key_version):
+    """(PlainCore, content key of that version) of a core, compressed or not; raises OSError
+    or DecompressError. A compressed core is decompressed once, here: hashed and then
+    analysed from the copy."""
     plain = PlainCore(path)
     try:
-        return plain, sparse_sha256(plain.path)
+        return plain, sparse_sha256(plain.path, key_version)
     except BaseException:
         plain.close()
         raise
 
 
-def content_key(path):
+def content_key(path, key_version):
     """The content key of the core at `path` (of its decompressed content when compressed)."""
-    plain, digest = open_plain(path)
+    plain, digest = open_plain(path, key_version)
     plain.close()
     return digest
 
@@ -225,7 +226,7 @@ def worker_main(conn, options, signer, die_with_parent=True):
         _test_fault(path, "key")
         try:
             st, now_ns = os.stat(path), time.time_ns()
-            plain, digest = open_plain(path)
+            plain, digest = open_plain(path, options["key_version"])
         except (OSError, DecompressError) as e:
             conn.send(("fail", task, _unreadable(e)))
             continue
@@ -304,8 +305,8 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
 
     def key():
         try:
-            msg = ("hash", task, sparse_sha256(plain.path), st.st_size, st.st_mtime,
-                   file_identity(st, now_ns))
+            digest = sparse_sha256(plain.path, options["key_version"])
+            msg = ("hash", task, digest, st.st_size, st.st_mtime, file_identity(st, now_ns))
         except OSError as e:
             msg = ("fail", task, _unreadable(e))
         except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// sparse-sha256/1 (see sparse_sha256.hpp) with the data extents from SEEK_DATA/SEEK_HOLE,
+// sparse-sha256/1 and /2 (see sparse_sha256.hpp) with the data extents from SEEK_DATA/SEEK_HOLE,
 // read with pread into a reused buffer and hashed with OpenSSL's SHA-256 (SHA-NI where the CPU
-// has it: ~1.5 GB/s, several times Python's per-block loop around the same hash). The key
-// covers whole 64 KiB blocks, so a 16-thread CPython core with 4 MB of data hashes 6.6 MB: the
-// hash itself is most of the cost. Not mmap: on this project's VMs every page fault of a fresh
-// mapping cost more than pread's copy (a mapped key took twice as long, perf: faults in memcmp).
+// has it: ~1.7 GB/s, several times Python's per-block loop around the same hash). The hash is
+// most of the cost, and it covers whole blocks: a 16-thread CPython core with 3.9 MB of data
+// hashes 6.6 MB in /1's 64 KiB blocks (5.3 ms), 3.9 MB in /2's 4 KiB pages (3.4 ms). Not mmap: on
+// this project's VMs every page fault of a fresh mapping cost more than pread's copy (a mapped key
+// took twice as long, perf: faults in memcmp).
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -27,9 +28,12 @@ namespace ehbt {
 
 namespace {
 
-constexpr uint64_t kBlock = 1u << 16;
-constexpr uint64_t kChunk = 16 * kBlock;  // read 1 MiB at a time
-constexpr char kPrefix[] = "ehbt-sparse-sha256/1";
+constexpr uint64_t kMaxBlock = 1u << 16;  // /1's block; /2's is a page, 4 KiB
+constexpr uint64_t kChunk = 1u << 20;     // read 1 MiB at a time: whole blocks of either
+
+uint64_t block_size(ContentKeyVersion v) {
+  return v == ContentKeyVersion::kSparseSha256v1 ? kMaxBlock : 4096;
+}
 
 struct Extent {
   uint64_t start, end;
@@ -77,11 +81,12 @@ std::vector<Extent> data_extents(int fd, uint64_t size, uint32_t cap) {
 }
 
 // Maximal runs of whole blocks (the last one may be short) touched by some extent.
-std::vector<Extent> touched_runs(const std::vector<Extent>& extents, uint64_t size) {
+std::vector<Extent> touched_runs(const std::vector<Extent>& extents, uint64_t size,
+                                 uint64_t block) {
   std::vector<Extent> runs;
   for (const Extent& e : extents) {
-    uint64_t lo = e.start - e.start % kBlock;
-    uint64_t hi = std::min(size, (e.end + kBlock - 1) / kBlock * kBlock);
+    uint64_t lo = e.start - e.start % block;
+    uint64_t hi = std::min(size, (e.end + block - 1) / block * block);
     if (!runs.empty() && lo <= runs.back().end) {
       runs.back().end = std::max(runs.back().end, hi);
     } else if (hi > lo) {
@@ -92,7 +97,7 @@ std::vector<Extent> touched_runs(const std::vector<Extent>& extents, uint64_t si
 }
 
 const unsigned char* zero_bytes() {
-  static const std::array<unsigned char, kBlock> zeros{};
+  static const std::array<unsigned char, kMaxBlock> zeros{};
   return zeros.data();
 }
 
@@ -141,11 +146,11 @@ struct BufferLease {
 // Hashes the blocks of [lo, hi) whose data segments `segs` (sorted, in buf at offset - lo) are
 // not all zeros; the holes between them are zeros by definition and are hashed from a zero
 // buffer, never written into buf (no memset of the 2.6 MB of holes a CPython core's blocks hold).
-void hash_chunk(EVP_MD_CTX* ctx, const unsigned char* buf, uint64_t lo, uint64_t hi,
+void hash_chunk(EVP_MD_CTX* ctx, const unsigned char* buf, uint64_t lo, uint64_t hi, uint64_t block,
                 const std::vector<Extent>& segs) {
   std::size_t s = 0;
-  for (uint64_t blo = lo; blo < hi; blo += kBlock) {
-    const uint64_t bhi = std::min(hi, blo + kBlock);
+  for (uint64_t blo = lo; blo < hi; blo += block) {
+    const uint64_t bhi = std::min(hi, blo + block);
     while (s < segs.size() && segs[s].end <= blo) ++s;
     bool zero = true;
     for (std::size_t k = s; zero && k < segs.size() && segs[k].start < bhi; ++k) {
@@ -173,8 +178,9 @@ struct DigestDeleter {
 
 }  // namespace
 
-Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path,
-                                                     const Limits& limits) {
+Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path, const Limits& limits,
+                                                     ContentKeyVersion version) {
+  const uint64_t block = block_size(version);
   // O_NONBLOCK: a path swapped for a FIFO since it was examined must not block the caller.
   Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) return unexpected(error_of(path, "cannot open", errno));
@@ -187,7 +193,8 @@ Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path,
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return unexpected(ContentKeyError{ENOMEM, path + ": cannot start SHA-256"});
   }
-  const std::string head = std::string(kPrefix) + " " + std::to_string(size) + "\n";
+  const std::string head = "ehbt-sparse-sha256/" + std::to_string(static_cast<int>(version)) + " " +
+                           std::to_string(size) + "\n";
   EVP_DigestUpdate(ctx.get(), head.data(), head.size());
 
   const std::vector<Extent> extents = data_extents(fd.get(), size, limits.max_content_key_extents);
@@ -196,7 +203,7 @@ Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path,
   unsigned char* buf = lease.buf.get();
   std::vector<Extent> segs;  // the chunk's data, in buf at (offset - chunk start)
   std::size_t first = 0;     // first extent that may still overlap the chunk
-  for (const Extent& run : touched_runs(extents, size)) {
+  for (const Extent& run : touched_runs(extents, size, block)) {
     for (uint64_t lo = run.start; lo < run.end; lo += kChunk) {
       const uint64_t hi = std::min(run.end, lo + kChunk);
       while (first < extents.size() && extents[first].end <= lo) ++first;
@@ -215,7 +222,7 @@ Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path,
         if (at < b) memset(buf + (at - lo), 0, b - at);  // the file shrank: zeros, as holes
         segs.push_back({a, b});
       }
-      hash_chunk(ctx.get(), buf, lo, hi, segs);
+      hash_chunk(ctx.get(), buf, lo, hi, block, segs);
     }
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
