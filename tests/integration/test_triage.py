@@ -420,16 +420,19 @@ def test_seen_before_not_counted_twice(tool_env, first_run, cores, tmp_path):
     con.close()
 
 
-def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
-    """A fresh core is analysed while it is hashed (workers.py, "spec"). The keys stored must
-    be the content keys computed alone (the Python definition), a copy's speculative analysis
-    (its content is analysed once) must not be stored, and a skipped copy whose analysis then
-    hangs is not a failure: its outcome was "seen before" already."""
+@pytest.mark.parametrize("jobs", ["1", str(max(2, os.cpu_count() or 1))])
+def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path, jobs):
+    """A fresh core is analysed while it is hashed, or right after without waiting for the
+    parent's answer when every CPU has a worker (workers.py, "spec"; -j1 on a machine of two
+    CPUs or more is the first, -j as many as the CPUs the second). The keys stored must be the
+    content keys computed alone (the Python definition), a copy's speculative analysis (its
+    content is analysed once) must not be stored, and a skipped copy whose analysis then hangs
+    is not a failure: its outcome was "seen before" already."""
     a, b = cores["a"][0][0], cores["b"][0][0]
     copy = tmp_path / "copy-of-a.core"
     shutil.copy(a, copy)
     db = tmp_path / "db"
-    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "1.jsonl", "-j", "1", a, copy, b)
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "1.jsonl", "-j", jobs, a, copy, b)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 analysed, 1 seen before, 0 failed" in proc.stdout
     recs = by_core(read_jsonl(tmp_path / "1.jsonl"))
@@ -447,7 +450,7 @@ def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path):
     # killed at the deadline without a failure, and the next core is still done.
     copy2 = tmp_path / "hang-copy-of-b.core"
     shutil.copy(b, copy2)
-    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", "-j", "1",
+    proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / "2.jsonl", "-j", jobs,
                   "--timeout", "3", copy2, a,
                   extra_env={"EHBT_TRIAGE_TEST_FAULT": "hang:hang-copy"})
     assert proc.returncode == 0, proc.stdout + proc.stderr

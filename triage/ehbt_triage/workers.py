@@ -23,20 +23,23 @@ Protocol over each Pipe (parent -> worker / worker -> parent):
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
     ("spec", task, path)     ->  ("hash", ...) or ("fail", ...) as for "core", then, without
                                  waiting for an answer, ("done", task, result) -- or after
-                                 its "fail" ("idle", task) -- once the analysis, run while
-                                 the key was computed (on a second thread), is over
+                                 its "fail" ("idle", task) -- once the analysis (run while
+                                 the key was computed on a second thread, or after it) is over
     ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
     None                     ->  the worker exits
 
-Speculation: a fresh core needs its key and its analysis; both run mostly in C++ with the GIL
-released, so with "spec" the key is computed on a thread while the analysis runs, and one
-worker uses two CPUs (-j1 on a 2-CPU machine: per core the longer of the two instead of their
-sum). The parent sends "spec" for a core the store does not already know by its path, size and
-time (a re-run over the same spool hashes first and analyses nothing twice), and only when the
-workers leave a CPU free for the key's thread (-j below the CPUs this process may run on):
-with every CPU taken by a worker, the two threads only take turns, and the contention costs
-CPU (60 CPython cores, -j2 on 2 CPUs: 1.23 s CPU and 0.73 s wall with speculation, 1.14 s and
-0.69 s without; -j1: 0.78 s wall with it, 0.84 s without). The result of a
+Speculation: a fresh core needs its key and its analysis, and the analysis need not wait for
+the parent's verdict on the key. The parent sends "spec" for a core the store does not already
+know by its path, size and time (a re-run over the same spool hashes first and analyses
+nothing twice). Both run mostly in C++ with the GIL released, so when the workers leave a CPU
+free (-j below the CPUs this process may run on) the key is computed on a thread while the
+analysis runs, and one worker uses two CPUs (-j1 on a 2-CPU machine: per core the longer of
+the two instead of their sum). With every CPU taken by a worker, two threads would only take
+turns, and the contention costs CPU (60 CPython cores, -j2 on 2 CPUs: 1.23 s CPU and 0.73 s
+wall with a thread, 1.14 s and 0.69 s without), so the worker computes the key first and then
+analyses at once: no wait for the parent's answer, which with the parent busy storing the core
+before cost each core a wake-up and a turn of the CPU (the same 60 cores, -j2: 0.44 s wall
+waiting for "go", 0.41 s without). The result of a
 speculative analysis of a core the parent skips (seen before, a copy in flight) is dropped by
 the parent when it arrives, never stored; until then the worker counts as busy with it, and
 if that analysis crashes or hangs the worker is replaced without a failure. A worker that
@@ -292,8 +295,9 @@ _KEY_THREAD = _KeyThread()
 
 
 def _speculate(conn, task, path, options, signer, delay=0.0):
-    """One "spec" exchange (see the module doc): the key on a thread (it sends "hash" or "fail"
-    itself, as soon as it has it), the analysis here."""
+    """One "spec" exchange (see the module doc): the key on a thread, or first when
+    options["key_thread"] is false (either way it sends "hash" or "fail" itself, as soon as it
+    has it), the analysis here."""
     _test_fault(path, "key")
     try:
         st, now_ns = os.stat(path), time.time_ns()  # the identity is of the file before the key
@@ -318,13 +322,21 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
             pass  # the parent has gone: the main thread sees it at its next recv
 
     with plain:
-        keyed_done = _KEY_THREAD.run(key)
+        keyed_done = None
+        if options.get("key_thread", True):
+            keyed_done = _KEY_THREAD.run(key)
+        else:
+            key()
+            if not keyed[0]:
+                conn.send(("idle", task))  # after "fail", as below: nothing to analyse
+                return True
         try:
             if delay > 0:
                 time.sleep(delay)
             result = _analyse(path, options, signer, plain)
         finally:
-            keyed_done.acquire()  # the key's message is sent before the result's
+            if keyed_done is not None:
+                keyed_done.acquire()  # the key's message is sent before the result's
     if not keyed or not keyed[0]:
         conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
         return True
@@ -394,7 +406,8 @@ class WorkerPool:
         self.timeout = timeout
         self.tick = tick
         self.slots = [_Slot() for _ in range(self.jobs)]
-        self.speculate = self.jobs < _usable_cpus()  # see the module doc
+        # Whether a CPU is left for each worker's key thread (see the module doc).
+        self.options["key_thread"] = self.jobs < _usable_cpus()
 
     def _start(self, slot):
         # What exists now is moved out of the collector's reach before the fork (gc.freeze,
@@ -470,7 +483,7 @@ class WorkerPool:
             self._start(slot)
         slot.task = task
         slot.deadline = time.monotonic() + self.timeout
-        slot.spec = (self.speculate and self._likely_known is not None
+        slot.spec = (self._likely_known is not None
                      and task not in self._retried and not self._likely_known(task))
         try:
             slot.conn.send(("spec" if slot.spec else "core", task, self._paths[task]))
