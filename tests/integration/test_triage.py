@@ -1030,6 +1030,10 @@ def test_engine_content_key_errors_are_oserrors(tmp_path, tool_env):
     (tmp_path / "f").write_bytes(b"x")
     with pytest.raises(ValueError):
         ehbt.content_key(str(tmp_path / "f"), version=3)
+    # ehbt-triage keys with the engine, not its slow Python fallback, whenever the package
+    # is importable (content_hash checks that the package knows key versions).
+    content_hash._ENGINE_KEY.clear()
+    assert content_hash._engine_key() is ehbt.content_key
     with pytest.raises(ValueError):
         content_hash.sparse_sha256(str(tmp_path / "f"), 0)
 
