@@ -83,8 +83,9 @@ class DaskPool:
             if settle is not None and settle(task):
                 continue
             if likely_known is not None and likely_known(task):
-                what[self._submit(hash_core, path, self.options["key_version"], kind="hash",
-                                          task=task)] = ("hash", task)
+                fut = self._submit(hash_core, path, self.options["key_version"], kind="hash",
+                                   task=task)
+                what[fut] = ("hash", task)
             else:
                 what[self._analysis(path, task, with_hash=True)] = ("both", task)
         pending = as_completed(list(what), loop=self.client.loop)

@@ -38,8 +38,8 @@ the two instead of their sum). With every CPU taken by a worker, two threads wou
 turns, and the contention costs CPU (60 CPython cores, -j2 on 2 CPUs: 1.23 s CPU and 0.73 s
 wall with a thread, 1.14 s and 0.69 s without), so the worker computes the key first and then
 analyses at once: no wait for the parent's answer, which with the parent busy storing the core
-before cost each core a wake-up and a turn of the CPU (the same 60 cores, -j2: 0.44 s wall
-waiting for "go", 0.41 s without). The result of a
+before cost each core a wake-up and a turn of the CPU (the same 60 cores, -j2, median of 15
+interleaved runs: 0.48 s wall waiting for "go", 0.44 s without). The result of a
 speculative analysis of a core the parent skips (seen before, a copy in flight) is dropped by
 the parent when it arrives, never stored; until then the worker counts as busy with it, and
 if that analysis crashes or hangs the worker is replaced without a failure. A worker that
