@@ -11,22 +11,13 @@
 # BUILD_DIR is a fuzz build: CC=clang CXX=clang++ cmake -B build-fuzz -DEHBT_FUZZ=ON
 # -DEHBT_TESTS=OFF -DEHBT_BENCH=OFF -DEHBT_PYTHON=OFF && cmake --build build-fuzz.
 set -u
-if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [SECONDS] [TARGET...]" >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
+. "$(dirname "$0")/targets.sh"
+fuzz_build_dir "$0 BUILD_DIR [SECONDS] [TARGET...]" "$@"
 seconds=${2:-3600}
 shift $(($# >= 2 ? 2 : 1))
-here=$(cd "$(dirname "$0")" && pwd)
+fuzz_targets "$@"
+here=$fuzz_here
 campaign=$(mkdir -p "${CAMPAIGN_DIR:-fuzz-campaign}" && cd "${CAMPAIGN_DIR:-fuzz-campaign}" && pwd)
-if [ $# -gt 0 ]; then
-  targets=("$@")
-else
-  targets=()
-  for src in "$here"/fuzz_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
-fi
-
 found=0
 for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/$t

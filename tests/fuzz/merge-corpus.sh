@@ -12,20 +12,12 @@
 # BUILD_DIR is a fuzz build (see campaign.sh). Review the new files' total size before
 # committing them (`git status tests/fuzz/corpus`).
 set -u
-if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [TARGET...]" >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
+. "$(dirname "$0")/targets.sh"
+fuzz_build_dir "$0 BUILD_DIR [TARGET...]" "$@"
 shift
-here=$(cd "$(dirname "$0")" && pwd)
+fuzz_targets "$@"
+here=$fuzz_here
 campaign=$(cd "${CAMPAIGN_DIR:-fuzz-campaign}" && pwd) || exit 2
-if [ $# -gt 0 ]; then
-  targets=("$@")
-else
-  targets=()
-  for src in "$here"/fuzz_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
-fi
 
 status=0
 for t in "${targets[@]}"; do

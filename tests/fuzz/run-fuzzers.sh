@@ -13,13 +13,11 @@
 # run count) change the campaign deliberately; long randomized campaigns are campaign.sh's job.
 # Crash reproducers go to BUILD_DIR/fuzz-artifacts/<target>/. Exits non-zero on any crash.
 set -u
-if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [TARGET...]" >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
+. "$(dirname "$0")/targets.sh"
+fuzz_build_dir "$0 BUILD_DIR [TARGET...]" "$@"
 shift
-here=$(cd "$(dirname "$0")" && pwd)
+fuzz_targets "$@"
+here=$fuzz_here
 seed="${EHBT_FUZZ_SEED:-1}"
 percent="${EHBT_FUZZ_RUNS_PERCENT:-100}"
 
@@ -43,13 +41,6 @@ norandom=(setarch "$(uname -m)" -R)
 if ! "${norandom[@]}" true 2>/dev/null; then
   echo "run-fuzzers: setarch -R is not permitted here; runs may differ between invocations" >&2
   norandom=()
-fi
-
-if [ $# -gt 0 ]; then
-  targets=("$@")
-else
-  targets=()
-  for src in "$here"/fuzz_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
 fi
 
 artifacts=$build/fuzz-artifacts
