@@ -16,7 +16,6 @@ fuzz_build_dir "$0 BUILD_DIR [SECONDS] [TARGET...]" "$@"
 seconds=${2:-3600}
 shift $(($# >= 2 ? 2 : 1))
 fuzz_targets "$@"
-here=$fuzz_here
 campaign=$(mkdir -p "${CAMPAIGN_DIR:-fuzz-campaign}" && cd "${CAMPAIGN_DIR:-fuzz-campaign}" && pwd)
 found=0
 for t in "${targets[@]}"; do
@@ -28,7 +27,7 @@ for t in "${targets[@]}"; do
   seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
   echo "$t: ${seconds}s, seed $seed, corpus $corpus"
   "$bin" "$corpus" "$here/corpus/$t" -max_total_time="$seconds" -seed="$seed" \
-    -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10 -artifact_prefix="$crashes/" \
+    "${fuzz_caps[@]}" -artifact_prefix="$crashes/" \
     -print_final_stats=1 >"$campaign/$t/last.log" 2>&1
   for crash in "$crashes"/*; do
     [ -f "$crash" ] || continue

@@ -13,10 +13,7 @@
 # committing them (`git status tests/fuzz/corpus`).
 set -u
 . "$(dirname "$0")/targets.sh"
-fuzz_build_dir "$0 BUILD_DIR [TARGET...]" "$@"
-shift
-fuzz_targets "$@"
-here=$fuzz_here
+fuzz_build_and_targets "$0 BUILD_DIR [TARGET...]" "$@"
 campaign=$(cd "${CAMPAIGN_DIR:-fuzz-campaign}" && pwd) || exit 2
 
 status=0
@@ -27,8 +24,8 @@ for t in "${targets[@]}"; do
   seeds=$here/corpus/$t
   mkdir -p "$seeds"
   before=$(find "$seeds" -type f | wc -l)
-  if ! "$bin" -set_cover_merge=1 -use_counters=0 -rss_limit_mb=2048 -malloc_limit_mb=256 \
-    -timeout=10 "$seeds" "$campaign/$t/corpus" >"$campaign/$t/merge.log" 2>&1; then
+  if ! "$bin" -set_cover_merge=1 -use_counters=0 "${fuzz_caps[@]}" "$seeds" \
+    "$campaign/$t/corpus" >"$campaign/$t/merge.log" 2>&1; then
     echo "$t: merge failed (log: $campaign/$t/merge.log)" >&2
     status=1
     continue

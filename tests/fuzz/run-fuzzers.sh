@@ -14,10 +14,7 @@
 # Crash reproducers go to BUILD_DIR/fuzz-artifacts/<target>/. Exits non-zero on any crash.
 set -u
 . "$(dirname "$0")/targets.sh"
-fuzz_build_dir "$0 BUILD_DIR [TARGET...]" "$@"
-shift
-fuzz_targets "$@"
-here=$fuzz_here
+fuzz_build_and_targets "$0 BUILD_DIR [TARGET...]" "$@"
 seed="${EHBT_FUZZ_SEED:-1}"
 percent="${EHBT_FUZZ_RUNS_PERCENT:-100}"
 
@@ -31,9 +28,6 @@ declare -A runs=(
   [fuzz_expression]=5000000
   [fuzz_sframe]=2000000
 )
-# Caps every run shares: a single allocation over 256 MiB is a bug (the engine reads what it
-# needs; Limits bound the rest), as is an input taking 10 s.
-common=(-rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10)
 # Address-space randomisation changes the values the instrumented comparisons see (pointers),
 # and with them libFuzzer's mutations: measured here, the same seed gave different coverage on
 # two runs with it and identical runs without it. setarch -R turns it off for the fuzzers.
@@ -68,7 +62,7 @@ for t in "${targets[@]}"; do
   if [ -d "$here/regressions/$t" ] && [ -n "$(ls -A "$here/regressions/$t")" ]; then
     replay+=("$here/regressions/$t"/*)
   fi
-  if ! "$bin" "${common[@]}" "${replay[@]}" >"$artifacts/$t.replay.log" 2>&1; then
+  if ! "$bin" "${fuzz_caps[@]}" "${replay[@]}" >"$artifacts/$t.replay.log" 2>&1; then
     echo "$t: a seed or regression input fails (see $artifacts/$t.replay.log)"
     grep -m1 -E "^==[0-9]+==ERROR|^SUMMARY|runtime error|ALARM|out-of-memory|malloc\(" \
       "$artifacts/$t.replay.log" | sed 's/^/  /'
@@ -76,7 +70,7 @@ for t in "${targets[@]}"; do
   fi
   log=$artifacts/$t.log
   start=$(date +%s)
-  "${norandom[@]}" "$bin" "$work/$t" -runs="$n" -seed="$seed" -reload=0 "${common[@]}" \
+  "${norandom[@]}" "$bin" "$work/$t" -runs="$n" -seed="$seed" -reload=0 "${fuzz_caps[@]}" \
     -artifact_prefix="$artifacts/$t/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   secs=$(($(date +%s) - start))
