@@ -55,8 +55,9 @@ def verbatim(text):
     lines = [".nf"]
     for line in text.split("\n"):
         if len(line) > WIDTH:
-            # Too wide for the page: filled, roff breaks it at spaces (hyphenation is off).
-            lines += [".fi", escape_line(line), ".nf"]
+            # Too wide for the page: filled, so that roff breaks it at spaces; ragged right
+            # and without hyphenation, so that options and paths stay whole.
+            lines += [".fi", ".ad l", ".nh", escape_line(line), ".nf"]
         else:
             lines.append(escape_line(line))
     return lines + [".fi"]
@@ -68,7 +69,6 @@ def header(name, version, summary):
         '.TH %s 1 "" "%s %s" "User Commands"' % (name.upper().replace("-", "\\-"), name, version),
         ".SH NAME",
         "%s \\- %s" % (name.replace("-", "\\-"), escape_line(summary)),
-        ".nh",  # options and paths must not be hyphenated where a long line is broken
     ]
 
 

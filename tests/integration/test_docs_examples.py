@@ -3,7 +3,7 @@
 
 The fenced code blocks are read; each line that starts (after an optional `$ ` prompt) with
 `ehbt `, `ehbt-triage `, `sqlite3 `, `(gdb) ` or `(lldb) ` is an example. Its placeholders
-(CORE, DIR, PID, ...) are replaced through the explicit table PLACEHOLDERS, by fixture cores,
+(CORE, DIR, PID, ...) are replaced through the explicit table in world(), by fixture cores,
 temporary directories and a live process this test starts; a token still spelled in capitals
 afterwards is an unknown placeholder and FAILS the test, so that a new example with a new
 placeholder is either mapped here or fixed in the docs. Lines with `[`, ` | ` or `...` are
@@ -111,7 +111,7 @@ def strip_comment(text):
 def world(build_dir, tmp_path_factory):
     """A working directory (relative outputs such as crashes.sqlite land there), a spool of
     fixture cores, a systemd-coredump spool, a compressed core, a perf map and a live
-    process, and the PLACEHOLDERS table that maps the docs' names onto them."""
+    process, and the placeholder table that maps the docs' names onto them."""
     for name in SPOOL_CORES:
         assert (X86 / f"{name}.core").exists(), "fixture cores missing: bash cores/make-cores.sh"
     base = tmp_path_factory.mktemp("docs-examples")
@@ -175,7 +175,7 @@ def substitute(tokens, table):
             if name.startswith("/") or "." in name:
                 token = token.replace(name, value)
         unknown = re.findall(r"\b[A-Z][A-Z_]+\b", token)
-        assert not unknown, f"unknown placeholder {unknown} in {token!r}: map it in PLACEHOLDERS"
+        assert not unknown, f"unknown placeholder {unknown} in {token!r}: map it in the table of world()"
         out.append(token)
     return out
 
