@@ -14,6 +14,7 @@ gives, with the reason), never 2 (a usage error: an option the program does not 
 crash; a sqlite3 query runs on the store an ehbt-triage example made; a (gdb)/(lldb) line runs
 after the plugin is loaded on a fixture core without any error message. SKIP is the only way
 out, each entry with its reason."""
+import difflib
 import os
 import pathlib
 import re
@@ -81,7 +82,8 @@ def examples():
         while i < len(lines):
             number, line = lines[i]
             text = line.strip()
-            if text.startswith("$ "):
+            prompt = text.startswith("$ ")
+            if prompt:
                 text = text[2:]
             i += 1
             if not text.startswith(PREFIXES):
@@ -91,7 +93,33 @@ def examples():
                     text += "\n" + lines[i][1].strip()
                     i += 1
             found.append((path.relative_to(ROOT).as_posix(), number, text))
+            if prompt:  # the lines up to the block's end or the next prompt: its output
+                shown = []
+                while (i < len(lines) and lines[i][0] == number + 1 + len(shown)
+                       and not lines[i][1].startswith("$ ")):
+                    shown.append(lines[i][1])
+                    i += 1
+                if shown:
+                    DOCUMENTED_OUTPUT[text] = shown
     return found
+
+
+# The output a `$ COMMAND` example shows in its block, by example text.
+DOCUMENTED_OUTPUT = {}
+
+
+def normalized(lines):
+    """Output lines with what differs between two runs of one core made out: addresses, thread
+    ids, and the directories of paths (the fixture was made in another checkout)."""
+    out = []
+    for line in lines:
+        line = re.sub(r"0x[0-9a-f]+", "0x…", line)
+        line = re.sub(r"\bThread \d+", "Thread N", line)
+        line = re.sub(r"(?<![\w.])[\w./-]*/([\w.+-]+)", r"\1", line)
+        out.append(line.rstrip())
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 EXAMPLES = examples()
@@ -246,6 +274,11 @@ def run_shell_example(text, world):
         f"{argv} exited {proc.returncode}, the docs imply {expected}:\n"
         + proc.stdout[-2000:] + proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr
+    if text in DOCUMENTED_OUTPUT:
+        shown = normalized(DOCUMENTED_OUTPUT[text])
+        actual = normalized(proc.stdout.split("\n"))
+        assert actual == shown, "the docs show another output for %s:\n%s" % (
+            text, "\n".join(difflib.unified_diff(shown, actual, "docs", "ehbt", lineterm="")))
 
 
 DEBUGGER_ERRORS = re.compile(r"Undefined command|Python Exception|^error:|^ehbt: |Traceback"
@@ -301,3 +334,117 @@ def test_example(example, world):
         check_synopsis(text, world)
     else:
         run_shell_example(text, world)
+
+
+# --- whole blocks: debugger init files and the Python example -----------------------------
+
+def fenced_blocks(path):
+    """(first line number, language, lines) of every fenced block of a Markdown file."""
+    blocks, current = [], None
+    for number, line in enumerate(path.read_text().split("\n"), 1):
+        if line.lstrip().startswith("```"):
+            if current is None:
+                current = (number + 1, line.strip()[3:], [])
+            else:
+                blocks.append(current)
+                current = None
+        elif current is not None:
+            current[2].append(line)
+    return blocks
+
+
+def init_files():
+    """(doc, line, debugger, text) of every block the docs give as ~/.gdbinit or ~/.lldbinit
+    content: a first line naming the file, or GDB's `python` ... `end` guard."""
+    found = []
+    for path in DOCS:
+        for number, _, lines in fenced_blocks(path):
+            head = lines[0].strip() if lines else ""
+            debugger = ("gdb" if "~/.gdbinit" in head or (head == "python" and "ehbt.py" in
+                                                          "\n".join(lines))
+                        else "lldb" if "~/.lldbinit" in head else None)
+            if debugger:
+                found.append((path.relative_to(ROOT).as_posix(), number, debugger,
+                              "\n".join(lines)))
+    return found
+
+
+INIT_FILES = init_files()
+
+
+def test_init_files_are_found():
+    assert {(doc, debugger) for doc, _, debugger, _ in INIT_FILES} >= {
+        ("docs/gdb.md", "gdb"), ("docs/lldb.md", "lldb")}, INIT_FILES
+
+
+@pytest.mark.parametrize("block", INIT_FILES, ids=lambda b: f"{b[0]}:{b[1]}")
+def test_init_file(block, world, tmp_path):
+    """The block, its plugin path mapped, as the debugger's init file: `ehbt` then works."""
+    doc, number, debugger, text = block
+    for name, value in world["table"].items():
+        if name.startswith("/usr/local/share/ehbt/"):
+            text = text.replace(name, value)
+    unknown = re.findall(r"/usr/local/\S+", text)
+    assert not unknown, f"unmapped path {unknown}: add it to the table of world()"
+    init = tmp_path / ("gdbinit" if debugger == "gdb" else "lldbinit")
+    init.write_text(text + "\n")
+    if debugger == "gdb":
+        argv = ["gdb", "-nx", "-batch", "-x", str(init), "-ex", "ehbt", str(CHAIN_EXE),
+                str(CHAIN_CORE)]
+    else:
+        argv = ["lldb-16", "-b", "--no-lldbinit", "-o",
+                "target create %s --core %s" % (CHAIN_EXE, CHAIN_CORE), "-s", str(init),
+                "-o", "ehbt"]
+    proc = run(argv, world)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and not DEBUGGER_ERRORS.search(out), out[-3000:]
+    assert "in fx_level3 ()" in out, out[-3000:]
+
+
+def test_python_api_example(world, tmp_path):
+    """docs/python-api.md's program, on the chain core, prints what the sentence after it
+    says: the frames' names in order and the stop reason."""
+    path = ROOT / "docs" / "python-api.md"
+    blocks = [lines for _, lang, lines in fenced_blocks(path) if lang == "python"]
+    assert blocks, "no python block in docs/python-api.md"
+    script = tmp_path / "example.py"
+    script.write_text("\n".join(blocks[0]) + "\n")
+    sentence = re.search(r"On the `chain` fixture core this prints (.*?)\.\n\n",
+                         path.read_text(), re.S)
+    assert sentence, "the sentence saying what the example prints is gone"
+    promised = re.findall(r"`([^`]+)`", sentence.group(1))
+    assert len(promised) >= 3, promised
+    proc = run([sys.executable, str(script), str(CHAIN_CORE)], world)
+    assert proc.returncode == 0, proc.stderr
+    position = 0
+    for item in promised:
+        found = proc.stdout.find(item, position)
+        assert found >= 0, f"{item!r} not printed (in that order):\n{proc.stdout}"
+        position = found + len(item)
+
+
+def anchors(path):
+    """GitHub's anchors for a Markdown file's headings."""
+    names = set()
+    for line in path.read_text().split("\n"):
+        m = re.match(r"^#+\s+(.*)$", line)
+        if m:
+            title = re.sub(r"[^\w\- ]", "", m.group(1).lower())
+            names.add(title.replace(" ", "-"))
+    return names
+
+
+def test_links_resolve():
+    """Every relative link of the docs names a file that exists, and a heading of it."""
+    broken = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (path.parent / file).resolve() if file else path
+            if not dest.exists():
+                broken.append(f"{path.name}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                broken.append(f"{path.name}: {target} (no such heading)")
+    assert not broken, broken
