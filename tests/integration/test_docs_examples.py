@@ -448,3 +448,23 @@ def test_links_resolve():
             elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
                 broken.append(f"{path.name}: {target} (no such heading)")
     assert not broken, broken
+
+
+def test_store_schema_table(world):
+    """docs/triage.md's table of the store names every column of every table of a store an
+    example made (a new column must be documented)."""
+    ensure_store(world)
+    rows = {}
+    for line in (ROOT / "docs" / "triage.md").read_text().split("\n"):
+        m = re.match(r"^\| `(\w+)` \| (.*) \|$", line)
+        if m:
+            rows[m.group(1)] = set(re.findall(r"`(\w+)`", m.group(2)))
+    db = str(world["work"] / "crashes.sqlite")
+    tables = run(["sqlite3", db, "SELECT name FROM sqlite_master WHERE type = 'table'"],
+                 world).stdout.split()
+    assert tables and set(tables) <= set(rows), (tables, sorted(rows))
+    for table in tables:
+        columns = run(["sqlite3", db, f"SELECT name FROM pragma_table_info('{table}')"],
+                      world).stdout.split()
+        missing = [c for c in columns if c not in rows[table]]
+        assert not missing, f"columns of {table} not in docs/triage.md's table: {missing}"
