@@ -203,7 +203,8 @@ def substitute(tokens, table):
             if name.startswith("/") or "." in name:
                 token = token.replace(name, value)
         unknown = re.findall(r"\b[A-Z][A-Z_]+\b", token)
-        assert not unknown, f"unknown placeholder {unknown} in {token!r}: map it in the table of world()"
+        assert not unknown, (f"unknown placeholder {unknown} in {token!r}: "
+                             "map it in the table of world()")
         out.append(token)
     return out
 

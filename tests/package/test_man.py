@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The installed man pages say what the installed commands' --help says: every line of
-`ehbt --help` and of each `ehbt COMMAND --help` (each command's as one block, in order), and
-every line of `ehbt-triage --help` and of `ehbt-triage report --help` (as one block), is in the
+"""The installed man pages say what the installed commands' --help says: every line of `ehbt
+--help` and of each `ehbt COMMAND --help` (each command's as one block, in order), and every
+line of `ehbt-triage --help` and of `ehbt-triage report --help` (as one block), is in the
 page's text; man can render the pages from PREFIX/share/man without roff warnings; and no line
-of a page rendered for an 80-column terminal is wider than that. The pages are generated from --help at build time
-(dist/man/genman.py); this reads them back independently of that generator."""
+of a page rendered for an 80-column terminal is wider than that. The pages are generated from
+--help at build time (dist/man/genman.py); this reads them back independently of that
+generator."""
 import os
 import re
 import subprocess
