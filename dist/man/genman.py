@@ -8,7 +8,11 @@ sections, SEE ALSO). Run at build time against the freshly built commands.
     genman.py ehbt-triage OUT.1 python3 PATH/TO/ehbt-triage
 
 Help text is kept verbatim in no-fill blocks (it is already laid out in columns); only the
-characters roff treats specially are escaped.
+characters roff treats specially are escaped. man indents a section's text by 7 columns, so a
+page read at 80 columns has room for WIDTH = 73: the `ehbt` help texts are written to that
+width, argparse (ehbt-triage) is asked for it, and a line that is still wider (a synopsis, a
+long first line) is set filled, so that roff breaks it at a space instead of running past the
+margin. ehbt-triage's subcommands (SUBCOMMANDS) get a section each from their own --help.
 """
 import os
 import re
@@ -19,6 +23,12 @@ SEE_ALSO = {
     "ehbt": r"\fBehbt\-triage\fR(1), \fBgdb\fR(1), \fBlldb\fR(1), \fBeu\-stack\fR(1)",
     "ehbt-triage": r"\fBehbt\fR(1), \fBsqlite3\fR(1)",
 }
+# 80 columns less the 7 that man indents a section's text by.
+WIDTH = 73
+# Subcommands with their own --help, each documented in a COMMANDS section. `ehbt` lists its
+# commands in its --help (commands:); argparse has no such list, so ehbt-triage's are named
+# here, and tests/package/test_man.py checks that each one's help is in the page.
+SUBCOMMANDS = {"ehbt-triage": ["report"]}
 SUMMARY = {
     "ehbt-triage": "batch core-dump triage into crash signatures and buckets",
 }
@@ -27,8 +37,9 @@ DOCS = ("The full user documentation (JSON formats, the GDB and LLDB plugins, th
 
 
 def run_help(argv):
-    # A fixed width, so that argparse wraps the same way wherever the page is built.
-    env = dict(os.environ, COLUMNS="80", LC_ALL="C")
+    # A fixed width, so that argparse wraps the same way wherever the page is built; argparse
+    # fills COLUMNS - 2 columns.
+    env = dict(os.environ, COLUMNS=str(WIDTH + 2), LC_ALL="C")
     out = subprocess.run(argv, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
     return out.rstrip("\n")
 
@@ -41,7 +52,15 @@ def escape_line(line):
 
 
 def verbatim(text):
-    return [".nf"] + [escape_line(line) for line in text.split("\n")] + [".fi"]
+    lines = [".nf"]
+    for line in text.split("\n"):
+        if len(line) > WIDTH:
+            # Too wide for the page: filled, so that roff breaks it at spaces; ragged right
+            # and without hyphenation, so that options and paths stay whole.
+            lines += [".fi", ".ad l", ".nh", escape_line(line), ".nf"]
+        else:
+            lines.append(escape_line(line))
+    return lines + [".fi"]
 
 
 def header(name, version, summary):
@@ -83,9 +102,15 @@ def ehbt_page(cmd):
 def triage_page(cmd):
     text = run_help(cmd + ["--help"])
     usage, _, rest = text.partition("\n\n")
+    subcommands = [(name, run_help(cmd + [name, "--help"])) for name in SUBCOMMANDS["ehbt-triage"]]
     lines = header("ehbt-triage", version_of(cmd), SUMMARY["ehbt-triage"])
-    lines += [".SH SYNOPSIS"] + verbatim(usage)
+    synopsis = [usage] + [sub_text.partition("\n\n")[0] for _, sub_text in subcommands]
+    lines += [".SH SYNOPSIS"] + verbatim("\n".join(synopsis))
     lines += [".SH DESCRIPTION"] + verbatim(rest)
+    if subcommands:
+        lines += [".SH COMMANDS"]
+        for name, sub_text in subcommands:
+            lines += ['.SS "ehbt\\-triage %s"' % name] + verbatim(sub_text)
     return lines + footer("ehbt-triage")
 
 

@@ -19,40 +19,51 @@ constexpr OptionSpec kOptions[] = {{"--pc", true, false},
                                    {"-h", false, false}};
 
 constexpr std::string_view kHelp =
-    R"(FILE is an ELF executable, shared library or debug file (link-time addresses).
+    R"(FILE is an ELF executable, shared library or debug file (link-time
+addresses).
 
-Without --pc: every FDE of .eh_frame and .debug_frame is parsed and every row it defines is
-evaluated; each DWARF expression in a row's CFA or register rules is run once by the
-engine's expression VM against made-up registers and memory.
-  unsupported  rows (or records) the engine deliberately does not evaluate: the
-               evaluator or the VM answers "unsupported"
-  malformed    records or rows whose bytes are invalid or exceed a cap in ehbt::Limits
-               (a division by zero or a memory fault in a dry run depends on the values a
-               real target supplies and is not counted)
+Without --pc: every FDE of .eh_frame and .debug_frame is parsed and every
+row it defines is evaluated; each DWARF expression in a row's CFA or
+register rules is run once by the engine's expression VM against made-up
+registers and memory.
+  unsupported  rows (or records) the engine deliberately does not
+               evaluate: the evaluator or the VM answers "unsupported"
+  malformed    records or rows whose bytes are invalid or exceed a cap in
+               ehbt::Limits (a division by zero or a memory fault in a
+               dry run depends on the values a real target supplies and
+               is not counted)
   text: a summary line, then one line per issue; --json:
     {"file", "fdes", "rows", "unsupported", "malformed", "eh_frame_bad",
      "debug_frame_bad", "details_truncated",
-     "details": [{"kind", "section", "fde_offset", "pc", "what", "error", "where"}]}
+     "details": [{"kind", "section", "fde_offset", "pc", "what", "error",
+                  "where"}]}
   (at most 1000 details are listed; the counts are always complete)
 
---pc ADDR[,ADDR]...: the row covering each address (hexadecimal, 0x optional, link-time),
-looked up in .eh_frame, then .debug_frame. Text follows readelf --debug-dump=frames-interp:
-  LOC CFA and one column per register with a rule, the return-address column last as
-  `ra`; CFA `rsp+8` or `exp`; rules `u` undefined/unspecified, `s` same value, `c-8` saved
-  at CFA-8, `v+8` value CFA+8, a register name, `exp`, `vexp`.
-  --json: {"file", "arch", "lookups": [{"pc", "error" (null when found), "section",
-    "fde_offset", "cie_offset", "fde_start", "fde_end", "loc", "loc_end",
-    "signal_frame", "ra_signed",
-    "cfa": {"rule": "reg_offset", "reg": "rsp", "offset": 8} | {"rule": "expression",
-           "expr": HEX} | {"rule": "undefined"},
-    "registers": {"rbx": {"rule": "offset", "offset": -16}, "ra": {...}, ...}}]}
-  register rules: unspecified, undefined, same_value, offset, val_offset (with "offset"),
-  register (with "reg"), expression, val_expression (with "expr", the bytes in hex).
-Register names: rax..r15, rip for x86_64; x0..x30, sp for aarch64; r0..r15 for s390x.
+--pc ADDR[,ADDR]...: the row covering each address (hexadecimal, 0x
+optional, link-time), looked up in .eh_frame, then .debug_frame. Text
+follows readelf --debug-dump=frames-interp:
+  LOC CFA and one column per register with a rule, the return-address
+  column last as `ra`; CFA `rsp+8` or `exp`; rules `u`
+  undefined/unspecified, `s` same value, `c-8` saved at CFA-8, `v+8`
+  value CFA+8, a register name, `exp`, `vexp`.
+  --json: {"file", "arch", "lookups": [{"pc", "error" (null when found),
+    "section", "fde_offset", "cie_offset", "fde_start", "fde_end", "loc",
+    "loc_end", "signal_frame", "ra_signed",
+    "cfa": {"rule": "reg_offset", "reg": "rsp", "offset": 8}
+         | {"rule": "expression", "expr": HEX} | {"rule": "undefined"},
+    "registers": {"rbx": {"rule": "offset", "offset": -16}, "ra": {...},
+                  ...}}]}
+  register rules: unspecified, undefined, same_value, offset, val_offset
+  (with "offset"), register (with "reg"), expression, val_expression
+  (with "expr", the bytes in hex).
+Register names: rax..r15, rip for x86_64; x0..x30, sp for aarch64;
+r0..r15 for s390x.
 
 exit status:
-  0  no unsupported and no malformed rows (with --pc: every address has a row)
-  1  some rows are unsupported or malformed (with --pc: some address has none)
+  0  no unsupported and no malformed rows (with --pc: every address has a
+     row)
+  1  some rows are unsupported or malformed (with --pc: some address has
+     none)
   2  the file is unusable (not ELF, unreadable) or usage error
 )";
 

@@ -17,70 +17,84 @@ namespace ehbt::cli {
 namespace {
 
 constexpr std::string_view kHelp =
-    R"(SFrame (.sframe, versions 2 and 3) is the compact unwind format of newer binutils
-(as --gsframe, ld) and the Linux kernel's user-space stack tracer: per function, rows
-saying where the CFA, the frame pointer and the return address are. FILE/IN is an ELF
-executable, shared library or object (link-time addresses). The section is found by
-name, else through PT_GNU_SFRAME, and validated as the kernel does before any use.
+    R"(SFrame (.sframe, versions 2 and 3) is the compact unwind format of newer
+binutils (as --gsframe, ld) and the Linux kernel's user-space stack
+tracer: per function, rows saying where the CFA, the frame pointer and
+the return address are. FILE/IN is an ELF executable, shared library or
+object (link-time addresses). The section is found by name, else through
+PT_GNU_SFRAME, and validated as the kernel does before any use.
 
 ehbt sframe dump FILE [--json]
-  Every function of the .sframe section with its rows, in objdump --sframe's notation:
-  the header, then per function `func idx [N]: pc = ..., size = ... bytes` (then
-  `attr = "F"` for a V3 flexible FDE, `pauth = B key`, `signal frame`, `rep_size = N`
-  for PCMASK) and a table STARTPC (link-time address; STARTPC[m]: PCMASK rows, the
-  offset in the repeated block), CFA (`sp+16`, `fp+16`, `r10+0` by DWARF number, in
-  parentheses when loaded from there), FP and RA (`u` untracked, `f` RA at the ABI's
-  fixed CFA offset, `c-16` saved at CFA-16, `U` undefined: the outermost frame, `r16+0`
-  the value in a register, `(fp+0)` saved at a register-based address; `[s]` after a
-  signed return address). objdump shows `U` for the RA padding word of a flexible FDE
-  too; ehbt shows what it means: no RA information, `f`/`u`.
+  Every function of the .sframe section with its rows, in objdump
+  --sframe's notation: the header, then per function `func idx [N]: pc =
+  ..., size = ... bytes` (then `attr = "F"` for a V3 flexible FDE, `pauth
+  = B key`, `signal frame`, `rep_size = N` for PCMASK) and a table
+  STARTPC (link-time address; STARTPC[m]: PCMASK rows, the offset in the
+  repeated block), CFA (`sp+16`, `fp+16`, `r10+0` by DWARF number, in
+  parentheses when loaded from there), FP and RA (`u` untracked, `f` RA
+  at the ABI's fixed CFA offset, `c-16` saved at CFA-16, `U` undefined:
+  the outermost frame, `r16+0` the value in a register, `(fp+0)` saved at
+  a register-based address; `[s]` after a signed return address). objdump
+  shows `U` for the RA padding word of a flexible FDE too; ehbt shows
+  what it means: no RA information, `f`/`u`.
   --json: {"format": "ehbt-sframe/1", "file", "section_addr", "version",
     "flags": ["FDE_SORTED", "FRAME_POINTER", "FDE_FUNC_START_PCREL"],
     "abi": "amd64" | "aarch64" | "aarch64-be" | "s390x",
     "fixed_fp_offset", "fixed_ra_offset",
-    "functions": [{"start", "size", "pc_type": "increment" | "mask", "rep_size",
-      "type": "default" | "flex", "pauth_key": "a" | "b", "signal_frame",
+    "functions": [{"start", "size", "pc_type": "increment" | "mask",
+      "rep_size", "type": "default" | "flex", "pauth_key": "a" | "b",
+      "signal_frame",
       "rows": [{"pc", "cfa": {"reg", "offset", "deref"},
-                "fp": {"kind", "reg", "offset"}, "ra": {...}, "ra_mangled"}]}],
-    "errors": [{"code", "where" (section offset), "function" (FDE index or null)}]}
-  kind: untracked, at_cfa, register, at_register, undefined; registers are DWARF
-  numbers. A function that fails to decode is listed in "errors", not "functions",
-  and the dump goes on; FDEs out of order are reported as "unsorted".
-  exit: 0 no errors, 1 some functions in error, 2 unusable file, no .sframe, or a
-  header the reader rejects (the reason on stderr).
+                "fp": {"kind", "reg", "offset"}, "ra": {...},
+                "ra_mangled"}]}],
+    "errors": [{"code", "where" (section offset),
+                "function" (FDE index or null)}]}
+  kind: untracked, at_cfa, register, at_register, undefined; registers
+  are DWARF numbers. A function that fails to decode is listed in
+  "errors", not "functions", and the dump goes on; FDEs out of order are
+  reported as "unsorted".
+  exit: 0 no errors, 1 some functions in error, 2 unusable file, no
+  .sframe, or a header the reader rejects (the reason on stderr).
 
 ehbt sframe convert IN [-o OUT] [--version 2|3] [--elf OUT_ELF] [--json]
-  Turns every FDE of IN's .eh_frame into an SFrame function (version 3 by default) and
-  writes the section bytes to OUT (default: IN's file name + ".sframe" in the current
-  directory). Functions with a row the version cannot express (V2: a CFA that is a DWARF
-  expression such as gcc's DRAP, a return address kept in a register, ...) are left out
-  whole and listed with the reason; an unwinder falls back to .eh_frame for them.
-  The section is encoded for link-time address 0x0, where the --elf copy places it.
-  --elf OUT_ELF: also writes a copy of IN with the section added as `.sframe` (with
-    binutils' objcopy: $EHBT_OBJCOPY, else objcopy, aarch64-linux-gnu-objcopy or
-    s390x-linux-gnu-objcopy on PATH by IN's architecture). The copy's .sframe is NOT
-    loaded: a non-allocated section at address 0 (no SHF_ALLOC, no PT_GNU_SFRAME), so
-    the kernel and readers of process memory do not see it; ehbt (which reads the file)
-    and objdump --sframe do. An existing .sframe is kept as `.sframe.orig`.
-  Text: what was written, functions written and left out, a histogram of reasons and
-  each left-out function with its address and symbol. --json:
-    {"format": "ehbt-sframe-convert/1", "file", "output", "elf_output", "version",
-     "abi", "section_addr", "section_bytes", "functions_written",
-     "functions_left_out", "reasons": {WHY: COUNT},
+  Turns every FDE of IN's .eh_frame into an SFrame function (version 3 by
+  default) and writes the section bytes to OUT (default: IN's file name +
+  ".sframe" in the current directory). Functions with a row the version
+  cannot express (V2: a CFA that is a DWARF expression such as gcc's
+  DRAP, a return address kept in a register, ...) are left out whole and
+  listed with the reason; an unwinder falls back to .eh_frame for them.
+  The section is encoded for link-time address 0x0, where the --elf copy
+  places it.
+  --elf OUT_ELF: also writes a copy of IN with the section added as
+    `.sframe` (with binutils' objcopy: $EHBT_OBJCOPY, else objcopy,
+    aarch64-linux-gnu-objcopy or s390x-linux-gnu-objcopy on PATH by IN's
+    architecture). The copy's .sframe is NOT loaded: a non-allocated
+    section at address 0 (no SHF_ALLOC, no PT_GNU_SFRAME), so the kernel
+    and readers of process memory do not see it; ehbt (which reads the
+    file) and objdump --sframe do. An existing .sframe is kept as
+    `.sframe.orig`.
+  Text: what was written, functions written and left out, a histogram of
+  reasons and each left-out function with its address and symbol. --json:
+    {"format": "ehbt-sframe-convert/1", "file", "output", "elf_output",
+     "version", "abi", "section_addr", "section_bytes",
+     "functions_written", "functions_left_out", "reasons": {WHY: COUNT},
      "left_out": [{"function", "symbol", "pc", "why"}]}
-  exit: 0 written, 2 unusable input (no .eh_frame), a write or objcopy failure.
+  exit: 0 written, 2 unusable input (no .eh_frame), a write or objcopy
+  failure.
 
 ehbt sframe check FILE [--json]
-  Compares FILE's .sframe with its .eh_frame row by row: at every row boundary of
-  either side inside each SFrame function, the CFA, FP and RA locations (the three
-  things SFrame tracks; other registers are not compared). Text: one line per
-  disagreement, `<symbol>+0x<off> (0x<pc>): <what>`, then a summary line (functions,
-  rows compared, disagreements, eh_frame-only / sframe-only functions). --json:
-    {"format": "ehbt-sframe-check/1", "file", "functions", "rows", "eh_frame_only",
-     "sframe_only", "disagreements": [{"function", "symbol", "pc", "what"}],
+  Compares FILE's .sframe with its .eh_frame row by row: at every row
+  boundary of either side inside each SFrame function, the CFA, FP and RA
+  locations (the three things SFrame tracks; other registers are not
+  compared). Text: one line per disagreement, `<symbol>+0x<off> (0x<pc>):
+  <what>`, then a summary line (functions, rows compared, disagreements,
+  eh_frame-only / sframe-only functions). --json:
+    {"format": "ehbt-sframe-check/1", "file", "functions", "rows",
+     "eh_frame_only", "sframe_only",
+     "disagreements": [{"function", "symbol", "pc", "what"}],
      "errors": [{"code", "where"}]}
-  Errors of the section itself (functions that fail to decode, FDEs out of order) are
-  listed as `error: <code> at .sframe offset 0x..`.
+  Errors of the section itself (functions that fail to decode, FDEs out
+  of order) are listed as `error: <code> at .sframe offset 0x..`.
   exit: 0 the two agree, 1 disagreements or errors, 2 unusable
   file, no .sframe (or one the reader rejects) or no .eh_frame.
 )";
@@ -213,8 +227,7 @@ const CommandRegistrar kSframe{
     Command{"sframe", 40,
             "ehbt sframe dump FILE [--json] | check FILE [--json] | convert IN [-o OUT] "
             "[--version 2|3] [--elf OUT_ELF] [--json]",
-            "Dump an ELF file's SFrame section, check it against .eh_frame, or make one.", kHelp,
-            run_sframe}};
+            "Dump, check or make an ELF file's SFrame section (.sframe).", kHelp, run_sframe}};
 
 }  // namespace
 }  // namespace ehbt::cli

@@ -37,47 +37,64 @@ constexpr OptionSpec kOptions[] = {
 };
 
 constexpr std::string_view kOutputHelp = R"(options:
-  --sysroot DIR      look up every file the target names inside DIR first, as a chroot would
-                     (links and '..' never lead out of DIR), then as named (may repeat)
-  --debug-dir DIR    look for separate debug files in DIR first, like GDB's
-                     debug-file-directory: DIR/.build-id/xx/rest.debug by build-id, then
-                     DIR/<module's directory>/<.gnu_debuglink name>; then usr/lib/debug in
-                     each --sysroot and on the host (may repeat)
-  --debuginfod       fetch by build-id from the servers in DEBUGINFOD_URLS (also on when
-                     that variable is set): the executable of a module whose file is missing
-                     or another build, the debuginfo no --debug-dir holds; cached as
-                     debuginfod's client caches ($DEBUGINFOD_CACHE_PATH, else
+  --sysroot DIR      look up every file the target names inside DIR
+                     first, as a chroot would (links and '..' never lead
+                     out of DIR), then as named (may repeat)
+  --debug-dir DIR    look for separate debug files in DIR first, like
+                     GDB's debug-file-directory:
+                     DIR/.build-id/xx/rest.debug by build-id, then
+                     DIR/<module's directory>/<.gnu_debuglink name>; then
+                     usr/lib/debug in each --sysroot and on the host (may
+                     repeat)
+  --debuginfod       fetch by build-id from the servers in
+                     DEBUGINFOD_URLS (also on when that variable is set):
+                     the executable of a module whose file is missing or
+                     another build, the debuginfo no --debug-dir holds;
+                     cached as debuginfod's client caches
+                     ($DEBUGINFOD_CACHE_PATH, else
                      ~/.cache/debuginfod_client)
   --debuginfod-timeout S
-                     seconds all fetches for one target may take together (default 30);
-                     past them, or once a server refuses connections, nothing more is
-                     fetched and the trace is printed with a warning
+                     seconds all fetches for one target may take together
+                     (default 30); past them, or once a server refuses
+                     connections, nothing more is fetched and the trace
+                     is printed with a warning
   --exe PATH         use PATH as the main executable
-  --perf-map FILE    name JIT code from FILE, a perf map (`START SIZE NAME` lines, hex
-                     without 0x, as node --perf-basic-prof and the JVM's perf agents write
-                     to /tmp/perf-PID.map); `ehbt pid` reads /tmp/perf-PID.map by itself.
-                     Executable memory no file backs is JIT code: stepped by the frame
-                     pointer, shown with `[jit]` (JSON: "jit": true, "module": null)
-  --json             print the ehbt-backtrace/1 JSON document instead of text
-  --all-threads      print every thread (default: the crashing thread, else the first)
-  --thread TID       print only thread TID (an unknown TID is an error, exit 2)
+  --perf-map FILE    name JIT code from FILE, a perf map (`START SIZE
+                     NAME` lines, hex without 0x, as node
+                     --perf-basic-prof and the JVM's perf agents write to
+                     /tmp/perf-PID.map); `ehbt pid` reads
+                     /tmp/perf-PID.map by itself. Executable memory no
+                     file backs is JIT code: stepped by the frame
+                     pointer, shown with `[jit]` (JSON: "jit": true,
+                     "module": null)
+  --json             print the ehbt-backtrace/1 JSON document instead of
+                     text
+  --all-threads      print every thread (default: the crashing thread,
+                     else the first)
+  --thread TID       print only thread TID (an unknown TID is an error,
+                     exit 2)
   --max-frames N     stop each walk after N frames (default 2048)
-  --source S         auto (default): per frame, .eh_frame / .debug_frame, else the
-                     module's own .sframe row where one covers the pc, else (a Go
-                     function, x86-64, arm64 or s390x) Go's frame-size table in .gopclntab
-                     (frames tagged go_pclntab), else frame pointers; a .sframe found corrupt
-                     is dropped for that module; eh_frame: DWARF
-                     CFI only; sframe: SFrame rows only (frames tagged sframe; a sigreturn
-                     trampoline is still stepped by its bytes; a pc without a row stops
-                     with no_unwind_info, or bad_unwind_info for a corrupt .sframe, saying
-                     why); frame_pointer: the frame-pointer chain only
+  --source S         auto (default): per frame, .eh_frame / .debug_frame,
+                     else the module's own .sframe row where one covers
+                     the pc, else (a Go function, x86-64, arm64 or s390x)
+                     Go's frame-size table in .gopclntab (frames tagged
+                     go_pclntab), else frame pointers; a .sframe found
+                     corrupt is dropped for that module; eh_frame: DWARF
+                     CFI only; sframe: SFrame rows only (frames tagged
+                     sframe; a sigreturn trampoline is still stepped by
+                     its bytes; a pc without a row stops with
+                     no_unwind_info, or bad_unwind_info for a corrupt
+                     .sframe, saying why); frame_pointer: the
+                     frame-pointer chain only
   --sframe-from-eh-frame
-                     convert each module's .eh_frame to SFrame in memory and use that in
-                     place of the module's own .sframe (so --source sframe can be tried on
-                     any target; with auto, the converted rows come first); functions the
-                     version cannot express are left out, and a walk that needs one stops
-                     saying why
-  --sframe-version V the SFrame version the conversion writes: 3 (default) or 2
+                     convert each module's .eh_frame to SFrame in memory
+                     and use that in place of the module's own .sframe
+                     (so --source sframe can be tried on any target; with
+                     auto, the converted rows come first); functions the
+                     version cannot express are left out, and a walk that
+                     needs one stops saying why
+  --sframe-version V the SFrame version the conversion writes: 3
+                     (default) or 2
 
 text output, one block per thread, in the style of GDB's `bt`:
   Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
@@ -86,37 +103,44 @@ text output, one block per thread, in the style of GDB's `bt`:
   #2  <signal handler called>
   #3  0x00007f4c63e29eec in ?? ()
   Backtrace stopped: no_module: <detail>
-- `??`: no symbol covers the pc (never a neighbouring function's name); no `from`: no
-  module covers the pc. Frame 0 shows the thread's pc, every other frame its return
-  address; symbols of callers are looked up at pc - 1.
-- Frames found without unwind tables end in `[frame_pointer]` or `[scan]`; frames in JIT
-  code carry `[jit]`. `scan`: a return address found on the stack right after a call
-  instruction (whose target, where direct, is the function scanned from), or inferred
-  where the function provably only pushed it; used only where no table covers the pc
-  and the frame-pointer chain fails.
-- `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach the outermost
-  frame; REASON is one of max_frames, no_module, no_unwind_info, memory_fault,
-  bad_unwind_info, unsupported, no_progress, bad_pc.
-- A header comes first: Core (or Process), Executable (marked "not found" when its
-  file is missing or another build), Arch, Signal (without a code when the core has no
-  NT_SIGINFO: an unknown code is not shown as SI_USER).
-- What could not be known -- a missing, mismatched or unreadable file, a truncated core,
-  absent signal details -- is said once on stderr before the trace, one line each:
-  `warning: MESSAGE (use --sysroot DIR)` with the option that would help, if any. A walk
-  that ends in a module whose file is missing stops with no_module saying so. A core
-  whose notes are cut off is unusable (exit 2).
+- `??`: no symbol covers the pc (never a neighbouring function's name);
+  no `from`: no module covers the pc. Frame 0 shows the thread's pc,
+  every other frame its return address; symbols of callers are looked up
+  at pc - 1.
+- Frames found without unwind tables end in `[frame_pointer]` or
+  `[scan]`; frames in JIT code carry `[jit]`. `scan`: a return address
+  found on the stack right after a call instruction (whose target, where
+  direct, is the function scanned from), or inferred where the function
+  provably only pushed it; used only where no table covers the pc and the
+  frame-pointer chain fails.
+- `Backtrace stopped: REASON[: DETAIL]` ends a walk that did not reach
+  the outermost frame; REASON is one of max_frames, no_module,
+  no_unwind_info, memory_fault, bad_unwind_info, unsupported,
+  no_progress, bad_pc.
+- A header comes first: Core (or Process), Executable (marked "not found"
+  when its file is missing or another build), Arch, Signal (without a
+  code when the core has no NT_SIGINFO: an unknown code is not shown as
+  SI_USER).
+- What could not be known -- a missing, mismatched or unreadable file, a
+  truncated core, absent signal details -- is said once on stderr before
+  the trace, one line each: `warning: MESSAGE (use --sysroot DIR)` with
+  the option that would help, if any. A walk that ends in a module whose
+  file is missing stops with no_module saying so. A core whose notes are
+  cut off is unusable (exit 2).
 
-JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md): format, core (or
-pid, and stopped_us: microseconds the process was stopped), arch, executable, signal,
-modules [{path, file, base, bias, build_id, build_id_match}], warnings [{kind, message,
-path, option}], threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
-cfa, source, module, module_offset, symbol, symbol_offset, jit (JIT frames only)}]}].
-Addresses are lowercase hex strings with 0x; module_offset = pc - bias; symbol_offset =
-pc - symbol start. null marks what is unknown: no module, no symbol, no file found, no
-recorded build-id, a build-id match that cannot be decided, a signal code without
-NT_SIGINFO, a CFA the unwinder did not compute. Warning kinds: missing_file,
-mismatched_file, executable_mismatch, unreadable_file, truncated_core, no_signal_info,
-debuginfod_failed.
+JSON output (--json): the ehbt-backtrace/1 document (docs/formats.md):
+format, core (or pid, and stopped_us: microseconds the process was
+stopped), arch, executable, signal, modules [{path, file, base, bias,
+build_id, build_id_match}], warnings [{kind, message, path, option}],
+threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
+cfa, source, module, module_offset, symbol, symbol_offset, jit (JIT
+frames only)}]}]. Addresses are lowercase hex strings with 0x;
+module_offset = pc - bias; symbol_offset = pc - symbol start. null marks
+what is unknown: no module, no symbol, no file found, no recorded
+build-id, a build-id match that cannot be decided, a signal code without
+NT_SIGINFO, a CFA the unwinder did not compute. Warning kinds:
+missing_file, mismatched_file, executable_mismatch, unreadable_file,
+truncated_core, no_signal_info, debuginfod_failed.
 
 exit status:
   0  every printed thread reached its outermost frame (or --max-frames)
@@ -125,24 +149,27 @@ exit status:
 )";
 
 constexpr std::string_view kCoreHelp =
-    "CORE is an ELF core file, plain or compressed (zstd, xz, lz4 frame or gzip, told by\n"
-    "content: decompressed into a sparse temporary file in $TMPDIR, removed afterwards; a\n"
-    "truncated or corrupt stream is an error saying how many bytes were recovered). The\n"
-    "files it names are opened from --sysroot or as named; separate debug files (build-id\n"
-    "directory, then .gnu_debuglink with its CRC checked) supply .debug_frame and symbols.\n"
-    "A file whose build-id differs from the core's record is not used: it is reported\n"
-    "with build_id_match false and a warning.\n\n";
+    "CORE is an ELF core file, plain or compressed (zstd, xz, lz4 frame or\n"
+    "gzip, told by content: decompressed into a sparse temporary file in\n"
+    "$TMPDIR, removed afterwards; a truncated or corrupt stream is an error\n"
+    "saying how many bytes were recovered). The files it names are opened\n"
+    "from --sysroot or as named; separate debug files (build-id directory,\n"
+    "then .gnu_debuglink with its CRC checked) supply .debug_frame and\n"
+    "symbols. A file whose build-id differs from the core's record is not\n"
+    "used: it is reported with build_id_match false and a warning.\n\n";
 constexpr std::string_view kPidHelp =
-    "Attaches to every thread of process PID (ptrace), unwinds them, and detaches; the\n"
-    "process then runs on as before. Maps and module files are read before anything is\n"
-    "stopped; once all threads are stopped their registers and stacks are copied and the\n"
-    "process runs again before the walks (a stack too long to copy is walked first);\n"
-    "--json reports how long it was stopped (stopped_us).\n"
+    "Attaches to every thread of process PID (ptrace), unwinds them, and\n"
+    "detaches; the process then runs on as before. Maps and module files are\n"
+    "read before anything is stopped; once all threads are stopped their\n"
+    "registers and stacks are copied and the process runs again before the\n"
+    "walks (a stack too long to copy is walked first); --json reports how\n"
+    "long it was stopped (stopped_us).\n"
     "  --one-thread-at-a-time\n"
-    "                     stop one thread at a time, each only for its own walk (as\n"
-    "                     eu-stack does): the shortest pause for any one thread, but the\n"
-    "                     threads are not seen at one instant; stopped_us is then the\n"
-    "                     longest any one thread was stopped\n\n";
+    "                     stop one thread at a time, each only for its own\n"
+    "                     walk (as eu-stack does): the shortest pause for\n"
+    "                     any one thread, but the threads are not seen at\n"
+    "                     one instant; stopped_us is then the longest any\n"
+    "                     one thread was stopped\n\n";
 
 std::string help_text(std::string_view intro) {
   return std::string(intro) + std::string(kOutputHelp);
@@ -332,8 +359,7 @@ const CommandRegistrar kPid{
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",
-            "Backtraces of the threads of a live process (attach, unwind, detach).", kPidHelpText,
-            run_pid}};
+            "Backtraces of a live process (attach, unwind, detach).", kPidHelpText, run_pid}};
 
 }  // namespace
 }  // namespace ehbt::cli

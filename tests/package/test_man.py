@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The installed man pages say what the installed commands' --help says: every line of
-`ehbt --help` and of each `ehbt COMMAND --help` (each command's as one block, in order), and
-every line of `ehbt-triage --help`, is in the page's text; and man can render the pages from
-PREFIX/share/man without roff warnings. The pages are generated from --help at build time
-(dist/man/genman.py); this reads them back independently of that generator."""
+"""The installed man pages say what the installed commands' --help says: every line of `ehbt
+--help` and of each `ehbt COMMAND --help` (each command's as one block, in order), and every
+line of `ehbt-triage --help` and of `ehbt-triage report --help` (as one block), is in the
+page's text; man can render the pages from PREFIX/share/man without roff warnings; and no line
+of a page rendered for an 80-column terminal is wider than that. The pages are generated from
+--help at build time (dist/man/genman.py); this reads them back independently of that
+generator."""
 import os
 import re
 import subprocess
@@ -12,7 +14,10 @@ import pytest
 
 from conftest import env_without_package_path
 
-HELP_ENV = dict(COLUMNS="80", LC_ALL="C")  # the width the pages were generated at
+# The width the pages were generated at: argparse fills COLUMNS - 2 = 73 columns, what is
+# left of 80 after man's 7-column indent.
+HELP_ENV = dict(COLUMNS="75", LC_ALL="C")
+TERMINAL = 80
 
 
 def help_text(argv):
@@ -70,9 +75,34 @@ def test_ehbt_page_matches_help(prefix):
 
 def test_triage_page_matches_help(prefix):
     page = page_lines(prefix / "share" / "man" / "man1" / "ehbt-triage.1")
-    text = help_text([str(prefix / "bin" / "ehbt-triage")])
+    triage = str(prefix / "bin" / "ehbt-triage")
+    text = help_text([triage])
     missing = [line for line in text if line not in page]
     assert not missing, "lines of `ehbt-triage --help` not in ehbt-triage(1): %r" % missing
+    # The subcommand that has its own --help (docs/triage.md, "What changed recently").
+    block = help_text([triage, "report"])
+    assert contains_block(page, block), "`ehbt-triage report --help` is not a block of the page"
+
+
+def rendered(argv, env=None):
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return re.sub(r".\x08", "", proc.stdout).split("\n")  # overstrike bold/underline undone
+
+
+@pytest.mark.parametrize("name", ["ehbt", "ehbt-triage"])
+def test_page_fits_an_80_column_terminal(prefix, name):
+    """Rendered by groff for 80 columns and by `man -l` with MANWIDTH=80, as a user reads it,
+    no line is wider than 80 columns (a long --help line or an unbreakable token would be)."""
+    path = str(prefix / "share" / "man" / "man1" / f"{name}.1")
+    groff = rendered(["groff", "-man", "-Tutf8", "-rLL=%dn" % TERMINAL, "-P-cbou", path])
+    env = dict(os.environ, MANWIDTH=str(TERMINAL), MANPAGER="cat", PAGER="cat", LC_ALL="C.UTF-8")
+    man = rendered(["man", "-l", path], env=env)
+    for how, lines in (("groff -rLL=80n", groff), ("MANWIDTH=80 man -l", man)):
+        assert len(lines) > 50, (how, lines[:20])
+        wide = ["%d: %s" % (len(line), line) for line in lines if len(line) > TERMINAL]
+        assert not wide, "%s: %d lines of %s(1) wider than %d columns:\n%s" % (
+            how, len(wide), name, TERMINAL, "\n".join(wide[:20]))
 
 
 @pytest.mark.parametrize("name", ["ehbt", "ehbt-triage"])
