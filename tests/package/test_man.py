@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The installed man pages say what the installed commands' --help says: every line of
 `ehbt --help` and of each `ehbt COMMAND --help` (each command's as one block, in order), and
-every line of `ehbt-triage --help`, is in the page's text; and man can render the pages from
+every line of `ehbt-triage --help` and the block of `ehbt-triage report --help`, is in the
+page's text; and man can render the pages from
 PREFIX/share/man without roff warnings. The pages are generated from --help at build time
 (dist/man/genman.py); this reads them back independently of that generator."""
 import os
@@ -70,9 +71,14 @@ def test_ehbt_page_matches_help(prefix):
 
 def test_triage_page_matches_help(prefix):
     page = page_lines(prefix / "share" / "man" / "man1" / "ehbt-triage.1")
-    text = help_text([str(prefix / "bin" / "ehbt-triage")])
+    triage = str(prefix / "bin" / "ehbt-triage")
+    text = help_text([triage])
     missing = [line for line in text if line not in page]
     assert not missing, "lines of `ehbt-triage --help` not in ehbt-triage(1): %r" % missing
+    # Its one command, `report`, documented whole (its options are none of the above).
+    report = help_text([triage, "report"])
+    assert "  --since AGE" in "\n".join(report)
+    assert contains_block(page, report), "`ehbt-triage report --help` is not a block of the page"
 
 
 @pytest.mark.parametrize("name", ["ehbt", "ehbt-triage"])

@@ -170,7 +170,26 @@ def _decompress(path, fmt, out):
         proc.stdout.close()
         proc.stderr.close()
     if code != 0:
-        why = err[-1] if err else "%s exited %d" % (cmd[0], code)
-        raise DecompressError("corrupt or truncated %s stream (%d bytes recovered): %s"
-                              % (fmt, size, why))
+        why = tool_message(err) or "%s exited %d" % (cmd[0], code)
+        raise DecompressError("corrupt or truncated %s stream: %s (%d bytes decompressed)"
+                              % (fmt, why, size))
     os.ftruncate(fd, size)  # a trailing hole has no data to write
+
+
+def tool_message(lines):
+    """What a decompressor's last stderr line says, without who says it about what: the
+    tools prefix their name and a name for stdin ("xz: (stdin): ", "gzip: stdin: ",
+    zstd's "/*stdin*\\ : Read error (39) : ", lz4's "Error 68 : "), and the reason of a
+    failed core is one line the user reads beside the core's path. '' for no message."""
+    lines = [line.strip() for line in lines if line.strip()]
+    if not lines:
+        return ""
+    import re
+
+    parts = [p for p in re.split(r"\s*:\s+", lines[-1]) if p]
+    while len(parts) > 1 and re.fullmatch(r"ERROR_\w+", parts[-1]):
+        parts.pop()  # lz4's symbolic name after its words ("Decompression error : ERROR_...")
+    text = parts[-1] if parts else lines[-1]
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text
