@@ -201,6 +201,7 @@ def test_paths_typed_relative_are_stored_absolute(tool_env, chain, tmp_path):
     page = (work / "report.html").read_text()
     assert "<code>%s</code>" % (work / "one.core") in page
     assert "<code>%s</code>" % (work / "spool" / "broken.core") in page
+    assert "database <code>%s</code>" % (work / "store.sqlite") in page
     # From elsewhere, every path the store gives still resolves.
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -3,6 +3,7 @@
 --html). The query is changes.py's, which the HTML report of a triage run shows too.
 """
 
+import os
 import sys
 
 from .changes import DAY, changes
@@ -37,8 +38,7 @@ def window_text(seconds):
 def report_command(args):
     db = args.db or default_path()
     if not is_url(db):
-        import os
-
+        db = os.path.abspath(db)
         if not os.path.isfile(db):  # a query must not create an empty store
             sys.stderr.write("ehbt-triage report: error: no store at %s\n" % db)
             return EXIT_USAGE
@@ -63,7 +63,7 @@ def report_command(args):
 
             report_html.write(args.html, store, {}, [], "report over an existing store",
                               recent=(result, window_text(args.since)))
-            sys.stdout.write("HTML report: %s\n" % args.html)
+            sys.stdout.write("HTML report: %s\n" % os.path.abspath(args.html))
     finally:
         store.close()
     return EXIT_OK

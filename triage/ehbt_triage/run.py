@@ -288,6 +288,8 @@ def run(args):
         if problem:
             return _usage("%s %s: %s" % (option, path, problem))
     db_path = args.db or default_path()
+    if not is_url(db_path):
+        db_path = os.path.abspath(db_path)  # as the HTML report names it
     problem = None if is_url(db_path) else check_output(db_path)
     if problem:
         return _usage("--db %s: %s" % (db_path, problem))
