@@ -17,6 +17,7 @@ linked into a directory).
 """
 
 import os
+import re
 
 # The temporary file is written in blocks of this size; all-zero ones are seeked over (holes).
 # The content key does not depend on it: holes and written zeros hash alike.
@@ -25,7 +26,9 @@ BLOCK = 1 << 16
 # shutil, subprocess and tempfile are imported where a compressed core needs them: a batch of
 # plain cores does not, and every run pays at start for what it imports.
 
-# Magic numbers, as in discover.py (which uses them to accept a file as a core candidate).
+# Magic numbers: the one table in ehbt-triage (discover.py uses it to accept a file as a core
+# candidate). The engine tells formats by the same bytes (engine/src/core/compression.hpp),
+# but the Python binding exposes no detection function to call instead.
 FORMATS = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
            (b"\x04\x22\x4d\x18", "lz4"), (b"\x1f\x8b", "gzip"))
 _TOOLS = {"zstd": ["zstd", "-d", "-c", "-q"], "xz": ["xz", "-d", "-c", "-q", "-T1"],
@@ -184,8 +187,6 @@ def tool_message(lines):
     lines = [line.strip() for line in lines if line.strip()]
     if not lines:
         return ""
-    import re
-
     parts = [p for p in re.split(r"\s*:\s+", lines[-1]) if p]
     while len(parts) > 1 and re.fullmatch(r"ERROR_\w+", parts[-1]):
         parts.pop()  # lz4's symbolic name after its words ("Decompression error : ERROR_...")
