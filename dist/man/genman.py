@@ -5,7 +5,7 @@ text is the single source, and this script only adds the roff frame around it (N
 sections, SEE ALSO). Run at build time against the freshly built commands.
 
     genman.py ehbt OUT.1 PATH/TO/ehbt        # ehbt --help, then ehbt COMMAND --help for each
-    genman.py ehbt-triage OUT.1 python3 PATH/TO/ehbt-triage
+    genman.py ehbt-triage OUT.1 python3 PATH/TO/ehbt-triage   # and ehbt-triage report --help
 
 Help text is kept verbatim in no-fill blocks (it is already laid out in columns); only the
 characters roff treats specially are escaped. man indents a section's text by 7 columns, so a
@@ -100,6 +100,8 @@ def ehbt_page(cmd):
 
 
 def triage_page(cmd):
+    """ehbt-triage --help, then its one command (`ehbt-triage report --help`) as ehbt's
+    commands are: a usage in the synopsis, its whole help under COMMANDS."""
     text = run_help(cmd + ["--help"])
     usage, _, rest = text.partition("\n\n")
     subcommands = [(name, run_help(cmd + [name, "--help"])) for name in SUBCOMMANDS["ehbt-triage"]]

@@ -428,6 +428,46 @@ def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, post
             len(manifest) - 1
 
 
+def test_postgres_and_sqlite_stores_have_one_schema(postgres, tmp_path):
+    """New stores of both kinds, made by the tool's own code: the same tables, with the same
+    columns in the same order, each of a type of the same kind (SQLite's INTEGER is 64 bits,
+    PostgreSQL's integer 32, so an INTEGER column may be integer or bigint there), the same
+    NOT NULL columns and the same indexes."""
+    from ehbt_triage.store import Store
+    from ehbt_triage.stores import open_store
+
+    url = postgres.fresh_db("oneschema")
+    open_store(url).close()
+    Store(str(tmp_path / "s.db")).close()
+    lite = sqlite3.connect(tmp_path / "s.db")
+    tables = [r[0] for r in lite.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    kinds = {"INTEGER": ("integer", "bigint"), "REAL": ("double precision",), "TEXT": ("text",)}
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        assert [r[0] for r in pg.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+            "ORDER BY table_name")] == tables
+        for table in tables:
+            want = [(r[1], r[2], bool(r[3] or r[5])) for r in
+                    lite.execute("PRAGMA table_info(%s)" % table)]
+            got = pg.execute("SELECT column_name, data_type, is_nullable = 'NO' FROM "
+                             "information_schema.columns WHERE table_name = %s "
+                             "ORDER BY ordinal_position", (table,)).fetchall()
+            assert [g[0] for g in got] == [w[0] for w in want], table
+            for (name, lite_type, lite_not_null), (_, pg_type, pg_not_null) in zip(want, got):
+                assert pg_type in kinds[lite_type], (table, name, lite_type, pg_type)
+                assert pg_not_null == lite_not_null, (table, name)
+        pg_indexes = {r[0] for r in pg.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
+            "AND indexname NOT LIKE '%%_pkey' AND indexname NOT LIKE '%%_key'")}
+    lite_indexes = {r[0] for r in lite.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'")}
+    lite.close()
+    assert pg_indexes == lite_indexes and "frames_thread" in lite_indexes
+
+
 ABORTS = [(a, n) for a in ("aarch64", "s390x", "x86_64", "i386")
           for n in ("threads", "noreturn", "terminate") if (a, n) in ce.ALL_CASES]
 

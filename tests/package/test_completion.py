@@ -9,9 +9,9 @@ import pytest
 from conftest import env_without_package_path
 
 
-def complete(prefix, name, words):
+def complete(prefix, name, words, cwd=None):
     """COMPREPLY of the completion function of `name` for the command line `words` (the last
-    word being completed)."""
+    word being completed), in the directory `cwd` (file names are completed from there)."""
     script = prefix / "share" / "bash-completion" / "completions" / name
     assert script.exists()
     quoted = " ".join("'%s'" % w for w in words)
@@ -27,7 +27,7 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
 """
     env = env_without_package_path(PATH=f"{prefix / 'bin'}:/usr/bin:/bin")
     proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], capture_output=True,
-                          text=True, env=env)
+                          text=True, env=env, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return [w for w in proc.stdout.split("\n") if w]
 
@@ -61,3 +61,19 @@ def test_ehbt_lists_every_core_option(prefix):
 ])
 def test_ehbt_triage(prefix, words, want):
     assert sorted(complete(prefix, "ehbt-triage", words)) == want
+
+
+@pytest.mark.parametrize("words,want", [
+    (["ehbt-triage", "rep"], ["report"]),
+    (["ehbt-triage", "report", "--s"], ["--since"]),
+    (["ehbt-triage", "report", "--by", "c"], ["core-time"]),
+    (["ehbt-triage", "report", "--j"], []),  # a triage option, not one of report's
+    (["ehbt-triage", "x.core", "rep"], []),  # only the first argument selects report
+])
+def test_ehbt_triage_report(prefix, tmp_path, words, want):
+    assert sorted(complete(prefix, "ehbt-triage", words, cwd=tmp_path)) == want
+
+
+def test_ehbt_triage_report_lists_its_options(prefix):
+    got = set(complete(prefix, "ehbt-triage", ["ehbt-triage", "report", "--"]))
+    assert got == {"--help", "--db", "--since", "--by", "--html"}, got

@@ -81,6 +81,7 @@ def test_triage_page_matches_help(prefix):
     assert not missing, "lines of `ehbt-triage --help` not in ehbt-triage(1): %r" % missing
     # The subcommand that has its own --help (docs/triage.md, "What changed recently").
     block = help_text([triage, "report"])
+    assert "  --since AGE" in "\n".join(block)
     assert contains_block(page, block), "`ehbt-triage report --help` is not a block of the page"
 
 

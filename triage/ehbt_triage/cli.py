@@ -17,12 +17,11 @@ import os
 import re
 import sys
 
+from .exits import EXIT_USAGE
 from .signature import DEFAULT_TOP
 from .spool import DEFAULT_DIR
 from .version import version
 from .workers import DEFAULT_TIMEOUT
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _terminal_columns():

@@ -22,7 +22,9 @@ of version-1 keys, made before version 2 existed, goes on getting version-1 keys
 
 The engine computes it (``ehbt.content_key``: C++, OpenSSL's SHA-256, the GIL released) when
 the ehbt package is importable; the Python code below is the same definition for the CLI
-fallback (and the reference the tests hold the engine to).
+fallback (and the reference the tests hold the engine to). That fallback is a real mode, not
+a leftover: a build without the Python module (-DEHBT_PYTHON=OFF) still installs ehbt-triage,
+which then analyses with the ``ehbt`` binary (engine.py) and keys cores here.
 """
 
 import errno

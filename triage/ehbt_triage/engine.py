@@ -20,6 +20,21 @@ class AnalysisError(Exception):
     """The core is unusable: one line saying why (the engine's own words where it has them)."""
 
 
+def reason_without_core(message, paths):
+    """The engine's words on why a core is unusable, as the reason of a failed core: its first
+    line, without the "ehbt: " the CLI puts first or the "CORE: " the engine starts with (the
+    core's path is beside the reason wherever a reason is shown)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if text.startswith("ehbt: "):
+        text = text[len("ehbt: "):]
+    for p in sorted(set(paths), key=len, reverse=True):
+        if p and text.startswith(p + ": "):
+            text = text[len(p) + 2:]
+            break
+    return text or "unusable core"
+
+
 _ehbt = None  # the imported package, once imported
 _store = None  # the worker's ehbt.ImageStore, shared by every core it analyses
 _import_error = None
@@ -84,7 +99,8 @@ def analyze_core(path, sysroots, exe=None, timeout=None, debug_dirs=(), debuginf
             doc = _analyze_with_cli(path, list(sysroots), exe, timeout, list(debug_dirs),
                                     debuginfod)
     except AnalysisError as e:
-        raise AnalysisError(str(e).replace(path, name)) from None
+        text = reason_without_core(str(e), (path, name))
+        raise AnalysisError(text.replace(path, name)) from None
     doc["core"] = name
     return doc
 

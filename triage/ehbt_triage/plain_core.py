@@ -17,6 +17,7 @@ linked into a directory).
 """
 
 import os
+import re
 
 # The temporary file is written in blocks of this size; all-zero ones are seeked over (holes).
 # The content key does not depend on it: holes and written zeros hash alike.
@@ -25,7 +26,9 @@ BLOCK = 1 << 16
 # shutil, subprocess and tempfile are imported where a compressed core needs them: a batch of
 # plain cores does not, and every run pays at start for what it imports.
 
-# Magic numbers, as in discover.py (which uses them to accept a file as a core candidate).
+# Magic numbers: the one table in ehbt-triage (discover.py uses it to accept a file as a core
+# candidate). The engine tells formats by the same bytes (engine/src/core/compression.hpp),
+# but the Python binding exposes no detection function to call instead.
 FORMATS = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"),
            (b"\x04\x22\x4d\x18", "lz4"), (b"\x1f\x8b", "gzip"))
 _TOOLS = {"zstd": ["zstd", "-d", "-c", "-q"], "xz": ["xz", "-d", "-c", "-q", "-T1"],
@@ -170,7 +173,24 @@ def _decompress(path, fmt, out):
         proc.stdout.close()
         proc.stderr.close()
     if code != 0:
-        why = err[-1] if err else "%s exited %d" % (cmd[0], code)
-        raise DecompressError("corrupt or truncated %s stream (%d bytes recovered): %s"
-                              % (fmt, size, why))
+        why = tool_message(err) or "%s exited %d" % (cmd[0], code)
+        raise DecompressError("corrupt or truncated %s stream: %s (%d bytes decompressed)"
+                              % (fmt, why, size))
     os.ftruncate(fd, size)  # a trailing hole has no data to write
+
+
+def tool_message(lines):
+    """What a decompressor's last stderr line says, without who says it about what: the
+    tools prefix their name and a name for stdin ("xz: (stdin): ", "gzip: stdin: ",
+    zstd's "/*stdin*\\ : Read error (39) : ", lz4's "Error 68 : "), and the reason of a
+    failed core is one line the user reads beside the core's path. '' for no message."""
+    lines = [line.strip() for line in lines if line.strip()]
+    if not lines:
+        return ""
+    parts = [p for p in re.split(r"\s*:\s+", lines[-1]) if p]
+    while len(parts) > 1 and re.fullmatch(r"ERROR_\w+", parts[-1]):
+        parts.pop()  # lz4's symbolic name after its words ("Decompression error : ERROR_...")
+    text = parts[-1] if parts else lines[-1]
+    if text[:1].isupper() and not text[1:2].isupper():
+        text = text[0].lower() + text[1:]
+    return text

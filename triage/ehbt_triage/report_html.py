@@ -274,7 +274,7 @@ def render(store, run_counts, failed, engine_line, signer=None, now=None, recent
                    total_ok, len(buckets), len(failures), _e(store.path),
                    _e(_fmt_time(now or time.time())), _e(engine_line)))
     if recent is None:
-        from .recent import changes
+        from .changes import changes
 
         recent = (changes(store, 7 * DAY, now=now), "7d")
     out.append(recent_html(*recent))

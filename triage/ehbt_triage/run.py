@@ -13,11 +13,13 @@ import sys
 
 from . import engine, jsonl, report_text, spool
 from .content_hash import file_identity
-from .cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .discover import discover
+from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .outputs import check_output
+from .schema import StoreError
 from .signature import Signer, crashing_thread, frame_key, missing_modules, module_names
-from .store import SPOOL_FIELDS, StoreError, default_path, describe, is_url, open_store
+from .store import SPOOL_FIELDS
+from .stores import default_path, describe, is_url, open_store
 from .workers import WorkerPool
 
 _MAX_NOTES = 3
@@ -189,6 +191,7 @@ class Run:
                 warnings=_json_list(row.get("warnings"))))
 
     def _failed(self, path, info, reason):
+        reason = _one_line(reason)
         self.failed.append((path, reason))
         self.stats["failed"] += 1
         self.progress.failed += 1
@@ -213,6 +216,13 @@ class Run:
                              % (row["error"] if row else "not analysed"))
 
 
+def _one_line(reason):
+    """A failed core's reason as the store, the JSONL and the reports show it: one line (the
+    first that says something), whatever produced it."""
+    lines = [line.strip() for line in str(reason).splitlines() if line.strip()]
+    return lines[0] if lines else "failed"
+
+
 def _json_list(text):
     try:
         value = json.loads(text) if text else []
@@ -235,6 +245,14 @@ def _note_missing(missing, out):
         out.write("  ... and %d more cores\n" % (len(missing) - 20))
 
 
+def _not_a_directory(path):
+    """Why `path` is no directory to look files up in (None when it is one): a mistyped
+    --sysroot or --debug-dir would only make every core's signature worse, silently."""
+    if os.path.isdir(path):
+        return None
+    return "not a directory" if os.path.lexists(path) else "no such directory"
+
+
 def _usage(text):
     sys.stderr.write("ehbt-triage: error: %s\n" % text)
     return EXIT_USAGE
@@ -251,6 +269,16 @@ def run(args):
         for p in missing:
             sys.stderr.write("ehbt-triage: error: %s: no such file or directory\n" % p)
         return EXIT_USAGE
+    for option, dirs in (("--sysroot", args.sysroot), ("--debug-dir", args.debug_dir)):
+        for d in dirs:
+            problem = _not_a_directory(d)
+            if problem:
+                return _usage("%s %s: %s" % (option, d, problem))
+    # Absolute from here on: the store, the JSONL and the HTML name each core by a path that
+    # still resolves when they are read from another directory (or by a dask worker).
+    inputs = [os.path.abspath(p) for p in inputs]
+    args.sysroot = [os.path.abspath(d) for d in args.sysroot]
+    args.debug_dir = [os.path.abspath(d) for d in args.debug_dir]
     try:
         signer = Signer(args.top, args.skip)
     except Exception as e:
@@ -260,6 +288,8 @@ def run(args):
         if problem:
             return _usage("%s %s: %s" % (option, path, problem))
     db_path = args.db or default_path()
+    if not is_url(db_path):
+        db_path = os.path.abspath(db_path)  # as the HTML report names it
     problem = None if is_url(db_path) else check_output(db_path)
     if problem:
         return _usage("--db %s: %s" % (db_path, problem))

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The store API, and its SQLite implementation (the embedded default): cores, their threads and frames, and the buckets they fall into.
+"""The store API, and its SQLite implementation (the embedded default): cores, their threads
+and frames, and the buckets they fall into. The tables are described once, for SQLite and
+PostgreSQL alike, in schema.py.
 
 Every core is written whole or not at all (cores row + threads + frames + its bucket's
 counters: one savepoint), in WAL mode, so a run stopped at any point (SIGINT, SIGKILL, power)
@@ -28,10 +30,11 @@ Rules:
   identity counts the core as seen before without hashing it.
 - Schema version 2 added the spool columns of ``cores`` (process_name, uid, boot_id, pid,
   compression) and what makes a signature less trustworthy (unreliable, missing_modules,
-  warnings); a version-1 store is migrated in place when it is opened (MIGRATIONS).
+  warnings); a version-1 store is migrated in place when it is opened (the columns that
+  schema.added_columns() lists).
 
 The same schema and rules hold for PostgreSQL (store_pg.py, for several runs on several
-machines sharing one store); open_store() picks the implementation from the --db value.
+machines sharing one store); stores.open_store() picks the implementation from the --db value.
 The API a run uses: core_by_hash, bucket, crashing_frames, buckets_with_cores, bucket_cores,
 failed_cores, core_times, recent_cores, ok_cores_at, known_file, set_file_id, record_ok,
 record_failed, flush, tick, close.
@@ -43,12 +46,8 @@ import sqlite3
 import time
 from itertools import repeat
 
-from .content_hash import BLOCKS as KEY_VERSIONS
-from .content_hash import KEY_VERSION
-
-# A store at this version is opened without running SCHEMA again: change SCHEMA (a table, a
-# column, an index), raise the version.
-SCHEMA_VERSION = 4
+from . import schema
+from .schema import KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema, key_version_of
 
 # A batch transaction is committed when it is this old or holds this many cores (see above),
 # checked after each core and by tick() while the run waits for its workers: a slow core does
@@ -57,13 +56,6 @@ SCHEMA_VERSION = 4
 BATCH_SECONDS = float(os.environ.get("EHBT_TRIAGE_TEST_BATCH_SECONDS") or 0.25)
 BATCH_CORES = 64
 
-# Columns added after version 1: (name, SQLite type, PostgreSQL type). A store made by an
-# older version gets them with ALTER TABLE when it is opened (NULL in its old rows).
-MIGRATIONS = (("process_name", "TEXT", "TEXT"), ("uid", "INTEGER", "BIGINT"),
-              ("boot_id", "TEXT", "TEXT"), ("pid", "INTEGER", "BIGINT"),
-              ("compression", "TEXT", "TEXT"), ("unreliable", "INTEGER", "INTEGER"),
-              ("missing_modules", "TEXT", "TEXT"), ("warnings", "TEXT", "TEXT"),
-              ("file_id", "TEXT", "TEXT"))
 SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
 COMPLETE_STOPS = "('outermost', 'max_frames')"
 
@@ -79,130 +71,7 @@ BUCKET_SELECT = (
     " AND u.status = 'ok') AS unreliable "
     "FROM buckets b LEFT JOIN cores c ON c.id = b.example_core_id WHERE b.count > 0")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-  key TEXT PRIMARY KEY,
-  value TEXT
-);
-CREATE TABLE IF NOT EXISTS buckets (
-  id INTEGER PRIMARY KEY,
-  signature TEXT NOT NULL UNIQUE,
-  first_seen REAL,
-  last_seen REAL,
-  count INTEGER NOT NULL DEFAULT 0,
-  example_core_id INTEGER
-);
-CREATE TABLE IF NOT EXISTS cores (
-  id INTEGER PRIMARY KEY,
-  sha256 TEXT NOT NULL UNIQUE,
-  path TEXT NOT NULL,
-  size INTEGER,
-  executable TEXT,
-  arch TEXT,
-  signal TEXT,
-  signal_number INTEGER,
-  signal_code INTEGER,
-  fault_addr TEXT,
-  core_time REAL,
-  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-  error TEXT,
-  stop_reason TEXT,
-  signature TEXT,
-  bucket_id INTEGER REFERENCES buckets(id),
-  analysed_at REAL NOT NULL,
-  process_name TEXT,
-  uid INTEGER,
-  boot_id TEXT,
-  pid INTEGER,
-  compression TEXT,
-  unreliable INTEGER,
-  missing_modules TEXT,
-  warnings TEXT,
-  file_id TEXT
-);
-CREATE TABLE IF NOT EXISTS threads (
-  id INTEGER PRIMARY KEY,
-  core_id INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  tid INTEGER,
-  crashing INTEGER NOT NULL,
-  stop_reason TEXT,
-  stop_detail TEXT
-);
-CREATE TABLE IF NOT EXISTS frames (
-  id INTEGER PRIMARY KEY,
-  core_id INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-  idx INTEGER NOT NULL,
-  pc TEXT,
-  module TEXT,
-  module_offset TEXT,
-  build_id_key TEXT,
-  symbol TEXT,
-  symbol_offset TEXT,
-  source TEXT
-);
-CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
-CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
-CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
-CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
-CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
-"""
-
-
-class StoreError(Exception):
-    pass
-
-
-def check_schema(version):
-    """StoreError for a store made by a newer ehbt-triage (its schema version above ours):
-    writing our schema version over it would hide that from the tool that made it."""
-    try:
-        newer = int(version) > SCHEMA_VERSION
-    except (TypeError, ValueError):
-        newer = version is not None
-    if newer:
-        raise StoreError("made by a newer ehbt-triage (schema version %s; this one knows %d)"
-                         % (version, SCHEMA_VERSION))
-
-
-def key_version_of(value):
-    """The store's content key version from its meta value; StoreError for an unknown one."""
-    try:
-        version = int(value)
-    except (TypeError, ValueError):
-        version = None
-    if version not in KEY_VERSIONS:
-        raise StoreError("its cores are keyed by content key version %r, which this "
-                         "ehbt-triage does not know" % (value,))
-    return version
-
-
-# The content key version for a store that has none recorded: a store with cores was made
-# before keys had versions (version 1); an empty one takes the newest.
-KEY_VERSION_SQL = ("SELECT CASE WHEN EXISTS (SELECT 1 FROM cores) THEN '1' ELSE '%d' END"
-                   % KEY_VERSION)
-
-
-def is_url(spec):
-    return spec.startswith(("postgresql://", "postgres://"))
-
-
-def open_store(spec):
-    """The store named by a --db value: a PostgreSQL URL, else a SQLite file path."""
-    if is_url(spec):
-        from .store_pg import PgStore  # psycopg is only needed by those who use it
-
-        return PgStore(spec)
-    return Store(spec)
-
-
-def describe(spec):
-    """The --db value as the report prints it (a URL without its password)."""
-    if is_url(spec):
-        import re
-
-        return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", spec)
-    return spec
+SCHEMA = schema.ddl("sqlite")
 
 
 class Store:
@@ -255,10 +124,14 @@ class Store:
         """Brings a store of an older schema up to SCHEMA_VERSION, in the transaction that
         created its missing tables, and commits."""
         try:
-            have = {r[1] for r in self.db.execute("PRAGMA table_info(cores)")}
-            for name, sqlite_type, _ in MIGRATIONS:
-                if name not in have:
-                    self.db.execute("ALTER TABLE cores ADD COLUMN %s %s" % (name, sqlite_type))
+            have = {}
+            for table, column in schema.added_columns():
+                if table not in have:
+                    have[table] = {r[1] for r in self.db.execute("PRAGMA table_info(%s)"
+                                                                 % table)}
+                if column.name not in have[table]:
+                    self.db.execute("ALTER TABLE %s ADD COLUMN %s"
+                                    % (table, column.sql("sqlite")))
             self.db.execute("INSERT OR IGNORE INTO meta(key, value) SELECT 'content_key', ("
                             + KEY_VERSION_SQL + ")")
             self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)",
@@ -513,7 +386,9 @@ class Store:
             {"b": bucket_id, "c": core_id})
 
 
-EXTRA_COLUMNS = tuple(name for name, _, _ in MIGRATIONS)
+# The cores columns written from a core's info dict by name (extra_columns): those added after
+# schema version 1.
+EXTRA_COLUMNS = tuple(c.name for table, c in schema.added_columns() if table == "cores")
 
 
 def extra_columns(info):
@@ -584,6 +459,3 @@ def _crashing_stop(doc):
     threads = doc.get("threads") or []
     return threads[0].get("stop_reason") if threads else None
 
-
-def default_path():
-    return os.path.join(os.getcwd(), "ehbt-triage.sqlite")

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The PostgreSQL store: the SQLite store's schema and rules (see store.py) for a database
-that several ehbt-triage runs on several machines write at the same time.
+"""The PostgreSQL store: the SQLite store's schema (schema.py, spelled for PostgreSQL) and rules
+(see store.py) for a database that several ehbt-triage runs on several machines write at the
+same time.
 
 What makes it exact under concurrency:
 - ``cores.sha256`` is UNIQUE and a core is inserted with ``ON CONFLICT DO NOTHING``: when two
@@ -17,78 +18,13 @@ A transaction that still collides (deadlock, serialization failure) is simply ru
 import time
 from itertools import repeat
 
-from .store import (BUCKET_SELECT, EXTRA_COLUMNS, KEY_VERSION_SQL, MIGRATIONS, SCHEMA_VERSION,
-                    Store, StoreError, _crashing_stop, check_schema, document_rows,
-                    extra_columns, key_version_of)
+from . import schema
+from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema,
+                     key_version_of)
+from .store import (BUCKET_SELECT, EXTRA_COLUMNS, Store, _crashing_stop, document_rows,
+                    extra_columns)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-  key TEXT PRIMARY KEY,
-  value TEXT
-);
-CREATE TABLE IF NOT EXISTS buckets (
-  id BIGSERIAL PRIMARY KEY,
-  signature TEXT NOT NULL UNIQUE,
-  first_seen DOUBLE PRECISION,
-  last_seen DOUBLE PRECISION,
-  count BIGINT NOT NULL DEFAULT 0,
-  example_core_id BIGINT
-);
-CREATE TABLE IF NOT EXISTS cores (
-  id BIGSERIAL PRIMARY KEY,
-  sha256 TEXT NOT NULL UNIQUE,
-  path TEXT NOT NULL,
-  size BIGINT,
-  executable TEXT,
-  arch TEXT,
-  signal TEXT,
-  signal_number INTEGER,
-  signal_code INTEGER,
-  fault_addr TEXT,
-  core_time DOUBLE PRECISION,
-  status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-  error TEXT,
-  stop_reason TEXT,
-  signature TEXT,
-  bucket_id BIGINT REFERENCES buckets(id),
-  analysed_at DOUBLE PRECISION NOT NULL,
-  process_name TEXT,
-  uid BIGINT,
-  boot_id TEXT,
-  pid BIGINT,
-  compression TEXT,
-  unreliable INTEGER,
-  missing_modules TEXT,
-  warnings TEXT,
-  file_id TEXT
-);
-CREATE TABLE IF NOT EXISTS threads (
-  id BIGSERIAL PRIMARY KEY,
-  core_id BIGINT NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  tid BIGINT,
-  crashing INTEGER NOT NULL,
-  stop_reason TEXT,
-  stop_detail TEXT
-);
-CREATE TABLE IF NOT EXISTS frames (
-  id BIGSERIAL PRIMARY KEY,
-  core_id BIGINT NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  thread_id BIGINT NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
-  idx INTEGER NOT NULL,
-  pc TEXT,
-  module TEXT,
-  module_offset TEXT,
-  build_id_key TEXT,
-  symbol TEXT,
-  symbol_offset TEXT,
-  source TEXT
-);
-CREATE INDEX IF NOT EXISTS cores_bucket ON cores(bucket_id);
-CREATE INDEX IF NOT EXISTS cores_path ON cores(path);
-CREATE INDEX IF NOT EXISTS threads_core ON threads(core_id);
-CREATE INDEX IF NOT EXISTS frames_thread ON frames(thread_id, idx);
-CREATE INDEX IF NOT EXISTS frames_core ON frames(core_id);
-"""
+SCHEMA = schema.ddl("postgresql")
 
 _ATTEMPTS = 5
 
@@ -107,11 +43,11 @@ class PgStore(Store):
                 self.db.execute(SCHEMA)
                 row = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 check_schema(row[0] if row else None)
-                # A store of an older schema gets the newer columns (see store.MIGRATIONS),
-                # and the version of the content keys its cores have (store.KEY_VERSION_SQL).
-                for name, _, pg_type in MIGRATIONS:
-                    self.db.execute("ALTER TABLE cores ADD COLUMN IF NOT EXISTS %s %s"
-                                    % (name, pg_type))
+                # A store of an older schema gets the newer columns (schema.added_columns),
+                # and the version of the content keys its cores have (KEY_VERSION_SQL).
+                for table, column in schema.added_columns():
+                    self.db.execute("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s"
+                                    % (table, column.sql("postgresql")))
                 self.db.execute("INSERT INTO meta(key, value) SELECT 'content_key', ("
                                 + KEY_VERSION_SQL + ") ON CONFLICT (key) DO NOTHING")
                 self.db.execute("INSERT INTO meta(key, value) VALUES ('schema', %s) "

@@ -303,7 +303,10 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
         st, now_ns = os.stat(path), time.time_ns()  # the identity is of the file before the key
         plain = PlainCore(path)
     except (OSError, DecompressError) as e:
+        # No analysis follows: "idle" at once. The parent, told "fail" of a "spec", keeps
+        # the worker busy until it says so, and without it waited for the whole --timeout.
         conn.send(("fail", task, _unreadable(e)))
+        conn.send(("idle", task))
         return True
     keyed = []
 
