@@ -88,9 +88,9 @@ def long_names():
     return [o.name for o in OPTIONS]
 
 
-def help_text(host):
-    """The option block of `help ehbt` for one host, from the table."""
-    lines = ["Usage: ehbt [OPTION]...", ""]
+def option_lines(host):
+    """One host's option list, from the table (docs/gdb.md and docs/lldb.md hold it too)."""
+    lines = []
     for o in OPTIONS:
         spelled = ", ".join(s + (" " + o.metavar if o.metavar else "")
                             for s in o.spellings(host))
@@ -98,7 +98,12 @@ def help_text(host):
             lines += ["  " + spelled, "  %-21s %s" % ("", o.text)]
         else:
             lines.append("  %-21s %s" % (spelled, o.text))
-    return "\n".join(lines) + "\n" + _EXTRA_HELP
+    return lines
+
+
+def help_text(host):
+    """The option part of `help ehbt` for one host."""
+    return "\n".join(["Usage: ehbt [OPTION]...", ""] + option_lines(host)) + "\n" + _EXTRA_HELP
 
 
 def _count(spelled, text):
@@ -280,3 +285,9 @@ def compare_lines(backtrace, theirs, arch, host="GDB", limit=0):
     if end:
         lines.append("ehbt: " + end)
     return lines
+
+
+if __name__ == "__main__":  # python3 -m ehbt.frontend gdb|lldb: the docs' option block
+    import sys
+
+    print("\n".join(option_lines(sys.argv[1] if len(sys.argv) > 1 else "gdb")))
