@@ -97,7 +97,7 @@ class _Modules:
     changes (invalidate) or the command names other files."""
 
     def __init__(self):
-        self._images, self._cores, self._sets = {}, {}, {}
+        self._images, self._sets, self.cores = {}, {}, support.EngineCores()
         self._files_key = self._files = self.core = None
 
     def invalidate(self, *_args):
@@ -119,16 +119,9 @@ class _Modules:
         core = self.core_path(inferior, opts)
         if not core:
             return None
-        key = (core, tuple(opts["sysroot"] + _gdb_list("sysroot")),
-               opts["exe"] or gdb.current_progspace().filename or "",
-               tuple(opts["debug_dir"] + _gdb_list("debug-file-directory")))
-        if key not in self._cores:
-            try:
-                self._cores[key] = ehbt.open_core(key[0], list(key[1]), key[2],
-                                                  debug_dirs=list(key[3]))
-            except (ehbt.Error, gdb.error):
-                self._cores[key] = None
-        return self._cores[key]
+        return self.cores.get(core, opts["sysroot"] + _gdb_list("sysroot"),
+                              opts["exe"] or gdb.current_progspace().filename,
+                              opts["debug_dir"] + _gdb_list("debug-file-directory"))
 
     def get(self, inferior, opts=_NO_OPTIONS):
         files = self._gdb_files(inferior)
@@ -255,7 +248,8 @@ class EhbtCommand(gdb.Command):
         engine_core = _modules.engine_core(inferior, opts)
         core = _modules.core_path(inferior, opts)
         if opts["core"] and engine_core is None:
-            raise gdb.GdbError("ehbt: cannot read the core %s" % opts["core"])
+            raise gdb.GdbError("ehbt: cannot read the core %s: %s" % (
+                opts["core"], _modules.cores.errors.get(opts["core"], "not an ELF core")))
         # The stop's signal: a core's own record; live, the selected thread took it.
         if core:
             signal, signal_tid = frontend.core_signal(engine_core)

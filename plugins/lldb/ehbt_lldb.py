@@ -204,9 +204,6 @@ def _symbol_from_lldb(target, addr):
 
 
 # ---------------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------------
 # One process as the engine sees it: memory, modules, the core's own records.
 
 class _Context:
@@ -214,13 +211,12 @@ class _Context:
 
     def __init__(self):
         self.images = {}  # path -> ehbt.Image
-        self.cores = {}  # (path, sysroots, exe, debug dirs) -> ehbt.Target or None
+        self.cores = support.EngineCores()
         self.core_paths = {}  # frozenset of tids -> core path or None
         self.modules_key = self.modules = None
         self.walks = {}  # (pid, stop id, tid) -> {"first": [...], "walk": [...]}
         self.walks_done = 0
         self.sysroots = ()  # the last --sysroot list given to the command (the recognizer's)
-        self.core_errors = {}  # core path -> why the engine could not open it
 
     def options(self, opts=_NO_OPTIONS):
         """The command's options with the sysroots kept from an earlier command."""
@@ -233,22 +229,8 @@ class _Context:
             return opts["core"]
         tids = frozenset(t.GetThreadID() for t in process)
         if tids not in self.core_paths:
-            candidates = support.mapped_cores()
-            found = [p for p in candidates if self._core(p, (), "", ()) is not None and
-                     {t.tid for t in self._core(p, (), "", ()).threads} == tids]
-            self.core_paths[tids] = (found or candidates * (len(candidates) == 1) or [None])[0]
+            self.core_paths[tids] = self.cores.find_mapped(tids)
         return self.core_paths[tids]
-
-    def _core(self, path, sysroots, exe, debug_dirs):
-        key = (path, tuple(sysroots), exe, tuple(debug_dirs))
-        if key not in self.cores:
-            try:
-                self.cores[key] = ehbt.open_core(path, list(sysroots), exe,
-                                                 debug_dirs=list(debug_dirs))
-            except ehbt.Error as e:
-                self.core_errors[path] = str(e)
-                self.cores[key] = None
-        return self.cores[key]
 
     def engine_core(self, debugger, target, process, opts=_NO_OPTIONS):
         core = self.core_path(process, opts)
@@ -256,8 +238,8 @@ class _Context:
             return None
         platform = _platform_sysroot(debugger)
         roots = opts["sysroot"] + [platform] * (platform not in opts["sysroot"] and bool(platform))
-        return self._core(core, roots, opts["exe"] or target.GetExecutable().fullpath or "",
-                          opts["debug_dir"] + list(_debug_dirs(debugger)))
+        return self.cores.get(core, roots, opts["exe"] or target.GetExecutable().fullpath,
+                              opts["debug_dir"] + list(_debug_dirs(debugger)))
 
     def module_set(self, debugger, target, process, opts=_NO_OPTIONS):
         engine = self.engine_core(debugger, target, process, opts)
@@ -378,7 +360,7 @@ class EhbtCommand:
         engine_core = ctx.engine_core(debugger, target, process, opts)
         if opts["core"] and engine_core is None:
             raise _Error("ehbt: cannot read the core %s: %s" % (
-                opts["core"], ctx.core_errors.get(opts["core"], "not an ELF core")))
+                opts["core"], ctx.cores.errors.get(opts["core"], "not an ELF core")))
         selected = exe_ctx.GetThread()
         selected = selected if selected.IsValid() else process.GetSelectedThread()
         threads = frontend.pick_threads(opts, sorted(process, key=lambda t: t.GetIndexID()),
@@ -431,31 +413,6 @@ def _lldb_stack(thread, index):
     return support.physical_frames(pairs)
 
 
-def _first_frame_only(debugger, target, process, thread, ctx):
-    """[(pc, cfa, source)] of the engine's frame 0 and its caller, from one step."""
-    arch = _engine_arch(target)
-    if arch is None:
-        return []
-    regs = _thread_registers(thread, arch)
-    modules = ctx.module_set(debugger, target, process, ctx.options())
-    unwinder = ehbt.Unwinder()
-    first = unwinder.first_frame(regs, modules)
-    read = support.with_module_files(_memory_reader(process), modules)
-    step = unwinder.step(first, read, modules)
-    out = [(first.pc, step.cfa if step.ok else first.cfa, first.source)]
-    if step.ok:
-        out.append((step.caller.pc, None, step.caller.source))
-    return out
-
-
-def _engine_walk(debugger, target, process, thread, ctx):
-    """[(pc, cfa, source)] of the engine's whole walk of the thread."""
-    _arch, backtrace = _unwind(debugger, target, process, thread, ctx, ctx.options(),
-                               limits=ehbt.Limits(**_RECOGNIZER_LIMITS))
-    ctx.walks_done += 1
-    return [(f.pc, f.cfa, f.source) for f in backtrace.frames]
-
-
 def _annotation(frame):
     """(cfa, source, agrees) of the stack frame an LLDB frame belongs to."""
     thread = frame.GetThread()
@@ -464,30 +421,28 @@ def _annotation(frame):
     debugger = target.GetDebugger()
     ctx = _context(process)
     key = (process.GetProcessID(), process.GetStopID(), thread.GetThreadID())
-    if key not in ctx.walks:
-        # Only the entries of the current stop are kept.
+    if key not in ctx.walks:  # only the entries of the current stop are kept
         ctx.walks = {k: v for k, v in ctx.walks.items() if k[:2] == key[:2]}
         ctx.walks[key] = {}
-    cache = ctx.walks[key]
     index = frame.GetFrameID()
     lldb_pcs, depth_of = _lldb_stack(thread, index)
     if index >= len(depth_of):
         return None
-    depth = depth_of[index]
-    if depth == 0 and "walk" not in cache:
-        if "first" not in cache:
-            cache["first"] = _first_frame_only(debugger, target, process, thread, ctx)
-        engine = cache["first"]
-    else:
-        if "walk" not in cache:
-            cache["walk"] = _engine_walk(debugger, target, process, thread, ctx)
-        engine = cache["walk"]
-    engine_pcs = [pc for pc, _cfa, _source in engine]
-    agrees = support.agreement(engine_pcs, lldb_pcs, depth)
-    if depth < len(engine):
-        _pc, cfa, source = engine[depth]
-        return (cfa or 0), source, agrees
-    return 0, "none", agrees
+    arch = _engine_arch(target)
+
+    def first_two():
+        modules = ctx.module_set(debugger, target, process, ctx.options())
+        return support.first_two_frames(_thread_registers(thread, arch), modules,
+                                        _memory_reader(process)) if arch else []
+
+    def whole_walk():
+        ctx.walks_done += 1
+        bt = _unwind(debugger, target, process, thread, ctx, ctx.options(),
+                     limits=ehbt.Limits(**_RECOGNIZER_LIMITS))[1]
+        return [(f.pc, f.cfa, f.source) for f in bt.frames]
+
+    return support.annotation(ctx.walks[key], depth_of[index], lldb_pcs, first_two,
+                              whole_walk)
 
 
 def _value_bytes(target, number, size):

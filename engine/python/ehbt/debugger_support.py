@@ -13,7 +13,10 @@
 - ``agreement``: whether a debugger's stack frame and the engine's at the same depth agree;
 - ``parse_gdb_info_files``, ``module_from_sections``: GDB's `info files` listing read, and a
   file placed by the runtime addresses of its sections;
-- ``mapped_cores``: the ELF cores a debugger has mapped into its own address space (LLDB);
+- ``EngineCores``: the engine's readers of core files, one per set of inputs, and the core a
+  debugger has mapped into its own address space (LLDB);
+- ``first_two_frames``, ``annotation``: the engine's view of one stack depth, for a debugger's
+  frame annotations (LLDB's recognizer), frame 0 from one step, deeper from one walk;
 - ``with_module_files``, ``differs_from_core``: reading a module's file where a core has no
   bytes, and a module whose build-id the core contradicts;
 - ``regex_except``: a regex matching every string but some words (LLDB's recognizer);
@@ -340,3 +343,59 @@ def regex_except(words, tail=None):
         return group if ends else group + "?"  # ending inside a word is not a word
 
     return "^" + suffixes(trie) + "$"
+
+
+class EngineCores:
+    """The engine's readers of core files (ehbt.open_core), one per set of inputs, kept for
+    the session; `errors` says why a core could not be opened."""
+
+    def __init__(self):
+        self._targets, self.errors = {}, {}
+
+    def get(self, path, sysroots=(), exe="", debug_dirs=()):
+        key = (path, tuple(sysroots), exe or "", tuple(debug_dirs))
+        if key not in self._targets:
+            try:
+                self._targets[key] = ehbt.open_core(path, list(sysroots), exe or "",
+                                                    debug_dirs=list(debug_dirs))
+            except ehbt.Error as e:
+                self.errors[path] = str(e)
+                self._targets[key] = None
+        return self._targets[key]
+
+    def find_mapped(self, tids):
+        """The ELF core mapped into this process (a debugger maps the core it reads) whose
+        threads are `tids`, else the only core mapped, else None."""
+        candidates = mapped_cores()
+        for path in candidates:
+            target = self.get(path)
+            if target is not None and {t.tid for t in target.threads} == set(tids):
+                return path
+        return candidates[0] if len(candidates) == 1 else None
+
+
+def first_two_frames(regs, modules, read):
+    """[(pc, cfa, source)] of the engine's frame 0 and its caller, from one step."""
+    unwinder = ehbt.Unwinder()
+    first = unwinder.first_frame(regs, modules)
+    step = unwinder.step(first, with_module_files(read, modules), modules)
+    out = [(first.pc, step.cfa if step.ok else first.cfa, first.source)]
+    if step.ok:
+        out.append((step.caller.pc, None, step.caller.source))
+    return out
+
+
+def annotation(cache, depth, host_pcs, first_two, whole_walk):
+    """(cfa, source, agrees) of the engine at one stack depth, for a debugger's frame there.
+
+    `cache` holds one stop's results: frame 0 asks only first_two() (one step: a debugger
+    asks for frame 0 at every stop), a deeper frame whole_walk() once; each returns
+    [(pc, cfa, source)]. host_pcs: the debugger's stack-frame pcs up to depth + 1."""
+    if depth == 0 and "walk" not in cache:
+        engine = cache["first"] = cache.get("first") or first_two()
+    else:
+        engine = cache["walk"] = cache.get("walk") or whole_walk()
+    agrees = agreement([pc for pc, _cfa, _source in engine], host_pcs, depth)
+    if depth < len(engine):
+        return engine[depth][1] or 0, engine[depth][2], agrees
+    return 0, "none", agrees
