@@ -4,28 +4,23 @@
     (gdb) source PREFIX/share/ehbt/gdb/ehbt.py
     (gdb) ehbt [--all-threads|-all] [--json|-json] [--max-frames|-n N] ...   (help ehbt)
     (gdb) enable unwinder global ehbt        # bt/frame/up/finish now use the engine
-    (gdb) disable unwinder global ehbt
 
-This file only talks to GDB; the command's options, policy and output are ehbt.frontend's,
-shared with the LLDB plugin (docs/gdb.md). Finding the `ehbt` package: EHBT_PYTHONPATH first,
-then PREFIX/lib/python3[.X]/dist-packages relative to this file (PREFIX/share/ehbt/gdb/), then
-a source checkout's build/engine/python.
+This file only talks to GDB: the command's options, policy and output are ehbt.frontend's,
+shared with the LLDB plugin (docs/gdb.md). The package is found through EHBT_PYTHONPATH, then
+PREFIX/lib/python3[.X]/dist-packages relative to this file, then build/engine/python.
 
-What the engine is given: the registers of frame 0 read from GDB by name; memory through
-`read_memory`, or for a core the engine's own reader of the core (GDB reads zeros for code a
-core leaves out when it could not relocate its file); the files GDB loaded, placed by the
-runtime addresses `info files` shows for their sections, plus every module the engine finds
-in the core itself (qemu-user cores carry no file list); GDB's sysroot and
-debug-file-directory after the command's --sysroot and --debug-dir.
+The engine is given frame 0's registers (read by name), memory through GDB or, for a core,
+its own reader of the core (GDB reads zeros for code a core leaves out when it could not
+relocate the file), and the files GDB loaded, placed by the runtime addresses `info files`
+shows for their sections, plus every module the engine finds in the core itself.
 
-The unwinder (registered disabled) walks the whole stack once per stop in C++ and answers
-GDB frame by frame from a (pc, sp) table: the caller's pc, every register the engine
-recovered, every other general register unchanged. Where the walk ended (outermost or a
-stop), the last frame is claimed with itself as its caller, so that GDB stops there (GDB 13's
-Python API has no way to say "outermost"; GDB sees a repeated frame and ends the backtrace)
-rather than guess on with its heuristic unwinders. It declines signal trampolines inside a
-known file (GDB shows them as "<signal handler called>") and frames of functions GDB has debug
-info for whose caller the engine found from CFI (GDB adds tail-call frames and entry values).
+The unwinder (registered disabled) walks the whole stack once per stop and answers GDB frame
+by frame from a (pc, sp) table: the caller's pc, every register the engine recovered, every
+other general register unchanged. It claims the walk's last frame with itself as its caller,
+so that GDB stops there too (GDB 13's Python API cannot say "outermost"; GDB sees a repeated
+frame) instead of guessing on. It declines signal trampolines in a known file (GDB shows
+"<signal handler called>") and frames GDB has debug info for whose caller the engine found
+from CFI (GDB adds tail-call frames and entry values there).
 """
 
 import os

@@ -5,31 +5,16 @@
     (lldb) ehbt [--all-threads|--all|-a] [--json|-j] [--max-frames|--count|-c N] ...  (help ehbt)
     (lldb) frame variable            # also shows ehbt_cfa, ehbt_source, ehbt_agrees
 
-This file only talks to LLDB; the command's options, policy and output are ehbt.frontend's,
-shared with the GDB plugin (docs/lldb.md). Works on live processes and on cores
-(`target create EXE -c CORE`). Finding the `ehbt` package: EHBT_PYTHONPATH first, then
-PREFIX/lib/python3[.X]/dist-packages relative to this file (PREFIX/share/ehbt/lldb/), then a
-source checkout's build/engine/python.
+This file only talks to LLDB: the command's options, policy and output are ehbt.frontend's,
+shared with the GDB plugin; docs/lldb.md and plugins/lldb/README.md say what the engine is
+given (frame 0's registers, SBProcess memory, LLDB's modules plus those the engine finds in
+the core) and what the recognizer adds. The package is found through EHBT_PYTHONPATH, then
+PREFIX/lib/python3[.X]/dist-packages relative to this file, then build/engine/python.
 
-What the engine is given: frame 0's registers from SBFrame by name; memory through
-SBProcess.ReadMemory (and a module's file where a core has no bytes); LLDB's modules placed
-by their sections' load addresses (the vDSO rebuilt from memory) plus, for a core, every
-module the engine finds in the core itself (placed where the core says, replacing one whose
-build-id the core contradicts). The core is --core, or the ELF core LLDB has mapped into
-its own address space, matched by thread ids. Symbols are the engine's, else LLDB's ELF
-symbol (not its ___lldb_unnamed_symbol names). Debug files: --debug-dir, then LLDB's
-target.debug-file-search-paths. Sysroots: --sysroot (kept for later commands and the
-recognizer), then LLDB's platform sysroot.
-
-The recognizer: registered for every frame with a module except those LLDB's own assert
-recognizer handles (raise, gsignal, pthread_kill in libc.so.6: LLDB still selects the frame
-that called abort()). For each of LLDB's frames, `frame variable` lists ehbt_cfa (the
-engine's CFA at that stack depth), ehbt_source (how the engine found that frame, "none"
-where it has none; of type $ehbt_source_t, its summary bound to that type) and ehbt_agrees
-(LLDB's frame and caller are the engine's). Inlined frames share their stack frame's values.
-Frame 0 costs one engine step per stop; the whole walk runs once per stop, when a deeper
-frame is looked at ((process, stop id, thread) cache). LLDB 16 lets no plugin unwind for it
-(plugins/lldb/README.md: what newer LLDB's scripted frame providers would allow).
+The recognizer costs one engine step per stop for frame 0 (LLDB asks for it at every stop);
+the whole walk runs once per stop, when a deeper frame is looked at. LLDB 16 lets no plugin
+unwind for it: bt, up and finish keep LLDB's own unwinder (README: what newer LLDB's scripted
+frame providers would allow).
 """
 
 import os
