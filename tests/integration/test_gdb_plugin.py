@@ -57,6 +57,12 @@ BAD_ARGUMENTS = {
     "ehbt -n 99999999999999999999":
         "ehbt: -n expects a number between 1 and 4294967295, not 99999999999999999999",
     "ehbt 'unclosed": "ehbt: ",
+    # The CLI's long options, checked as the CLI checks them (a usage error, before anything).
+    "ehbt --max-frames=x": "ehbt: --max-frames expects a number between 1 and 4294967295, not 'x'",
+    "ehbt --sysroot /nonexistent/root": "ehbt: --sysroot /nonexistent/root: no such directory",
+    "ehbt --debug-dir /nonexistent/dbg": "ehbt: --debug-dir /nonexistent/dbg: no such directory",
+    "ehbt --exe /nonexistent/exe": "ehbt: --exe /nonexistent/exe: no such file",
+    "ehbt --source bogus": "ehbt: --source expects auto, eh_frame, sframe or frame_pointer",
 }
 
 
@@ -103,6 +109,32 @@ def test_fixture_core_json_matches_expected(build_dir, tmp_path, arch, name):
     assert doc["format"] == "ehbt-backtrace/1" and doc["core"] == exp["core"]
     errors = ce.compare(exp, doc)
     assert not errors, "\n".join(errors)
+
+
+# Fixture cores GDB cannot unwind without their executable: it knows no file, so only its
+# heuristic unwinders would go past the engine's last frame.
+NO_EXE_CASES = ["chain", "sighandler", "threads", "noreturn", "smashed"]
+
+
+@pytest.mark.parametrize("name", NO_EXE_CASES)
+def test_unwinder_stops_where_the_walk_ends_without_the_executable(build_dir, name):
+    """`gdb -c CORE` alone, `enable unwinder global ehbt`, `bt`: exactly the crashing thread's
+    frames GDB found with the executable (the fixture's expected frames), then GDB stops,
+    where before it went on into frames made of stack words (0x38, 0x1, ...)."""
+    if not ce.expected_path("x86_64", name).exists():
+        pytest.fail("no fixture core (run cores/make-cores.sh x86_64)")
+    exp = ce.load_expected("x86_64", name)
+    out = h.run_gdb(build_dir, ["-c", exp["core"]], [
+        "enable unwinder global ehbt", "echo MARK:BT\\n", "bt", "echo MARK:END\\n"])
+    bt = out.split("MARK:BT\n", 1)[1].split("MARK:END\n", 1)[0]
+    got = [m.group(1) or "sigtramp"
+           for m in re.finditer(r"^#\d+\s+(?:(0x[0-9a-f]+) in |<signal handler called>)", bt,
+                                re.M)]
+    (thread,) = [t for t in exp["threads"] if t["crashing"]]
+    want = ["sigtramp" if f["type"] == "sigtramp" else f["pc"] for f in thread["frames"]]
+    assert [g if g == "sigtramp" else hex(int(g, 16)) for g in got] == \
+        [w if w == "sigtramp" else hex(int(w, 16)) for w in want], bt
+    assert bt.rstrip().splitlines()[-1].startswith("Backtrace stopped: "), bt
 
 
 # ---- a core of our own, GDB's bt with and without the unwinder ---------------------------------

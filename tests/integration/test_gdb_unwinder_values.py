@@ -165,7 +165,12 @@ def test_unwinder_never_shows_less(build_dir, tmp_path, arch, name):
             elif UNKNOWN.search(got.get(arg[0], "<missing>")) or arg[0] not in got:
                 errors.append("bt full %s: %s=%s alone, %s with ehbt" % (
                     key, arg[0], arg[1], got.get(arg[0], "<missing>")))
-    # info args / info locals / info frame, frame by frame.
+    # info args / info locals / info frame, frame by frame. Where the fixture says the stack
+    # ends early (a smashed return address: what GDB alone shows past it is not a frame), the
+    # engine's walk stops there and so does GDB with the unwinder: that frame has no caller.
+    (crashing,) = [t for t in exp["threads"] if t["crashing"]]
+    ends_early = {int(crashing["frames"][-1]["pc"], 16)} if crashing.get("stop") == "early" \
+        else set()
     frames_after = by_function(after["frames"])
     for key, f in by_function(before["frames"]).items():
         if f["name"] is None or f["type"] != 0:  # unnamed, inline, tail-call, sigtramp
@@ -182,7 +187,10 @@ def test_unwinder_never_shows_less(build_dir, tmp_path, arch, name):
                 if var not in got or UNKNOWN.search(got[var]):
                     errors.append("%s %s: %s = %s alone, %s with ehbt" % (
                         cmd, key, var, value, got.get(var, "<missing>")))
-        if info_frame_facts(f["info frame"]) != info_frame_facts(g["info frame"]):
+        want_facts = info_frame_facts(f["info frame"])
+        if f["pc"] in ends_early:
+            want_facts = [fact for fact in want_facts if fact != "has a caller"]
+        if want_facts != info_frame_facts(g["info frame"]):
             errors.append("info frame %s:\n  alone: %s\n  ehbt:  %s" % (
                 key, info_frame_facts(f["info frame"]), info_frame_facts(g["info frame"])))
     assert not errors, "\n".join(errors) + "\n\n" + before["bt"] + "\n---\n" + after["bt"]

@@ -230,3 +230,151 @@ def test_python_report_of_a_live_process_has_the_clis_keys(build_dir, ehbt_bin, 
     assert set(doc) == set(cli_doc) - {"stopped_us"}
     assert set(doc["threads"][0]) - {"name"} == set(cli_doc["threads"][0])
     assert doc["executable"] == cli_doc["executable"]
+
+
+# ---- one option vocabulary (ehbt.frontend's table) ---------------------------------------------
+# The CLI's long options work in both plugins, each host's own spellings stay as aliases, and
+# the same command line gives the same output however it is spelled.
+
+VOCAB_CASE = ("x86_64", "threads")  # several threads, one crashing
+# Each group: spellings of one command, which must print exactly the same thing.
+GDB_FORMS = [
+    ["ehbt -all -n 3 -json", "ehbt --all-threads --max-frames 3 --json",
+     "ehbt --all-threads --max-frames=3 --json"],
+    ["ehbt -all -n 3", "ehbt --all-threads --max-frames 3"],
+    ["ehbt -full -n 2", "ehbt --full --max-frames 2"],
+    ["ehbt -compare", "ehbt --compare"],
+    ["ehbt -version", "ehbt --version"],
+]
+LLDB_FORMS = [
+    ["ehbt -a -c 3 -j", "ehbt --all --count 3 --json", "ehbt --all-threads --max-frames 3 --json",
+     "ehbt --all-threads --max-frames=3 --json", "ehbt --all --count=3 -j"],
+    ["ehbt -a -c 3", "ehbt --all-threads --max-frames 3"],
+]
+# The same errors, word for word, in both plugins (one line each).
+SHARED_ERRORS = {
+    "ehbt --sysroot /nonexistent/root": "ehbt: --sysroot /nonexistent/root: no such directory",
+    "ehbt --debug-dir /nonexistent/dbg": "ehbt: --debug-dir /nonexistent/dbg: no such directory",
+    "ehbt --exe /nonexistent/exe": "ehbt: --exe /nonexistent/exe: no such file",
+    "ehbt --core /nonexistent/core": "ehbt: --core /nonexistent/core: no such file",
+    "ehbt --source bogus":
+        "ehbt: --source expects auto, eh_frame, sframe or frame_pointer, not 'bogus'",
+    "ehbt --all-threads --thread 1": "ehbt: --all-threads and --thread exclude each other",
+    "ehbt --thread 1": "ehbt: no thread 1 in this process",
+    "ehbt --max-frames 0": "ehbt: --max-frames expects a number between 1 and 4294967295, not 0",
+    "ehbt --json=yes": "ehbt: unknown argument '--json=yes' (see 'help ehbt')",
+}
+
+
+def gdb_capture(build_dir, exp, commands, tmp_path, tag="g"):
+    """{command: what `ehbt ...` printed, or "ERROR <message>"} from one GDB session."""
+    pre = ["file " + exp["exe_file"], "core " + exp["core"]]
+    out_file = tmp_path / ("%s.json" % tag)
+    script = tmp_path / ("%s.gdb" % tag)
+    script.write_text(
+        "python\nimport json\nout = {}\nfor c in %r:\n    try:\n"
+        "        out[c] = gdb.execute(c, to_string=True)\n"
+        "    except gdb.error as e:\n        out[c] = 'ERROR ' + str(e)\n"
+        "open(%r, 'w').write(json.dumps(out))\nend\n" % (list(commands), str(out_file)))
+    text = h.run_gdb(build_dir, [], pre + ["source %s" % script])
+    assert out_file.exists(), text[-3000:]
+    return json.loads(out_file.read_text())
+
+
+def lldb_capture(build_dir, exp, commands, tmp_path, tag="l"):
+    """{command: what `ehbt ...` printed, or "ERROR <message>"} from one LLDB session."""
+    files = [tmp_path / ("%s-%d.out" % (tag, i)) for i in range(len(commands))]
+    text = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s %s" % (f, c)
+                                          for f, c in zip(files, commands)],
+                    pre=["target create %s --core %s" % (exp["exe_file"], exp["core"])])
+    out = {}
+    for f, c in zip(files, commands):
+        assert f.exists(), text[-3000:]
+        got = f.read_text()
+        out[c] = "ERROR " + got.strip()[len("error: "):] if got.startswith("error: ") else got
+    return out
+
+
+def frames_of(doc):
+    """{tid: ([(pc, symbol)], stop_reason)} of a document."""
+    return {t["tid"]: ([(f["pc"], f.get("symbol")) for f in t["frames"]], t["stop_reason"])
+            for t in doc["threads"]}
+
+
+def test_every_spelling_prints_the_same(build_dir, tmp_path):
+    exp, _ = fixture(*VOCAB_CASE)
+    gdb = gdb_capture(build_dir, exp, [c for group in GDB_FORMS for c in group], tmp_path)
+    lldb = lldb_capture(build_dir, exp, [c for group in LLDB_FORMS for c in group], tmp_path)
+    for got, groups in ((gdb, GDB_FORMS), (lldb, LLDB_FORMS)):
+        for group in groups:
+            first = got[group[0]]
+            assert first.strip() and not first.startswith("ERROR"), (group[0], first)
+            for other in group[1:]:
+                assert got[other] == first, (other, got[other], group[0], first)
+    # The short and the long spellings of the same JSON command agree across the debuggers.
+    assert frames_of(the_document(gdb[GDB_FORMS[0][0]])) == \
+        frames_of(the_document(lldb[LLDB_FORMS[0][0]]))
+    assert "GDB and ehbt agree on all" in gdb["ehbt --compare"]
+
+
+def test_cli_long_options_give_the_clis_frames(build_dir, ehbt_bin, tmp_path):
+    """The CLI's own option words, given to each plugin, select the same threads and frames
+    as `ehbt core CORE <same words> --json`."""
+    exp, _ = fixture(*VOCAB_CASE)
+    other = [t["tid"] for t in exp["threads"] if not t["crashing"]][0]
+    lines = ["--all-threads --max-frames 3", "--thread %d --source eh_frame" % other,
+             "--thread %d --max-frames 2 --source frame_pointer" % other]
+    commands = ["ehbt %s --json" % words for words in lines]
+    gdb = gdb_capture(build_dir, exp, commands, tmp_path)
+    lldb = lldb_capture(build_dir, exp, commands, tmp_path)
+    for words, command in zip(lines, commands):
+        proc = subprocess.run([str(ehbt_bin), "core", exp["core"]] + words.split() + ["--json"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stderr
+        want = frames_of(json.loads(proc.stdout))
+        assert want and all(frames for frames, _ in want.values()), proc.stdout
+        assert frames_of(the_document(gdb[command])) == want, (command, gdb[command])
+        assert frames_of(the_document(lldb[command])) == want, (command, lldb[command])
+    # --thread names one thread, not the crashing one: exactly that thread is printed.
+    assert list(frames_of(the_document(gdb[commands[1]]))) == [other]
+
+
+def test_same_usage_errors_in_both_plugins(build_dir, tmp_path):
+    exp, _ = fixture(*VOCAB_CASE)
+    gdb = gdb_capture(build_dir, exp, list(SHARED_ERRORS), tmp_path)
+    lldb = lldb_capture(build_dir, exp, list(SHARED_ERRORS), tmp_path)
+    for command, message in SHARED_ERRORS.items():
+        for who, got in (("gdb", gdb[command]), ("lldb", lldb[command])):
+            assert got.strip() == "ERROR " + message, (who, command, got)
+
+
+def option_words(text):
+    """The long options an option list names: `--word` at the start of a list entry."""
+    return {m for m in re.findall(r"^\s*(--[a-z][a-z-]*)", text, re.M)}
+
+
+def doc_options(path):
+    """The option words of a doc's "Options" section (the fenced block under it)."""
+    text = path.read_text()
+    section = text.split("\n## Options\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 2)[1]
+    return option_words(block), block
+
+
+def test_help_and_docs_list_the_same_options(build_dir, tmp_path):
+    """`help ehbt` in GDB and in LLDB, docs/gdb.md and docs/lldb.md list one set of long
+    options, which holds every option of the CLI the plugins take (from `ehbt core --help`)."""
+    gdb_help = h.run_gdb(build_dir, [], ["help ehbt"])
+    lldb_help = run_lldb(build_dir, tmp_path, ["help ehbt"])
+    gdb_set, lldb_set = option_words(gdb_help), option_words(lldb_help)
+    gdb_doc, gdb_block = doc_options(h.ROOT / "docs" / "gdb.md")
+    lldb_doc, lldb_block = doc_options(h.ROOT / "docs" / "lldb.md")
+    assert gdb_set == lldb_set == gdb_doc == lldb_doc, (gdb_set, lldb_set, gdb_doc, lldb_doc)
+    cli_words = {"--json", "--all-threads", "--thread", "--max-frames", "--sysroot",
+                 "--debug-dir", "--exe", "--source"}
+    assert cli_words <= gdb_set, cli_words - gdb_set
+    # The docs' blocks are the help's option lines, word for word (regenerate them with
+    # `python3 -m ehbt.frontend gdb|lldb`).
+    for block, helptext in ((gdb_block, gdb_help), (lldb_block, lldb_help)):
+        for line in block.splitlines():
+            assert line in helptext.splitlines(), line

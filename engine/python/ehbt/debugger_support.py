@@ -11,18 +11,26 @@
 - ``physical_frames``: a debugger's frames grouped into stack frames (inlined calls share
   the stack frame of the function they were inlined into);
 - ``agreement``: whether a debugger's stack frame and the engine's at the same depth agree;
-- ``parse_count``: a frame-count option's value, or the one-line error both plugins print;
+- ``parse_gdb_info_files``, ``module_from_sections``: GDB's `info files` listing read, and a
+  file placed by the runtime addresses of its sections;
+- ``EngineCores``: the engine's readers of core files, one per set of inputs, and the core a
+  debugger has mapped into its own address space (LLDB);
+- ``first_two_frames``, ``annotation``: the engine's view of one stack depth, for a debugger's
+  frame annotations (LLDB's recognizer), frame 0 from one step, deeper from one walk;
+- ``with_module_files``, ``differs_from_core``: reading a module's file where a core has no
+  bytes, and a module whose build-id the core contradicts;
+- ``regex_except``: a regex matching every string but some words (LLDB's recognizer);
 - ``respell_live_modules``: a live process's module paths spelled as the kernel names the
   mapped files (what ``ehbt pid`` prints), not as the dynamic linker's list does.
 """
 
 import os
+import struct
 
 import ehbt
 
 MASK = (1 << 64) - 1
-# The largest frame count the engine takes (Limits.max_frames is 32 bits).
-COUNT_MAX = (1 << 32) - 1
+ET_EXEC, ET_CORE = 2, 4
 # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: si_addr is meaningful (the _sigfault member).
 FAULT_ADDRESS_SIGNALS = (4, 5, 7, 8, 11)
 
@@ -139,21 +147,6 @@ def agreement(engine_pcs, debugger_pcs, depth):
     return at(engine_pcs, depth + 1) == at(debugger_pcs, depth + 1)
 
 
-def parse_count(option, text):
-    """The value of a frame-count option (-n, --count): an integer from 1 to COUNT_MAX.
-    Raises ValueError with the one line the plugins print otherwise."""
-    expects = "ehbt: %s expects a number between 1 and %d" % (option, COUNT_MAX)
-    if text is None:
-        raise ValueError(expects)
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise ValueError("%s, not '%s'" % (expects, text)) from None
-    if not 1 <= value <= COUNT_MAX:
-        raise ValueError("%s, not %s" % (expects, text))
-    return value
-
-
 def one_line(error):
     """An exception as one line of text for the user: its message without a traceback."""
     text = str(error).strip().splitlines()
@@ -203,3 +196,206 @@ def live_executable(pid, fallback):
     except (OSError, ValueError):
         return fallback
     return path[:-len(" (deleted)")] if path.endswith(" (deleted)") else path
+
+
+# Sections whose runtime address GDB shows and whose link address the engine knows.
+_BIAS_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".dynamic")
+_VDSO_PREFIX = "system-supplied DSO at "
+
+
+def parse_gdb_info_files(text):
+    """GDB's `info files`: (core path or None, exec path or None, {path: {section: runtime
+    start}}). It lists every section of the executable and of each shared library at its
+    runtime address, and the vDSO as "system-supplied DSO at ADDR"."""
+    core = exec_file = None
+    files = {}
+    block = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Local core dump file:"):
+            block = "core"
+            continue
+        if line.startswith("Local exec file:"):
+            block = "exec"
+            continue
+        if line.startswith("`") and "'" in line[1:]:
+            path = line[1:line.index("'", 1)]
+            if block == "core":
+                core = path
+            elif block == "exec":
+                exec_file = path
+            continue
+        if not line.startswith("0x") or " is " not in line:
+            continue
+        addr_part, _, rest = line.partition(" is ")
+        try:
+            start = int(addr_part.split(" - ")[0], 16)
+        except ValueError:
+            continue
+        section, sep, owner = rest.partition(" in ")
+        if not sep:
+            if block != "exec" or exec_file is None:
+                continue  # a core segment ("load1"), not a file's section
+            owner = exec_file
+        files.setdefault(owner, {}).setdefault(section.strip(), start)
+    return core, exec_file, files
+
+
+def module_from_sections(path, sections, images, read):
+    """An ehbt.Module for a file a debugger placed section by section ({name: runtime
+    start}), or None when the engine cannot open or place it. Its load bias is the runtime
+    address of one of .eh_frame/.eh_frame_hdr/.dynamic minus that section's link address
+    (ET_EXEC files: 0). The vDSO is rebuilt from memory."""
+    if path.startswith(_VDSO_PREFIX):
+        try:
+            load = int(path[len(_VDSO_PREFIX):], 16)
+        except ValueError:
+            return None
+        return memory_module(read, load, "[vdso]")
+    image = cached_image(images, path)
+    if image is None:
+        return None
+    bias = 0
+    if image.elf_type != ET_EXEC:
+        link = image.sections
+        for name in _BIAS_SECTIONS:
+            if name in link and name in sections:
+                bias = (sections[name] - link[name][0]) & MASK
+                break
+        else:
+            return None  # no section to place it by: better no module than a wrong one
+    return ehbt.Module(image, path=path, bias=bias)
+
+
+def mapped_cores():
+    """ELF core files mapped into this process (a debugger maps the core it reads)."""
+    cores = []
+    for path in sorted(set(mapped_files(os.getpid()).values())):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(18)
+        except OSError:
+            continue
+        if len(head) < 18 or head[:4] != b"\x7fELF":
+            continue
+        endian = ">" if head[5] == 2 else "<"
+        if struct.unpack(endian + "H", head[16:18])[0] == ET_CORE:
+            cores.append(path)
+    return cores
+
+
+def with_module_files(read, modules):
+    """read, falling back to a module's file where the target has no bytes (as the walk's
+    module_files does): a core leaves out the code of files it maps unchanged."""
+
+    def layered(addr, size):
+        try:
+            return read(addr, size)
+        except MemoryError:
+            module = modules.find(addr)
+            if module is None or module.image is None:
+                raise
+            data = module.image.read(module.to_link(addr), size)
+            if not data:
+                raise
+            return data
+
+    return layered
+
+
+def differs_from_core(module, from_core):
+    """Whether the core records another build-id for the place a debugger loaded this
+    file at."""
+    if not module.build_id:
+        return False
+    for c in from_core:
+        overlap = c.start < module.end and module.start < c.end
+        if overlap and c.build_id and c.start == module.start and c.build_id != module.build_id:
+            return True
+    return False
+
+
+_REGEX_SPECIAL = set(".[]()*+?{}|^$\\")
+
+
+def regex_escape(text):
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+def regex_except(words, tail=None):
+    """A POSIX extended regex matching every string except the given words (each also when
+    followed by `tail` and anything after it). Built from the words' trie: a string leaves
+    the language where it ends inside the trie or takes a character no word continues with."""
+    trie = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[None] = {}  # a word ends here
+
+    def suffixes(node):
+        ends = None in node
+        children = sorted(ch for ch in node if ch is not None)
+        stop = children + ([tail] if ends and tail else [])
+        alternatives = ["[^%s].*" % "".join(stop) if stop else ".+"]
+        alternatives += [regex_escape(ch) + suffixes(node[ch]) for ch in children]
+        group = "(" + "|".join(alternatives) + ")"
+        return group if ends else group + "?"  # ending inside a word is not a word
+
+    return "^" + suffixes(trie) + "$"
+
+
+class EngineCores:
+    """The engine's readers of core files (ehbt.open_core), one per set of inputs, kept for
+    the session; `errors` says why a core could not be opened."""
+
+    def __init__(self):
+        self._targets, self.errors = {}, {}
+
+    def get(self, path, sysroots=(), exe="", debug_dirs=()):
+        key = (path, tuple(sysroots), exe or "", tuple(debug_dirs))
+        if key not in self._targets:
+            try:
+                self._targets[key] = ehbt.open_core(path, list(sysroots), exe or "",
+                                                    debug_dirs=list(debug_dirs))
+            except ehbt.Error as e:
+                self.errors[path] = str(e)
+                self._targets[key] = None
+        return self._targets[key]
+
+    def find_mapped(self, tids):
+        """The ELF core mapped into this process (a debugger maps the core it reads) whose
+        threads are `tids`, else the only core mapped, else None."""
+        candidates = mapped_cores()
+        for path in candidates:
+            target = self.get(path)
+            if target is not None and {t.tid for t in target.threads} == set(tids):
+                return path
+        return candidates[0] if len(candidates) == 1 else None
+
+
+def first_two_frames(regs, modules, read):
+    """[(pc, cfa, source)] of the engine's frame 0 and its caller, from one step."""
+    unwinder = ehbt.Unwinder()
+    first = unwinder.first_frame(regs, modules)
+    step = unwinder.step(first, with_module_files(read, modules), modules)
+    out = [(first.pc, step.cfa if step.ok else first.cfa, first.source)]
+    if step.ok:
+        out.append((step.caller.pc, None, step.caller.source))
+    return out
+
+
+def annotation(cache, depth, host_pcs, first_two, whole_walk):
+    """(cfa, source, agrees) of the engine at one stack depth, for a debugger's frame there.
+
+    `cache` holds one stop's results: frame 0 asks only first_two() (one step: a debugger
+    asks for frame 0 at every stop), a deeper frame whole_walk() once; each returns
+    [(pc, cfa, source)]. host_pcs: the debugger's stack-frame pcs up to depth + 1."""
+    if depth == 0 and "walk" not in cache:
+        engine = cache["first"] = cache.get("first") or first_two()
+    else:
+        engine = cache["walk"] = cache.get("walk") or whole_walk()
+    agrees = agreement([pc for pc, _cfa, _source in engine], host_pcs, depth)
+    if depth < len(engine):
+        return engine[depth][1] or 0, engine[depth][2], agrees
+    return 0, "none", agrees

@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The `ehbt` command of the debugger plugins, host-neutral: its options (one table), their
+parser and help text, and the policy both plugins share (which threads to print, the limits,
+the signal of a core, the text and the document). Pure Python, no gdb or lldb import: each
+plugin (plugins/gdb/ehbt.py, plugins/lldb/ehbt_lldb.py) only says what its host knows.
+
+The long options are the CLI's (`ehbt core --help`), accepted by both plugins; each host
+adds the short spellings its users type: GDB's single-dash words (-all, -json, -n N), LLDB's
+letters (-a, -j, -c N) and its older long names (--all, --count)."""
+
+import os
+import shlex
+
+from . import _ehbt, regnames, report
+
+# The largest frame count the engine takes (Limits.max_frames is 32 bits).
+COUNT_MAX = (1 << 32) - 1
+SOURCES = ("auto", "eh_frame", "sframe", "frame_pointer")
+HOSTS = ("gdb", "lldb")
+
+
+class UsageError(Exception):
+    """A bad argument of the ehbt command: one line, starting with "ehbt: "."""
+
+
+class Option:
+    """One option: its key in the parsed dict, the CLI's long name, the value it takes
+    (metavar, or None for a flag), each host's other spellings, and one help line."""
+
+    def __init__(self, key, name, metavar=None, gdb=(), lldb=(), repeat=False, check=None,
+                 text=""):
+        self.key, self.name, self.metavar = key, name, metavar
+        self.aliases = {"gdb": tuple(gdb), "lldb": tuple(lldb)}
+        self.repeat, self.check, self.text = repeat, check, text
+
+    def spellings(self, host):
+        return (self.name,) + self.aliases[host]
+
+
+# The one table. Help lines are at most 60 characters after the option column.
+OPTIONS = (
+    Option("all_threads", "--all-threads", gdb=("-all",), lldb=("--all", "-a"),
+           text="every thread, not just the selected one"),
+    Option("thread", "--thread", "TID",
+           text="only the thread whose kernel thread id is TID"),
+    Option("max_frames", "--max-frames", "N", gdb=("-n",), lldb=("--count", "-c"),
+           text="at most N frames per thread (1 to %d)" % COUNT_MAX),
+    Option("json", "--json", gdb=("-json",), lldb=("-j",),
+           text="the ehbt-backtrace/1 JSON document, on one line"),
+    Option("full", "--full", gdb=("-full",),
+           text="each frame's CFA, how it was found, its registers"),
+    Option("compare", "--compare", gdb=("-compare",),
+           text="the debugger's own frames beside the engine's"),
+    Option("source", "--source", "S",
+           text="auto (default), eh_frame, sframe or frame_pointer"),
+    Option("sysroot", "--sysroot", "DIR", repeat=True, check="dir",
+           text="look up the files a core names in DIR first"),
+    Option("debug_dir", "--debug-dir", "DIR", repeat=True, check="dir",
+           text="look for separate debug files in DIR first"),
+    Option("exe", "--exe", "PATH", check="file",
+           text="the main executable of the core"),
+    Option("core", "--core", "FILE", check="file",
+           text="the core file the debugger opened"),
+    Option("version", "--version", gdb=("-version",),
+           text="the version of the ehbt package loaded"),
+)
+
+_EXTRA_HELP = """
+--sysroot and --debug-dir may repeat; the debugger's own sysroot and
+debug-file directories are searched after them. --sysroot, --debug-dir,
+--exe and --core name the files the engine reads a core with; --core is
+needed only when the plugin cannot find the debugger's core by itself.
+
+The text is the `ehbt core` CLI's, line for line: one line per stack
+frame ("#3  0x000055d4... in check () from /opt/app/bin/server"),
+"<signal handler called>" for a signal frame, "Backtrace stopped:
+<reason>: <detail>" when the walk did not reach the outermost frame, and
+with --all-threads a "Thread TID:" line before each thread."""
+
+
+def forms(host):
+    """Every spelling the host's command accepts (for completion)."""
+    return [s for o in OPTIONS for s in o.spellings(host)]
+
+
+def long_names():
+    """The CLI-style long names of the table (what every help and doc lists)."""
+    return [o.name for o in OPTIONS]
+
+
+def option_lines(host):
+    """One host's option list, from the table (docs/gdb.md and docs/lldb.md hold it too)."""
+    lines = []
+    for o in OPTIONS:
+        spelled = ", ".join(s + (" " + o.metavar if o.metavar else "")
+                            for s in o.spellings(host))
+        if len(spelled) > 21:
+            lines += ["  " + spelled, "  %-21s %s" % ("", o.text)]
+        else:
+            lines.append("  %-21s %s" % (spelled, o.text))
+    return lines
+
+
+def help_text(host):
+    """The option part of `help ehbt` for one host."""
+    return "\n".join(["Usage: ehbt [OPTION]...", ""] + option_lines(host)) + "\n" + _EXTRA_HELP
+
+
+def _count(spelled, text):
+    expects = "ehbt: %s expects a number between 1 and %d" % (spelled, COUNT_MAX)
+    if text is None:
+        raise UsageError(expects)
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise UsageError("%s, not '%s'" % (expects, text)) from None
+    if not 1 <= value <= COUNT_MAX:
+        raise UsageError("%s, not %s" % (expects, text))
+    return value
+
+
+def _value(option, spelled, text):
+    if option.key == "max_frames":
+        return _count(spelled, text)
+    if text is None:
+        raise UsageError("ehbt: %s needs a value" % spelled)
+    if option.key == "thread":
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise UsageError("ehbt: %s expects a thread id, not '%s'" % (spelled, text)) from None
+    if option.key == "source" and text not in SOURCES:
+        raise UsageError("ehbt: %s expects %s or %s, not '%s'" % (
+            spelled, ", ".join(SOURCES[:-1]), SOURCES[-1], text))
+    if option.check == "dir" and not os.path.isdir(text):
+        raise UsageError("ehbt: %s %s: no such directory" % (spelled, text))
+    if option.check == "file" and not os.path.isfile(text):
+        raise UsageError("ehbt: %s %s: no such file" % (spelled, text))
+    return text
+
+
+def parse(command, host):
+    """The options of one `ehbt` command line: {key: value} for every key of the table
+    (False / None / [] when absent). Raises UsageError (one line) on a bad argument."""
+    try:
+        argv = shlex.split(command or "")
+    except ValueError as e:
+        raise UsageError("ehbt: %s" % e) from None
+    by_form = {s: o for o in OPTIONS for s in o.spellings(host)}
+    opts = {o.key: ([] if o.repeat else None if o.metavar else False) for o in OPTIONS}
+    i = 0
+    while i < len(argv):
+        spelled, eq, inline = argv[i].partition("=")
+        option = by_form.get(spelled)
+        if option is None or (eq and option.metavar is None):
+            raise UsageError("ehbt: unknown argument '%s' (see 'help ehbt')" % argv[i])
+        if option.metavar is None:
+            opts[option.key] = True
+        else:
+            if not eq:
+                i += 1
+                inline = argv[i] if i < len(argv) else None
+            value = _value(option, spelled, inline)
+            if option.repeat:
+                opts[option.key].append(value)
+            else:
+                opts[option.key] = value
+        i += 1
+    if opts["all_threads"] and opts["thread"] is not None:
+        raise UsageError("ehbt: --all-threads and --thread exclude each other")
+    return opts
+
+
+# ---------------------------------------------------------------------------------------------
+# Policy both plugins share.
+
+
+def limits(opts):
+    """The engine's Limits for the command (None: the defaults)."""
+    return _ehbt.Limits(max_frames=opts["max_frames"]) if opts["max_frames"] else None
+
+
+def unwind_options(opts):
+    return {"source": opts["source"]} if opts["source"] else None
+
+
+def pick_threads(opts, threads, selected, tid_of):
+    """The threads to print: all (sorted as the host numbers them), the one --thread names,
+    or the selected one."""
+    if opts["all_threads"]:
+        return list(threads)
+    if opts["thread"] is not None:
+        found = [t for t in threads if tid_of(t) == opts["thread"]]
+        if not found:
+            raise UsageError("ehbt: no thread %d in this process" % opts["thread"])
+        return found
+    return [selected]
+
+
+def core_signal(target):
+    """(signal record, tid of the crashing thread) a core records, from the engine's reader
+    of it (debuggers mark every thread of a core with the signal), or (None, None)."""
+    if target is None or not target.threads or target.signal is None:
+        return None, None
+    return report.target_signal(target), target.threads[target.crashing_thread].tid
+
+
+def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
+    """The executable as the CLI names it (the core's record of it, or the kernel's for a
+    live process) and the engine's warnings about the core."""
+    if engine_core is not None:
+        return engine_core.executable or host_exe, list(engine_core.warnings)
+    if live_pid:
+        from .debugger_support import live_executable
+
+        return live_executable(live_pid, host_exe), []
+    return host_exe, []
+
+
+# ---------------------------------------------------------------------------------------------
+# Output: every call into ehbt.report the plugins make for the command is in these functions.
+# A result is (tid, arch, backtrace, host_frames or None); host_frames is the debugger's own
+# [(pc, name)] for --compare.
+
+
+def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
+    """The command's text: thread headers (--all-threads), frame and stop lines, or the
+    comparison with the debugger's own frames (--compare)."""
+    lines = []
+    for tid, arch, backtrace, host_frames in results:
+        if opts["all_threads"]:
+            lines += ["", report.thread_header(tid, tid == signal_tid, signal)]
+        if host_frames is not None:
+            lines += compare_lines(backtrace, host_frames, arch, host, opts["max_frames"])
+            continue
+        names = regnames.dwarf_names(arch) if opts["full"] else None
+        lines += report.format_text(backtrace, full=opts["full"], regnames=names,
+                                    symbol_of=symbol_of)
+    return "\n".join(lines).lstrip("\n")
+
+
+def document(results, modules, executable, core=None, pid=None, warnings=(), signal=None,
+             signal_tid=None, arch=None, symbol_of=None):
+    """The ehbt-backtrace/1 document on one line, as the CLI writes it (indented there)."""
+    threads = [report.thread_record(tid, bt, crashing=tid == signal_tid, symbol_of=symbol_of)
+               for tid, _arch, bt, _host in results]
+    arch = results[0][1] if results else arch
+    return report.dumps(report.document(arch, threads, modules=modules, executable=executable,
+                                        core=core, signal=signal, pid=pid,
+                                        warnings=list(warnings)))
+
+
+def signal_record(number, code=None, address=None):
+    return report.signal_record(number, code, address)
+
+
+def compare_lines(backtrace, theirs, arch, host="GDB", limit=0):
+    """The debugger's frames [(pc, name)] beside the engine's, the first difference marked.
+    Debuggers stop at main by default: frames only the engine has past the debugger's last
+    one are listed, not counted as a disagreement."""
+    limit = limit or len(backtrace.frames)
+    theirs = theirs[:limit]
+    ours = []
+    for frame in backtrace.frames[:limit]:
+        sym = frame.symbolize()
+        ours.append((frame.pc, sym[0] if sym else "??"))
+    lines = ["%-4s %-48s %s" % ("#", host.lower(), "ehbt")]
+    first_diff = None
+    for i in range(max(len(theirs), len(ours))):
+        g = theirs[i] if i < len(theirs) else None
+        e = ours[i] if i < len(ours) else None
+        same = e is not None and (g is None or g[0] == e[0])
+        mark = ""
+        if not same and first_diff is None:
+            first_diff = i
+            mark = "  <-- first difference"
+        left = "%s %s" % (report.padded_address(g[0], arch), g[1]) if g else "-"
+        right = "%s %s" % (report.padded_address(e[0], arch), e[1]) if e else "-"
+        lines.append("%-4d %-48s %s%s" % (i, left, right, mark))
+    if first_diff is None:
+        lines.append("%s and ehbt agree on all %d frames %s shows." % (host, len(theirs), host))
+    else:
+        lines.append("%s and ehbt agree on the first %d frames." % (host, first_diff))
+    end = report.stop_line(backtrace)
+    if end:
+        lines.append("ehbt: " + end)
+    return lines
+
+
+if __name__ == "__main__":  # python3 -m ehbt.frontend gdb|lldb: the docs' option block
+    import sys
+
+    print("\n".join(option_lines(sys.argv[1] if len(sys.argv) > 1 else "gdb")))
