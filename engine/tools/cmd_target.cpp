@@ -12,6 +12,7 @@
 #include "cli_backtrace_collect.hpp"
 #include "cli_backtrace_report.hpp"
 #include "cli_command.hpp"
+#include "cli_paths.hpp"
 #include "ehbt/core.hpp"
 
 namespace ehbt::cli {
@@ -53,6 +54,10 @@ constexpr std::string_view kOutputHelp = R"(options:
                      past them, or once a server refuses connections, nothing more is
                      fetched and the trace is printed with a warning
   --exe PATH         use PATH as the main executable
+  A --sysroot or --debug-dir that is not a directory, an --exe that is not a regular
+  file, and a --perf-map that exists but is not a regular file (a FIFO) are usage
+  errors (exit 2). FIFOs, devices and other special files are never opened, wherever
+  their path comes from (the operand, an option, a sysroot, the core's file list).
   --perf-map FILE    name JIT code from FILE, a perf map (`START SIZE NAME` lines, hex
                      without 0x, as node --perf-basic-prof and the JVM's perf agents write
                      to /tmp/perf-PID.map); `ehbt pid` reads /tmp/perf-PID.map by itself.
@@ -138,6 +143,10 @@ constexpr std::string_view kPidHelp =
     "stopped; once all threads are stopped their registers and stacks are copied and the\n"
     "process runs again before the walks (a stack too long to copy is walked first);\n"
     "--json reports how long it was stopped (stopped_us).\n"
+    "An attach that fails says why: no such process; a zombie (no memory or registers\n"
+    "left); a kernel thread (no user-space stack); already traced by another tracer (its\n"
+    "pid and name: a debugger or strace); else the system's reason (for a permission\n"
+    "error: kernel.yama.ptrace_scope, CAP_SYS_PTRACE). Exit 2 in every case.\n"
     "  --one-thread-at-a-time\n"
     "                     stop one thread at a time, each only for its own walk (as\n"
     "                     eu-stack does): the shortest pause for any one thread, but the\n"
@@ -155,7 +164,29 @@ struct OutputOptions {
   bool json = false;
 };
 
+// The paths the options name, checked before anything is opened. A --perf-map that does not
+// exist (yet) is only a warning, as a JIT may not have written it; one that exists and is not
+// a regular file is a mistake.
+Expected<void, std::string> check_paths(const ParsedArgs& args) {
+  for (const char* option : {"--sysroot", "--debug-dir"}) {
+    for (const std::string& dir : args.values(option)) {
+      if (auto bad = check_option_path(option, dir, PathKind::Directory)) return unexpected(*bad);
+    }
+  }
+  if (auto exe = args.value("--exe")) {
+    if (auto bad = check_option_path("--exe", *exe, PathKind::RegularFile)) {
+      return unexpected(*bad);
+    }
+  }
+  if (auto map = args.value("--perf-map")) {
+    auto bad = check_option_path("--perf-map", *map, PathKind::RegularFile);
+    if (bad && path_exists(*map)) return unexpected(*bad);
+  }
+  return {};
+}
+
 Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
+  if (auto ok = check_paths(args); !ok) return unexpected(ok.error());
   OutputOptions o;
   o.target.sysroots = args.values("--sysroot");
   o.target.debug_dirs = args.values("--debug-dir");
