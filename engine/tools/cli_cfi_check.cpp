@@ -151,7 +151,11 @@ CfiCheck check_cfi(const Image& image, const Limits& limits) {
   return out;
 }
 
-bool no_unwind_rows(const CfiCheck& c) {
+bool no_unwind_tables(const CfiCheck& c) {
+  return !c.has_eh_frame && !c.has_debug_frame;
+}
+
+bool no_fdes(const CfiCheck& c) {
   return c.fdes == 0 && c.malformed == 0 && c.unsupported == 0;
 }
 

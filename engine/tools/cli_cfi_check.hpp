@@ -44,9 +44,12 @@ struct CfiCheck {
 };
 inline constexpr std::size_t kMaxDetails = 1000;
 
-// True when the file describes no row to unwind with: no FDE in .eh_frame or .debug_frame
-// (or neither section at all). `ehbt cfi` exits 1 then.
-bool no_unwind_rows(const CfiCheck& c);
+// True when the file has neither .eh_frame nor .debug_frame: nothing to unwind its code with
+// (`ehbt cfi` exits 1). Sections that hold no FDE (a data-only library's linker-made
+// .eh_frame) are only noted: nothing in them is wrong.
+bool no_unwind_tables(const CfiCheck& c);
+// True when the sections there are hold no FDE.
+bool no_fdes(const CfiCheck& c);
 
 // How a dry run of an expression, or a row evaluation, counts.
 enum class Verdict { Ok, Unsupported, Malformed };

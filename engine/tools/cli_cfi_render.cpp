@@ -189,11 +189,11 @@ std::string render_check_text(const std::string& file, const CfiCheck& c) {
   out += "FDEs: " + std::to_string(c.fdes) + "  rows: " + std::to_string(c.rows) +
          "  unsupported: " + std::to_string(c.unsupported) +
          "  malformed: " + std::to_string(c.malformed) + "\n";
-  if (!c.has_eh_frame && !c.has_debug_frame) {
+  if (no_unwind_tables(c)) {
     out += "note: " + file + " has no .eh_frame and no .debug_frame: no DWARF unwind tables";
     out += c.has_sframe ? " (it has .sframe: see `ehbt sframe dump " + file + "`)\n"
                         : " (and no .sframe)\n";
-  } else if (no_unwind_rows(c)) {
+  } else if (no_fdes(c)) {
     const char* held = c.has_eh_frame && c.has_debug_frame ? ".eh_frame and .debug_frame hold"
                        : c.has_eh_frame                    ? ".eh_frame holds"
                                                            : ".debug_frame holds";

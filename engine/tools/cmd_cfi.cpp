@@ -34,8 +34,9 @@ engine's expression VM against made-up registers and memory.
      "debug_frame_bad", "details_truncated",
      "details": [{"kind", "section", "fde_offset", "pc", "what", "error", "where"}]}
   (at most 1000 details are listed; the counts are always complete)
-  A file without .eh_frame and .debug_frame (or whose sections hold no FDE) gets a
-  `note:` line saying so, and whether it has .sframe; --json has
+  A file without .eh_frame and .debug_frame gets a `note:` line saying so and whether it
+  has .sframe (exit 1); sections that hold no FDE (a data-only library) get a note too
+  (exit 0: nothing in them is wrong). --json has
     "sections": {"eh_frame", "debug_frame", "sframe"} (true where the file has one).
 
 --pc ADDR[,ADDR]...: the row covering each address (hexadecimal, 0x optional, link-time),
@@ -55,8 +56,8 @@ Register names: rax..r15, rip for x86_64; x0..x30, sp for aarch64; r0..r15 for s
 
 exit status:
   0  no unsupported and no malformed rows (with --pc: every address has a row)
-  1  some rows are unsupported or malformed, or the file has no FDE at all (no unwind
-     tables: nothing ehbt could unwind with) (with --pc: some address has no row)
+  1  some rows are unsupported or malformed, or the file has neither .eh_frame nor
+     .debug_frame: nothing to unwind with (with --pc: some address has no row)
   2  the file is unusable (empty, not ELF, not a regular file, unreadable) or usage error
 )";
 
@@ -90,7 +91,7 @@ int run_cfi(const Command& self, std::span<const std::string> argv) {
   }
   CfiCheck check = check_cfi(**image, limits);
   write_stdout(json ? render_check_json(file, check) : render_check_text(file, check));
-  if (no_unwind_rows(check)) return kExitPartial;  // nothing to unwind with: said in a note
+  if (no_unwind_tables(check)) return kExitPartial;  // nothing to unwind with: said in a note
   return check.unsupported == 0 && check.malformed == 0 ? kExitOk : kExitPartial;
 }
 

@@ -84,6 +84,22 @@ def test_fifo_as_sframe_convert_output_is_refused(ehbt_bin, crash, fifo):
     assert line.startswith("ehbt sframe: -o %s: not a regular file; usage: " % fifo), line
 
 
+def test_python_module_refuses_fifos_too(build_dir, fifo):
+    """The engine refuses, not only the CLI: ehbt.Image.open and ehbt.open_core raise."""
+    code = ("import sys, ehbt\n"
+            "for f in (ehbt.Image.open, ehbt.open_core):\n"
+            "    try:\n"
+            "        f(sys.argv[1])\n"
+            "    except ehbt.Error as e:\n"
+            "        print(e)\n")
+    env = dict(os.environ, PYTHONPATH=str(build_dir / "engine" / "python"))
+    proc = subprocess.run(["/usr/bin/python3", "-c", code, str(fifo)], capture_output=True,
+                          text=True, env=env, timeout=QUICK)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all(l.endswith("not a regular file") for l in lines), lines
+
+
 def build_id(path):
     out = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True,
                          check=True).stdout
@@ -424,6 +440,24 @@ def test_cfi_of_a_file_with_only_sframe(ehbt_bin, sframe_v1_object, tmp_path):
             ".sframe: see `ehbt sframe dump %s`)\n" % (only, only)) in proc.stdout, proc.stdout
     doc = json.loads(run(ehbt_bin, "cfi", only, "--json").stdout)
     assert doc["sections"] == {"eh_frame": False, "debug_frame": False, "sframe": True}
+
+
+def test_cfi_of_a_data_only_library(ehbt_bin, tmp_path):
+    """gcc and ld make an .eh_frame holding only its zero terminator for a library without
+    code: noted, but nothing in it is wrong (exit 0)."""
+    src = tmp_path / "data.c"
+    src.write_text("const int table[4] = {1, 2, 3, 4};\n")
+    lib = tmp_path / "libdata.so"
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    frames = subprocess.run(["readelf", "--debug-dump=frames", str(lib)], capture_output=True,
+                            text=True, check=True).stdout
+    if ".eh_frame" not in sections(lib) or " FDE " in frames:
+        pytest.skip("this toolchain made no empty .eh_frame")
+    proc = run(ehbt_bin, "cfi", lib)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert "note: %s: .eh_frame holds no FDE: no unwind rows\n" % lib in proc.stdout, proc.stdout
 
 
 def test_cfi_of_a_file_with_tables_has_no_note(ehbt_bin, crash):
