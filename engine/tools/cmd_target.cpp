@@ -54,10 +54,6 @@ constexpr std::string_view kOutputHelp = R"(options:
                      past them, or once a server refuses connections, nothing more is
                      fetched and the trace is printed with a warning
   --exe PATH         use PATH as the main executable
-  A --sysroot or --debug-dir that is not a directory, an --exe that is not a regular
-  file, and a --perf-map that exists but is not a regular file (a FIFO) are usage
-  errors (exit 2). FIFOs, devices and other special files are never opened, wherever
-  their path comes from (the operand, an option, a sysroot, the core's file list).
   --perf-map FILE    name JIT code from FILE, a perf map (`START SIZE NAME` lines, hex
                      without 0x, as node --perf-basic-prof and the JVM's perf agents write
                      to /tmp/perf-PID.map); `ehbt pid` reads /tmp/perf-PID.map by itself.
@@ -83,6 +79,12 @@ constexpr std::string_view kOutputHelp = R"(options:
                      version cannot express are left out, and a walk that needs one stops
                      saying why
   --sframe-version V the SFrame version the conversion writes: 3 (default) or 2
+
+paths: a --sysroot or --debug-dir that is not a directory, an --exe that is not a
+regular file, and a --perf-map that exists but is not a regular file (a FIFO) are usage
+errors (exit 2). FIFOs, devices and other special files are never opened, wherever their
+path comes from (the operand, an option, a sysroot, the core's file list): CORE is then
+refused (`not a regular file`, exit 2), a module's file is reported as unreadable.
 
 text output, one block per thread, in the style of GDB's `bt`:
   Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):

@@ -17,8 +17,8 @@ namespace ehbt::core {
 //   strerror(err), with "(ptrace_scope? CAP_SYS_PTRACE?)" for EPERM otherwise
 std::string attach_error(int pid, int err);
 
-// The same for `proc_dir` (a /proc/PID directory, or a copy of one in tests) and the tracer
-// names under `proc_root` (/proc): the parts that read files, separated for unit tests.
+// The same with /proc at `proc_root` (a directory of hand-written PID/status, PID/stat and
+// PID/comm files in tests).
 std::string attach_error_from(int pid, int err, const std::string& proc_root);
 
 }  // namespace ehbt::core

@@ -107,8 +107,8 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
   const std::string& id = image.build_id();
   std::optional<uint32_t> link_crc;
   for (const std::string& c : debug_file_candidates(image, core_path, file_path, options)) {
-    if (c == file_path || !util::is_regular_file(c))
-      continue;  // a debuglink naming the file itself
+    // Not a debuglink naming the file itself, nor a FIFO or a device.
+    if (c == file_path || !util::is_regular_file(c)) continue;
     const bool by_link =
         c.size() >= image.debuglink().size() && !image.debuglink().empty() &&
         c.compare(c.size() - image.debuglink().size(), std::string::npos, image.debuglink()) == 0 &&
