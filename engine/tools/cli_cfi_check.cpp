@@ -145,7 +145,18 @@ CfiCheck check_cfi(const Image& image, const Limits& limits) {
   }
   out.eh_frame_bad = cfi.eh_frame_bad();
   out.debug_frame_bad = cfi.debug_frame_bad();
+  out.has_eh_frame = !image.eh_frame().empty();
+  out.has_debug_frame = !image.debug_frame().empty();
+  out.has_sframe = !image.sframe().empty();
   return out;
+}
+
+bool no_unwind_tables(const CfiCheck& c) {
+  return !c.has_eh_frame && !c.has_debug_frame;
+}
+
+bool no_fdes(const CfiCheck& c) {
+  return c.fdes == 0 && c.malformed == 0 && c.unsupported == 0;
 }
 
 std::vector<RowLookup> lookup_rows(dwarf::ImageCfi& cfi, std::span<const uint64_t> pcs,

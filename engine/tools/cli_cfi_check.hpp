@@ -34,10 +34,22 @@ struct CfiCheck {
   uint64_t malformed = 0;
   bool eh_frame_bad = false;
   bool debug_frame_bad = false;
+  // Which unwind sections the file has (a section of size 0 counts as absent): a file with
+  // neither DWARF section has nothing to check, which the report says rather than a bare 0.
+  bool has_eh_frame = false;
+  bool has_debug_frame = false;
+  bool has_sframe = false;
   std::vector<CfiIssue> details;  // at most kMaxDetails; the counts go on counting
   bool details_truncated = false;
 };
 inline constexpr std::size_t kMaxDetails = 1000;
+
+// True when the file has neither .eh_frame nor .debug_frame: nothing to unwind its code with
+// (`ehbt cfi` exits 1). Sections that hold no FDE (a data-only library's linker-made
+// .eh_frame) are only noted: nothing in them is wrong.
+bool no_unwind_tables(const CfiCheck& c);
+// True when the sections there are hold no FDE.
+bool no_fdes(const CfiCheck& c);
 
 // How a dry run of an expression, or a row evaluation, counts.
 enum class Verdict { Ok, Unsupported, Malformed };

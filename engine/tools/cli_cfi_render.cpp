@@ -189,6 +189,16 @@ std::string render_check_text(const std::string& file, const CfiCheck& c) {
   out += "FDEs: " + std::to_string(c.fdes) + "  rows: " + std::to_string(c.rows) +
          "  unsupported: " + std::to_string(c.unsupported) +
          "  malformed: " + std::to_string(c.malformed) + "\n";
+  if (no_unwind_tables(c)) {
+    out += "note: " + file + " has no .eh_frame and no .debug_frame: no DWARF unwind tables";
+    out += c.has_sframe ? " (it has .sframe: see `ehbt sframe dump " + file + "`)\n"
+                        : " (and no .sframe)\n";
+  } else if (no_fdes(c)) {
+    const char* held = c.has_eh_frame && c.has_debug_frame ? ".eh_frame and .debug_frame hold"
+                       : c.has_eh_frame                    ? ".eh_frame holds"
+                                                           : ".debug_frame holds";
+    out += "note: " + file + ": " + held + " no FDE: no unwind rows\n";
+  }
   if (c.eh_frame_bad) out += "warning: .eh_frame was found corrupt\n";
   if (c.debug_frame_bad) out += "warning: .debug_frame was found corrupt\n";
   for (const CfiIssue& d : c.details) {
@@ -216,6 +226,12 @@ std::string render_check_json(const std::string& file, const CfiCheck& c) {
       .field("eh_frame_bad", c.eh_frame_bad)
       .field("debug_frame_bad", c.debug_frame_bad)
       .field("details_truncated", c.details_truncated);
+  w.key("sections")
+      .begin_object(true)
+      .field("eh_frame", c.has_eh_frame)
+      .field("debug_frame", c.has_debug_frame)
+      .field("sframe", c.has_sframe)
+      .end_object();
   w.key("details").begin_array();
   for (const CfiIssue& d : c.details) {
     w.begin_object(true)

@@ -2,8 +2,6 @@
 // Opening an ELF file's SFrame section for the `ehbt sframe` subcommands.
 #include "cli_sframe_load.hpp"
 
-#include "cli_json.hpp"
-
 namespace ehbt::cli {
 
 Expected<LoadedSframe, std::string> load_sframe(const std::string& file, const Limits& limits) {
@@ -14,10 +12,8 @@ Expected<LoadedSframe, std::string> load_sframe(const std::string& file, const L
   loaded.section = loaded.image->sframe();
   if (loaded.section.empty()) return unexpected(std::string("no .sframe section"));
   auto table = sframe::Table::parse(loaded.section.bytes, loaded.section.addr, limits);
-  if (!table) {
-    return unexpected(".sframe: " + std::string(sframe::to_string(table.error().code)) +
-                      " at section offset " + hex(table.error().where));
-  }
+  if (!table)
+    return unexpected(".sframe: " + sframe::describe(table.error(), loaded.section.bytes));
   loaded.table.emplace(std::move(*table));
   return loaded;
 }

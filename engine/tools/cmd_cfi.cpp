@@ -38,6 +38,11 @@ registers and memory.
      "details": [{"kind", "section", "fde_offset", "pc", "what", "error",
                   "where"}]}
   (at most 1000 details are listed; the counts are always complete)
+  A file without .eh_frame and .debug_frame gets a `note:` line saying
+  so and whether it has .sframe (exit 1); sections that hold no FDE (a
+  data-only library) get a note too (exit 0: nothing in them is wrong).
+  --json has "sections": {"eh_frame", "debug_frame", "sframe"} (true
+  where the file has one).
 
 --pc ADDR[,ADDR]...: the row covering each address (hexadecimal, 0x
 optional, link-time), looked up in .eh_frame, then .debug_frame. Text
@@ -62,9 +67,11 @@ r0..r15 for s390x.
 exit status:
   0  no unsupported and no malformed rows (with --pc: every address has a
      row)
-  1  some rows are unsupported or malformed (with --pc: some address has
-     none)
-  2  the file is unusable (not ELF, unreadable) or usage error
+  1  some rows are unsupported or malformed, or the file has neither
+     .eh_frame nor .debug_frame: nothing to unwind with (with --pc: some
+     address has no row)
+  2  the file is unusable (empty, not ELF, not a regular file,
+     unreadable) or usage error
 )";
 
 int run_cfi(const Command& self, std::span<const std::string> argv) {
@@ -97,6 +104,7 @@ int run_cfi(const Command& self, std::span<const std::string> argv) {
   }
   CfiCheck check = check_cfi(**image, limits);
   write_stdout(json ? render_check_json(file, check) : render_check_text(file, check));
+  if (no_unwind_tables(check)) return kExitPartial;  // nothing to unwind with: said in a note
   return check.unsupported == 0 && check.malformed == 0 ? kExitOk : kExitPartial;
 }
 

@@ -4,9 +4,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "cli_args.hpp"
 #include "cli_command.hpp"
+#include "cli_paths.hpp"
 #include "cli_sframe_check.hpp"
 #include "cli_sframe_convert.hpp"
 #include "cli_sframe_dump.hpp"
@@ -23,6 +25,10 @@ tracer: per function, rows saying where the CFA, the frame pointer and
 the return address are. FILE/IN is an ELF executable, shared library or
 object (link-time addresses). The section is found by name, else through
 PT_GNU_SFRAME, and validated as the kernel does before any use.
+Version 1 (binutils 2.40's as --gsframe, Debian 12's) is not read: such
+a section is refused, saying `SFrame version 1 is not supported (only 2
+and 3)` (exit 2). An empty file, a FIFO or another special file is
+refused the same way, without opening it.
 
 ehbt sframe dump FILE [--json]
   Every function of the .sframe section with its rows, in objdump
@@ -80,7 +86,8 @@ ehbt sframe convert IN [-o OUT] [--version 2|3] [--elf OUT_ELF] [--json]
      "functions_written", "functions_left_out", "reasons": {WHY: COUNT},
      "left_out": [{"function", "symbol", "pc", "why"}]}
   exit: 0 written, 2 unusable input (no .eh_frame), a write or objcopy
-  failure.
+  failure, or an OUT or OUT_ELF that exists and is not a regular file (a
+  FIFO, a device).
 
 ehbt sframe check FILE [--json]
   Compares FILE's .sframe with its .eh_frame row by row: at every row
@@ -191,6 +198,14 @@ int run_convert(const Command& self, std::span<const std::string> argv) {
     return usage_error(self, "--elf must name a new file (not IN or OUT)");
   }
   if (output == in.file) return usage_error(self, "OUT must not be IN");
+  // Replacing a FIFO or a device would block or write somewhere else than a file.
+  for (const auto& [option, path] : {std::pair<const char*, std::string>{"-o", output},
+                                     std::pair<const char*, std::string>{"--elf", elf_output}}) {
+    if (path.empty() || !path_exists(path)) continue;
+    if (auto bad = check_option_path(option, path, PathKind::RegularFile)) {
+      return usage_error(self, *bad);
+    }
+  }
 
   Limits limits;
   auto image = Image::open(in.file, limits);

@@ -12,6 +12,7 @@
 #include "cli_backtrace_collect.hpp"
 #include "cli_backtrace_report.hpp"
 #include "cli_command.hpp"
+#include "cli_paths.hpp"
 #include "ehbt/core.hpp"
 
 namespace ehbt::cli {
@@ -96,6 +97,14 @@ constexpr std::string_view kOutputHelp = R"(options:
   --sframe-version V the SFrame version the conversion writes: 3
                      (default) or 2
 
+paths: a --sysroot or --debug-dir that is not a directory, an --exe that
+is not a regular file, and a --perf-map that exists but is not a regular
+file (a FIFO) are usage errors (exit 2). FIFOs, devices and other
+special files are never opened, wherever their path comes from (the
+operand, an option, a sysroot, the core's file list): CORE is then
+refused (`not a regular file`, exit 2), a module's file is reported as
+unreadable.
+
 text output, one block per thread, in the style of GDB's `bt`:
   Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
   #0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server
@@ -164,6 +173,11 @@ constexpr std::string_view kPidHelp =
     "registers and stacks are copied and the process runs again before the\n"
     "walks (a stack too long to copy is walked first); --json reports how\n"
     "long it was stopped (stopped_us).\n"
+    "An attach that fails says why: no such process; a zombie (no memory or\n"
+    "registers left); a kernel thread (no user-space stack); already traced\n"
+    "by another tracer (its pid and name: a debugger or strace); else the\n"
+    "system's reason (for a permission error: kernel.yama.ptrace_scope,\n"
+    "CAP_SYS_PTRACE). Exit 2 in every case.\n"
     "  --one-thread-at-a-time\n"
     "                     stop one thread at a time, each only for its own\n"
     "                     walk (as eu-stack does): the shortest pause for\n"
@@ -182,7 +196,29 @@ struct OutputOptions {
   bool json = false;
 };
 
+// The paths the options name, checked before anything is opened. A --perf-map that does not
+// exist (yet) is only a warning, as a JIT may not have written it; one that exists and is not
+// a regular file is a mistake.
+Expected<void, std::string> check_paths(const ParsedArgs& args) {
+  for (const char* option : {"--sysroot", "--debug-dir"}) {
+    for (const std::string& dir : args.values(option)) {
+      if (auto bad = check_option_path(option, dir, PathKind::Directory)) return unexpected(*bad);
+    }
+  }
+  if (auto exe = args.value("--exe")) {
+    if (auto bad = check_option_path("--exe", *exe, PathKind::RegularFile)) {
+      return unexpected(*bad);
+    }
+  }
+  if (auto map = args.value("--perf-map")) {
+    auto bad = check_option_path("--perf-map", *map, PathKind::RegularFile);
+    if (bad && path_exists(*map)) return unexpected(*bad);
+  }
+  return {};
+}
+
 Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
+  if (auto ok = check_paths(args); !ok) return unexpected(ok.error());
   OutputOptions o;
   o.target.sysroots = args.values("--sysroot");
   o.target.debug_dirs = args.values("--debug-dir");

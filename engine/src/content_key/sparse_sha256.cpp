@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "sparse_sha256.hpp"
+#include "util/regular_file.hpp"
 
 namespace ehbt {
 
@@ -195,12 +196,15 @@ struct DigestDeleter {
 Expected<std::string, ContentKeyError> sparse_sha256(const std::string& path, const Limits& limits,
                                                      ContentKeyVersion version) {
   const uint64_t block = block_size(version);
-  // O_NONBLOCK: a path swapped for a FIFO since it was examined must not block the caller.
-  Fd fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (fd.get() < 0) return unexpected(error_of(path, "cannot open", errno));
+  // A FIFO or device is never opened: a FIFO would block the caller.
+  auto opened = util::open_regular_file(path);
+  if (!opened) {
+    if (opened.error().error == 0) return unexpected(error_of(path, "not a regular file", EINVAL));
+    return unexpected(error_of(path, "cannot open", opened.error().error));
+  }
+  Fd fd(*opened);
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) return unexpected(error_of(path, "cannot stat", errno));
-  if (!S_ISREG(st.st_mode)) return unexpected(error_of(path, "not a regular file", EINVAL));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
 
   std::unique_ptr<EVP_MD_CTX, DigestDeleter> ctx(EVP_MD_CTX_new());

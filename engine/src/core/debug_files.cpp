@@ -15,6 +15,7 @@
 
 #include "core/sysroot_path.hpp"
 #include "core/warnings.hpp"
+#include "util/regular_file.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -45,16 +46,12 @@ void add_debug_dirs(const std::string& inside, const TargetOptions& options,
   out.push_back(kSystemDebugDir + inside);
 }
 
-bool is_regular(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 }  // namespace
 
 std::optional<uint32_t> file_crc32(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  auto opened = util::open_regular_file(path);
+  if (!opened) return std::nullopt;
+  const int fd = *opened;
   struct stat st {};
   std::optional<uint32_t> out;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -110,7 +107,8 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
   const std::string& id = image.build_id();
   std::optional<uint32_t> link_crc;
   for (const std::string& c : debug_file_candidates(image, core_path, file_path, options)) {
-    if (c == file_path || !is_regular(c)) continue;  // a debuglink naming the file itself
+    // Not a debuglink naming the file itself, nor a FIFO or a device.
+    if (c == file_path || !util::is_regular_file(c)) continue;
     const bool by_link =
         c.size() >= image.debuglink().size() && !image.debuglink().empty() &&
         c.compare(c.size() - image.debuglink().size(), std::string::npos, image.debuglink()) == 0 &&
@@ -140,9 +138,12 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
   }
   // Most modules (the C library without its -dbgsym) have no debuginfo anywhere: only a
   // server that failed is worth a warning, not one that answered "not found".
-  if (warnings != nullptr && !got.error.empty() && !got.not_found) {
-    // Once per core, not once per module: no path, so add_warning folds the repeats.
-    add_warning(*warnings, Warning{kWarningDebuginfodFailed, "debuginfod: " + got.error, "", ""});
+  // A server found down by an earlier fetch of this target was said then.
+  if (warnings != nullptr && !got.error.empty() && !got.not_found && !got.stopped_before) {
+    add_warning(*warnings, Warning{kWarningDebuginfodFailed,
+                                   "debuginfod: fetching the debuginfo of " + core_path +
+                                       " (build-id " + id + ") failed: " + got.error,
+                                   "", ""});
   }
   return nullptr;
 }

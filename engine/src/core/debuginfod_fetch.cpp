@@ -118,6 +118,7 @@ DebuginfodResult DebuginfodSession::fetch(const std::string& build_id, Debuginfo
   if (!enabled_ || build_id.empty()) return out;
   if (given_up_) {
     out.error = why_given_up_;
+    out.stopped_before = true;
     return out;
   }
   if (!debuginfod_urls_set()) {

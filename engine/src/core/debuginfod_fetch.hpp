@@ -17,6 +17,9 @@ struct DebuginfodResult {
   std::string path;        // the cached file, when fetched
   std::string error;       // why not (one line), when not; "" also when fetching is off
   bool not_found = false;  // the servers answered: they have no such file
+  // Fetching had stopped before this call (server unreachable, budget spent): `error` is the
+  // reason an earlier result already carried, and callers say it only once per target.
+  bool stopped_before = false;
 };
 
 // The fetches of one target. The timeout is the budget of all of them together: a server

@@ -173,6 +173,7 @@ std::optional<uint64_t> auxv_value(const std::vector<std::pair<uint64_t, uint64_
 
 Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
                                              const Limits& limits) {
+  if (file.empty()) return unexpected(std::string("empty file"));
   if (file.size() < 16 || file[0] != std::byte{0x7f} || file[1] != std::byte{'E'} ||
       file[2] != std::byte{'L'} || file[3] != std::byte{'F'}) {
     return unexpected(std::string("not an ELF file"));

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ehbt/core.hpp"
+#include "util/regular_file.hpp"
 
 namespace ehbt {
 namespace {
@@ -28,8 +29,9 @@ std::string identity(const std::string& path) {
 // included). A file that cannot be opened or read is not known to be anything: that may
 // change (permissions, descriptors) without changing its identity.
 bool known_not_elf(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+  auto opened = util::open_regular_file(path);
+  if (!opened) return false;
+  const int fd = *opened;
   unsigned char magic[SELFMAG] = {};
   const ssize_t got = ::pread(fd, magic, sizeof magic, 0);
   ::close(fd);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 
+#include "core/attach_diagnosis.hpp"
 #include "core/attach_guard.hpp"
 #include "core/jit_code.hpp"
 #include "core/module_discovery.hpp"
@@ -98,17 +99,11 @@ class LiveTarget final : public Target {
   std::optional<uint64_t> stopped_us_;
 };
 
-std::string attach_error(int pid, int err) {
-  std::string msg = "cannot attach to " + std::to_string(pid) + ": " + std::strerror(err);
-  if (err == EPERM) msg += " (ptrace_scope? CAP_SYS_PTRACE?)";
-  return msg;
-}
-
 Expected<void, std::string> LiveTarget::seize_all() {
   std::set<int> tried;
   for (int pass = 0; pass < kAttachPasses; ++pass) {
     std::vector<int> tids = core::list_threads(pid_);
-    if (pass == 0 && tids.empty()) return unexpected(attach_error(pid_, ESRCH));
+    if (pass == 0 && tids.empty()) return unexpected(core::attach_error(pid_, ESRCH));
     bool any_new = false;
     for (int tid : tids) {
       if (!tried.insert(tid).second) continue;
@@ -116,7 +111,7 @@ Expected<void, std::string> LiveTarget::seize_all() {
       if (ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) != 0) {
         int err = errno;
         if (err == ESRCH) continue;  // exited meanwhile
-        if (attached_.empty()) return unexpected(attach_error(pid_, err));
+        if (attached_.empty()) return unexpected(core::attach_error(pid_, err));
         continue;
       }
       core::guard_register(tid);
@@ -128,7 +123,7 @@ Expected<void, std::string> LiveTarget::seize_all() {
     }
     if (!any_new) break;
   }
-  if (attached_.empty()) return unexpected(attach_error(pid_, ESRCH));
+  if (attached_.empty()) return unexpected(core::attach_error(pid_, ESRCH));
   return {};
 }
 
@@ -309,7 +304,7 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
   return unexpected("cannot attach to " + std::to_string(pid) +
                     ": live processes are not supported on this architecture");
 #else
-  if (pid <= 0) return unexpected(attach_error(pid, ESRCH));
+  if (pid <= 0) return unexpected(core::attach_error(pid, ESRCH));
   auto t = std::make_unique<LiveTarget>(pid, options.limits);
   t->arch_ = kNativeArch;
   t->one_at_a_time_ = options.one_thread_at_a_time;
@@ -317,7 +312,7 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
   // loaded between this and the stop is missed (its frames show no module), as it would be
   // by a tool that reads the maps after stopping but before the module's mapping.
   t->name_threads();
-  if (t->names_.empty()) return unexpected(attach_error(pid, ESRCH));
+  if (t->names_.empty()) return unexpected(core::attach_error(pid, ESRCH));
   t->find_modules(options);
   if (t->one_at_a_time_) {
     // Nothing stopped yet: stop_thread() reads each thread's registers when its turn comes.
@@ -330,7 +325,7 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
     }
     // The first thread is stopped now, so that a process we may not trace fails here as it
     // does in the other mode; the walk of it follows at once.
-    if (!t->stop_thread(0)) return unexpected(attach_error(pid, t->stop_errno_));
+    if (!t->stop_thread(0)) return unexpected(core::attach_error(pid, t->stop_errno_));
     return std::unique_ptr<Target>(std::move(t));
   }
   // The buffers the stacks will be copied into, faulted in before anything stops: a page or
@@ -339,7 +334,7 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
   t->memory_.reserve_pages(2 * t->names_.size() + 16);
   if (auto ok = t->seize_all(); !ok) return unexpected(ok.error());  // t detaches what it has
   t->wait_all();
-  if (t->attached_.empty()) return unexpected(attach_error(pid, ESRCH));
+  if (t->attached_.empty()) return unexpected(core::attach_error(pid, ESRCH));
   t->read_threads();
   t->memory_.set_caching(true);
   t->copy_stacks(options.limits);

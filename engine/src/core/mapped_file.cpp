@@ -10,12 +10,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/regular_file.hpp"
+
 namespace ehbt::core {
 
 Expected<MappedFile, std::string> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return unexpected(path + ": " + std::strerror(errno));
-  return adopt(fd, path);
+  auto fd = util::open_regular_file(path);
+  if (!fd) return unexpected(path + ": " + fd.error().message());
+  return adopt(*fd, path);
 }
 
 Expected<MappedFile, std::string> MappedFile::adopt(int fd, const std::string& path) {

@@ -11,6 +11,7 @@
 #include "core/sysroot_path.hpp"
 #include "core/warnings.hpp"
 #include "util/hex.hpp"
+#include "util/regular_file.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -98,11 +99,6 @@ class PlacedImage final : public Memory {
   uint64_t bias_;
 };
 
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
@@ -146,7 +142,7 @@ std::string strip_deleted(std::string path) {
 }
 
 std::shared_ptr<const Image> ModuleResolver::open_one(const std::string& file) {
-  if (!is_regular_file(file)) return nullptr;
+  if (!util::is_regular_file(file)) return nullptr;
   if (options_.store != nullptr) return options_.store->open(file, options_.limits);
   auto img = Image::open(file, options_.limits);
   if (!img) return nullptr;
@@ -365,7 +361,9 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   if (file && !m.build_id.empty() && !file->build_id().empty()) {
     m.build_id_match = m.build_id == file->build_id();
   }
-  if (!match && debuginfod_.enabled() && !m.build_id.empty()) {
+  // [vdso] and friends are no file: their image is read from the target's memory below.
+  const bool has_file = !hint.path.starts_with('[');
+  if (!match && has_file && debuginfod_.enabled() && !m.build_id.empty()) {
     // The file is missing or another build: the servers may have the right one.
     DebuginfodResult got = debuginfod_.fetch(m.build_id, DebuginfodKind::Executable);
     std::shared_ptr<const Image> fetched = got.path.empty() ? nullptr : open_one(got.path);
@@ -376,12 +374,19 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       r.file_usable = true;
       file = fetched;
       match = true;
-    } else if (warnings_ != nullptr) {
-      add_warning(*warnings_,
-                  Warning{kWarningDebuginfodFailed,
-                          "debuginfod has no executable for " + hint.path + " (build-id " +
-                              m.build_id + "): " + (got.error.empty() ? "not found" : got.error),
-                          hint.path, ""});
+    } else if (warnings_ != nullptr && !got.stopped_before) {
+      // A server that is down is said once per target (by the first fetch that found it
+      // so), not once more for every module and debug file after it.
+      const std::string id = " (build-id " + m.build_id + ")";
+      std::string message;
+      if (!got.path.empty()) {
+        message = "debuginfod's file " + got.path + " is not the executable " + hint.path + id;
+      } else if (got.not_found || got.error.empty()) {
+        message = "debuginfod has no executable for " + hint.path + id;
+      } else {
+        message = "debuginfod: fetching the executable " + hint.path + id + " failed: " + got.error;
+      }
+      add_warning(*warnings_, Warning{kWarningDebuginfodFailed, message, hint.path, ""});
     }
   }
   if (!match) report_no_file(hint, m, unreadable, file ? found : "", mismatch);

@@ -18,6 +18,7 @@
 #include "elf/eh_frame_ptr.hpp"
 #include "elf/image_impl.hpp"
 #include "elf/notes.hpp"
+#include "util/regular_file.hpp"
 
 namespace ehbt {
 namespace {
@@ -125,6 +126,7 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
   Image::Impl& im = *img.impl_;
   const std::span<const std::byte> file = im.file;
 
+  if (file.empty()) return unexpected(std::string("empty file"));
   if (file.size() < EI_NIDENT || std::memcmp(file.data(), ELFMAG, SELFMAG) != 0)
     return unexpected(std::string("not an ELF file"));
   const unsigned cls = std::to_integer<unsigned>(file[EI_CLASS]);
@@ -301,8 +303,12 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
 
 Expected<std::shared_ptr<Image>, std::string> Image::open(const std::string& path,
                                                           const Limits& limits) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return unexpected(std::string("cannot open file: ") + std::strerror(errno));
+  auto opened = util::open_regular_file(path);
+  if (!opened) {
+    const util::OpenFailure& why = opened.error();
+    return unexpected(why.error == 0 ? why.message() : "cannot open file: " + why.message());
+  }
+  const int fd = *opened;
   auto mapping = elf::FileMapping::map(fd);
   if (!mapping) {
     ::close(fd);

@@ -3,11 +3,14 @@
 // like any other: bounded in bytes and lines, malformed lines skipped.
 #include "ehbt/perf_map.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <numeric>
+
+#include "util/regular_file.hpp"
 
 namespace ehbt {
 namespace {
@@ -83,16 +86,25 @@ PerfMap PerfMap::parse(std::string_view text, const Limits& limits) {
 }
 
 Expected<PerfMap, std::string> PerfMap::load(const std::string& path, const Limits& limits) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unexpected("cannot read perf map " + path + ": " + std::strerror(errno));
+  auto opened = util::open_regular_file(path);
+  if (!opened) return unexpected("cannot read perf map " + path + ": " + opened.error().message());
+  const int fd = *opened;
   std::string text;
   char buf[65536];
-  while (text.size() < limits.max_perf_map_bytes && in) {
+  while (text.size() < limits.max_perf_map_bytes) {
     const std::size_t want = static_cast<std::size_t>(
         std::min<uint64_t>(sizeof buf, limits.max_perf_map_bytes - text.size()));
-    in.read(buf, static_cast<std::streamsize>(want));
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    const ssize_t n = ::read(fd, buf, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return unexpected("cannot read perf map " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
   }
+  ::close(fd);
   return parse(text, limits);
 }
 

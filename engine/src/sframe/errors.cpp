@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Names of SFrame error codes (for messages, `ehbt sframe dump --json` and tests).
+#include "sframe/format.hpp"
 #include "sframe/sframe.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::sframe {
 
@@ -30,6 +32,14 @@ std::string_view to_string(ErrorCode code) {
       return "limit";
   }
   return "unknown";
+}
+
+std::string describe(const Error& e, std::span<const std::byte> section) {
+  if (e.code == ErrorCode::BadVersion && section.size() > fmt::kOffVersion) {
+    const unsigned version = std::to_integer<unsigned>(section[fmt::kOffVersion]);
+    return "SFrame version " + std::to_string(version) + " is not supported (only 2 and 3)";
+  }
+  return std::string(to_string(e.code)) + " at section offset " + util::hex(e.where);
 }
 
 }  // namespace ehbt::sframe

@@ -45,6 +45,11 @@ struct Error {
   uint64_t where = 0;  // section offset of the offending structure
 };
 
+// One line for an error of `section`: "SFrame version 1 is not supported (only 2 and 3)" for a
+// version the reader does not read (binutils 2.40's `as --gsframe`, Debian 12's, writes
+// version 1), else "CODE at section offset 0x..".
+std::string describe(const Error& e, std::span<const std::byte> section);
+
 enum class Abi : uint8_t { Aarch64Big = 1, Aarch64Little = 2, Amd64Little = 3, S390xBig = 4 };
 // The architecture an ABI id names, whether its sections are big-endian, and the ABI id of an
 // architecture in a byte order (only AArch64 has both; SFrame defines none for i386).

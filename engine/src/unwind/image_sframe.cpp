@@ -169,6 +169,10 @@ std::string ImageSFrame::why_no_table(bool converted, uint8_t version) const {
     case Slot::State::Absent:
       return s->absent_why;
     case Slot::State::Dropped:
+      // Not corrupt: written for a version this reader does not read.
+      if (!converted && s->error.code == sframe::ErrorCode::BadVersion) {
+        return "its .sframe is not used: " + sframe::describe(s->error, image_.sframe().bytes);
+      }
       return std::string(converted ? "its converted SFrame V" + std::to_string(version) + " table"
                                    : "its .sframe") +
              " was dropped as corrupt: " + describe_error(s->error);
