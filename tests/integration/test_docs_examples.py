@@ -15,6 +15,7 @@ crash; a sqlite3 query runs on the store an ehbt-triage example made; a (gdb)/(l
 after the plugin is loaded on a fixture core without any error message. SKIP is the only way
 out, each entry with its reason."""
 import difflib
+import json
 import os
 import pathlib
 import re
@@ -135,6 +136,12 @@ def strip_comment(text):
 
 # --- the world the examples run in -------------------------------------------------------
 
+def chain_tid():
+    """The tid of the chain core's crashing thread, from GDB's record of it (make_cores.py)."""
+    expected = json.loads(CHAIN_CORE.with_suffix(".expected.json").read_text())
+    return next(t["tid"] for t in expected["threads"] if t["crashing"])
+
+
 @pytest.fixture(scope="module")
 def world(build_dir, tmp_path_factory):
     """A working directory (relative outputs such as crashes.sqlite land there), a spool of
@@ -176,6 +183,8 @@ def world(build_dir, tmp_path_factory):
         "PREFIX/share/ehbt/lldb/ehbt_lldb.py": str(LLDB_PLUGIN),
         "/usr/local/share/ehbt/lldb/ehbt_lldb.py": str(LLDB_PLUGIN),
         "COMMAND": "core",  # ehbt COMMAND --help
+        # (gdb)/(lldb) ehbt --thread TID: the chain core's one thread, as its GDB record says.
+        "TID": str(chain_tid()),
     }
     env = dict(os.environ)
     env["PYTHONPATH"] = str(build_dir / "engine" / "python")
