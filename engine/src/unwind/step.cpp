@@ -16,15 +16,23 @@ namespace ehbt::unwind {
 namespace {
 
 // Runs the strategies left to right until one answers (see step_context.hpp): each one's
-// applies() is inline, so a strategy that does not apply costs a test, not a call.
+// applies() is inline, so a strategy that does not apply costs a test, not a call, and the
+// answer is moved out once (an outcome is a variant: each move is a dispatch on its kind).
+template <typename Strategy, typename... Rest>
+StepOutcome first_of(StepContext& ctx) {
+  if (Strategy::applies(ctx)) {
+    if (Attempt out = Strategy::attempt(ctx)) return std::move(*out);
+  }
+  if constexpr (sizeof...(Rest) > 0) {
+    return first_of<Rest...>(ctx);
+  } else {
+    return stop(ctx.reason, std::move(ctx.detail));  // unreached: GiveUp answers
+  }
+}
+
 template <typename... Strategies>
 struct FirstOf {
-  static StepOutcome step(StepContext& ctx) {
-    Attempt out;
-    (void)((Strategies::applies(ctx) && (out = Strategies::attempt(ctx)).has_value()) || ...);
-    if (!out) return stop(ctx.reason, std::move(ctx.detail));  // unreached: GiveUp answers
-    return std::move(*out);
-  }
+  static StepOutcome step(StepContext& ctx) { return first_of<Strategies...>(ctx); }
 };
 
 // The order is the contract (step.hpp): the first strategy with an answer decides the step.
