@@ -14,21 +14,9 @@
 #include "ehbt/limits.hpp"
 #include "ehbt/memory.hpp"
 #include "ehbt/registers.hpp"
+#include "ehbt/stop_reason.hpp"
 
 namespace ehbt {
-
-enum class StopReason : uint8_t {
-  Outermost,      // the return address rule is Undefined: the bottom of the stack
-  MaxFrames,      // Limits::max_frames reached
-  NoModule,       // the pc lies in no known module
-  NoUnwindInfo,   // no table covers the pc and no fallback applied
-  MemoryFault,    // a needed target read failed
-  BadUnwindInfo,  // the table is malformed
-  Unsupported,    // valid but deliberately not evaluated
-  NoProgress,     // the step did not move (CFA did not increase, or a (pc, cfa) repeated)
-  BadPc,          // the caller pc is zero, non-canonical or outside executable code
-};
-std::string_view to_string(StopReason reason);
 
 enum class FrameSource : uint8_t {
   Context,       // frame 0: the registers we were given

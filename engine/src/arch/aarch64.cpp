@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// AArch64 (AAPCS64, Linux): callee-saved registers, pointer-authentication stripping, the
-// rt_sigreturn trampoline and the kernel's signal frame, the x29 frame-record chain (with the
-// caller's sp from the prologue when the step loop knows the code).
+// AArch64 (AAPCS64, Linux): the registers and their names, callee-saved registers, the core's
+// register block, pointer-authentication stripping, the rt_sigreturn trampoline and the
+// kernel's signal frame, the x29 frame-record chain (with the caller's sp from the prologue
+// when the step loop knows the code).
+#include <elf.h>
+
 #include <array>
 #include <cstring>
 #include <optional>
 
 #include "arch/aarch64_prologue.hpp"
+#include "arch/arch_data.hpp"
 #include "arch/arch_ops.hpp"
 
 namespace ehbt::arch {
+
+// AAPCS64: x0-x30 0-30 (x29 frame pointer, x30 link register), sp 31, d8-d15 72-79.
+const ArchInfo kAArch64Info{Arch::AArch64, "aarch64", EM_AARCH64, false, 8, 31, 29, 30, 96, 0, 16};
+
 namespace {
 
 constexpr uint16_t kX29 = 29, kX30 = 30, kSp = 31;
@@ -37,12 +45,31 @@ constexpr unsigned kVaBits = 48;
 constexpr uint64_t kVaMask = (1ull << kVaBits) - 1;
 constexpr uint64_t kUserLimit = 1ull << 52;
 
+// elf_gregset_t is struct user_pt_regs (uapi/asm/ptrace.h), 34 words: regs[31] (x0-x30), sp,
+// pc, pstate.
+constexpr std::array<GregSlot, 32> kGregs = [] {
+  std::array<GregSlot, 32> slots{};
+  for (uint16_t r = 0; r <= kSp; ++r) slots[r] = {r, static_cast<uint16_t>(8 * r)};
+  return slots;
+}();
+constexpr GregsetLayout kGregset{34 * 8, 8, kGregs, 8 * 32};
+
+// SFRAME_ABI_AARCH64_ENDIAN_LITTLE and _BIG; default FRE words: CFA, RA, FP, no padding.
+constexpr SFrameRules kSFrame{.abi_little = 2, .abi_big = 1, .pauth = true};
+
 class AArch64Ops final : public ArchOps {
  public:
-  AArch64Ops() : ArchOps(arch_info(Arch::AArch64)) {
+  AArch64Ops() : ArchOps(kAArch64Info, kGregset, kSFrame) {
     for (uint16_t r = 19; r <= kX30; ++r) add_callee_saved(r);  // x19-x28, fp, lr
     add_callee_saved(kSp);
     for (uint16_t r = 72; r <= 79; ++r) add_callee_saved(r);  // d8-d15
+  }
+
+  std::string reg_name(uint16_t reg) const override {
+    if (reg < kSp) return "x" + std::to_string(reg);
+    if (reg == kSp) return "sp";
+    if (reg >= 64 && reg < 96) return "v" + std::to_string(reg - 64);
+    return ArchOps::reg_name(reg);
   }
 
   uint64_t strip_return_address(uint64_t ra) const override { return ra & kVaMask; }

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the step loop needs to know about one architecture beyond the table-driven facts in
+// What the engine needs to know about one architecture beyond the table-driven facts in
 // ArchInfo: which registers survive a call, what a plausible code address looks like, how a
 // return address is cleaned (aarch64 pointer authentication), how to recognise a sigreturn
-// trampoline and read the registers the kernel saved below it, and the heuristic steps used
-// where no unwind table covers a pc (frame-pointer / backchain chain, function entry).
+// trampoline and read the registers the kernel saved below it, the heuristic steps used
+// where no unwind table covers a pc (frame-pointer / backchain chain, function entry), and,
+// for the rest of the engine, the register names, where a core's elf_gregset_t keeps each
+// register and what the SFrame format defines for the architecture.
 //
 // One implementation per architecture lives next to this file (x86_64.cpp, aarch64.cpp,
-// s390x.cpp, i386.cpp); arch_ops() hands out a static instance. Nothing here allocates or throws.
+// s390x.cpp, i386.cpp; their ArchInfo too); arch_ops() hands out a static instance. Nothing
+// the step loop calls here allocates or throws.
 #pragma once
 
 #include <array>
@@ -15,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
@@ -82,6 +86,44 @@ enum class Sigreturn : uint8_t {
           // _sigregs; i386: the registers themselves, right above the signal number)
 };
 
+// Where elf_gregset_t (a core's NT_PRSTATUS pr_reg, PTRACE_GETREGSET NT_PRSTATUS) keeps the
+// registers a walk starts from: each a word of `word_size` bytes at a byte offset.
+struct GregSlot {
+  uint16_t reg;     // DWARF number
+  uint16_t offset;  // bytes from the start of the gregset
+};
+struct GregsetLayout {
+  std::size_t size = 0;  // bytes of elf_gregset_t
+  uint8_t word_size = 8;
+  std::span<const GregSlot> regs;
+  uint16_t pc_offset = 0;
+};
+
+// What SFrame (binutils' include/sframe.h, the specification's per-ABI sections) defines for
+// the architecture: its ABI ids and the rules of its default FREs.
+struct SFrameRules {
+  uint8_t abi_little = 0;  // SFRAME_ABI_* id of its little-endian ABI; 0: none
+  uint8_t abi_big = 0;     // SFRAME_ABI_* id of its big-endian ABI; 0: none
+  // Where the return address is when the FRE words do not say (x86-64: CFA-8, the header's
+  // fixed RA offset); 0: an RA word follows the CFA word.
+  int8_t fixed_ra_offset = 0;
+  // An RA word 0 means "not saved" and pads in front of an FP word (s390x); without it, an FP
+  // word needs an RA word in front (aarch64).
+  bool ra_padding = false;
+  // CFA offsets are stored as (offset - 160) / 8 (s390x).
+  bool scaled_cfa = false;
+  // V2: an odd RA/FP word of a default FRE names the register holding the value (s390x).
+  bool v2_register_words = false;
+  // FREs may mark the RA signed, FDEs the pointer-authentication key (aarch64).
+  bool pauth = false;
+  // The PLT's CFA expression (a function of pc & 15) is a PCMASK function (x86-64).
+  bool plt_pcmask = false;
+  // A leaf's SP parked in another register still is the CFA minus the ABI offset (s390x).
+  bool sp_copy_in_register = false;
+
+  bool defined() const { return abi_little != 0 || abi_big != 0; }
+};
+
 class ArchOps {
  public:
   virtual ~ArchOps() = default;
@@ -97,6 +139,12 @@ class ArchOps {
     to.copy_valid(from, callee_saved_,
                   std::span<const uint16_t>(callee_saved_list_.data(), num_callee_saved_));
   }
+
+  const GregsetLayout& gregset() const { return gregset_; }
+  const SFrameRules& sframe() const { return sframe_; }
+
+  // "rbx", "x29", "r15"; "reg 99" for numbers without a name. For stop details only.
+  virtual std::string reg_name(uint16_t reg) const { return "reg " + std::to_string(reg); }
 
   // A return address as stored -> the code address it designates.
   virtual uint64_t strip_return_address(uint64_t ra) const { return ra; }
@@ -129,7 +177,8 @@ class ArchOps {
   virtual RecoverResult entry_step(const RegisterSet& regs, Memory& mem) const = 0;
 
  protected:
-  explicit ArchOps(const ArchInfo& info) : info_(&info) {}
+  ArchOps(const ArchInfo& info, const GregsetLayout& gregset, const SFrameRules& sframe)
+      : info_(&info), gregset_(gregset), sframe_(sframe) {}
 
   // Reads one address-sized word in the target's byte order.
   bool read_word(Memory& mem, uint64_t addr, uint64_t& out) const {
@@ -171,6 +220,8 @@ class ArchOps {
   const ArchInfo* info_;
 
  private:
+  GregsetLayout gregset_;
+  SFrameRules sframe_;
   static constexpr uint8_t kMaxCalleeSaved = 32;
   std::bitset<kMaxRegs> callee_saved_;
   std::array<uint16_t, kMaxCalleeSaved> callee_saved_list_{};

@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// i386 (System V i386 psABI, Linux): callee-saved registers, the two sigreturn trampolines and
-// the kernel's two signal frames (old `sigframe` and `rt_sigframe`), the ebp chain.
+// i386 (System V i386 psABI, Linux): the registers and their names, callee-saved registers,
+// the core's register block, the two sigreturn trampolines and the kernel's two signal frames
+// (old `sigframe` and `rt_sigframe`), the ebp chain.
+#include <elf.h>
+
 #include <array>
 
+#include "arch/arch_data.hpp"
 #include "arch/arch_ops.hpp"
 
 namespace ehbt::arch {
+
+// i386 SysV psABI (and GCC/GDB): eax 0, ecx 1, edx 2, ebx 3, esp 4, ebp 5, esi 6, edi 7,
+// eip 8 (the return-address column), eflags 9. Linux keeps the stack 16-byte aligned at calls
+// since gcc 4.5, but code built for the old 4-byte ABI still runs: frames keep 4.
+const ArchInfo kI386Info{Arch::I386, "i386", EM_386, false, 4, 4, 5, 8, 10, 0, 4};
+
 namespace {
 
 // DWARF numbers (i386 psABI; GCC and GDB agree): eax ecx edx ebx esp ebp esi edi.
@@ -36,10 +46,32 @@ constexpr unsigned kScWords = 17;  // through eflags
 constexpr std::array<uint16_t, 8> kScDwarf = {kEdi, kEsi, kEbp, kEsp, kEbx, kEdx, kEcx, kEax};
 constexpr unsigned kScEdi = 4, kScEip = 14, kScEflags = 16;
 
+// elf_gregset_t is struct user_regs_struct (/usr/i686-linux-gnu/include/sys/user.h), 17 u32:
+// ebx ecx edx esi edi ebp eax xds xes xfs xgs orig_eax eip xcs eflags esp xss.
+constexpr std::array<GregSlot, 9> kGregs = {{{kEax, 4 * 6},
+                                             {kEcx, 4 * 1},
+                                             {kEdx, 4 * 2},
+                                             {kEbx, 4 * 0},
+                                             {kEsp, 4 * 15},
+                                             {kEbp, 4 * 5},
+                                             {kEsi, 4 * 3},
+                                             {kEdi, 4 * 4},
+                                             {kEflags, 4 * 14}}};
+constexpr GregsetLayout kGregset{17 * 4, 4, kGregs, 4 * 12};
+
+constexpr std::array<const char*, 10> kRegNames = {"eax", "ecx", "edx", "ebx", "esp",
+                                                   "ebp", "esi", "edi", "eip", "eflags"};
+
 class I386Ops final : public ArchOps {
  public:
-  I386Ops() : ArchOps(arch_info(Arch::I386)) {
+  // SFrame defines no i386 ABI: empty SFrameRules.
+  I386Ops() : ArchOps(kI386Info, kGregset, SFrameRules{}) {
     for (uint16_t r : {kEbx, kEsi, kEdi, kEbp, kEsp}) add_callee_saved(r);
+  }
+
+  std::string reg_name(uint16_t reg) const override {
+    if (reg < kRegNames.size()) return kRegNames[reg];
+    return ArchOps::reg_name(reg);
   }
 
   // Every 32-bit address can hold user code (a compat task on a 64-bit kernel has all 4 GiB).

@@ -1,11 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// s390x (zSeries ELF ABI, Linux, big-endian): callee-saved registers, the sigreturn and
-// rt_sigreturn trampolines and the kernel's two signal frames, the optional backchain.
+// s390x (zSeries ELF ABI, Linux, big-endian): the registers and their names, callee-saved
+// registers, the core's register block, the sigreturn and rt_sigreturn trampolines and the
+// kernel's two signal frames, the optional backchain.
+#include <elf.h>
+
 #include <array>
 
+#include "arch/arch_data.hpp"
 #include "arch/arch_ops.hpp"
 
 namespace ehbt::arch {
+
+// s390x ELF ABI: r0-r15 0-15 (r15 stack pointer, r11 frame pointer, r14 return address),
+// f0-f15 16-31; the CFA is the caller's r15 + 160 (the register save area).
+const ArchInfo kS390xInfo{Arch::S390x, "s390x", EM_S390, true, 8, 15, 11, 14, 66, 160, 8};
+
 namespace {
 
 constexpr uint16_t kR14 = 14, kR15 = 15;
@@ -37,11 +46,32 @@ constexpr unsigned kSigregsPswAddr = 1, kSigregsGpr0 = 2;
 // The register save area of a frame holds r6..r15 at 48..127: r14 at 112.
 constexpr uint64_t kSaveAreaR14 = 14 * 8;
 
+// elf_gregset_t is s390_regs (uapi/asm/ptrace.h): psw {mask, addr}, gprs[16], acrs[16] (4
+// bytes each), orig_gpr2.
+constexpr std::array<GregSlot, 16> kGregs = [] {
+  std::array<GregSlot, 16> slots{};
+  for (uint16_t r = 0; r <= kR15; ++r) slots[r] = {r, static_cast<uint16_t>(16 + 8 * r)};
+  return slots;
+}();
+constexpr GregsetLayout kGregset{16 + 16 * 8 + 16 * 4 + 8, 8, kGregs, 8};
+
+// SFRAME_ABI_S390X_ENDIAN_BIG; default FRE words: CFA, RA (0: not saved), FP.
+constexpr SFrameRules kSFrame{.abi_big = 4,
+                              .ra_padding = true,
+                              .scaled_cfa = true,
+                              .v2_register_words = true,
+                              .sp_copy_in_register = true};
+
 class S390xOps final : public ArchOps {
  public:
-  S390xOps() : ArchOps(arch_info(Arch::S390x)) {
+  S390xOps() : ArchOps(kS390xInfo, kGregset, kSFrame) {
     for (uint16_t r = 6; r <= kR15; ++r) add_callee_saved(r);  // r6-r13, r14 (ra), r15 (sp)
     for (uint16_t r = 24; r <= 31; ++r) add_callee_saved(r);   // f8-f15
+  }
+
+  std::string reg_name(uint16_t reg) const override {
+    if (reg <= kR15) return "r" + std::to_string(reg);
+    return ArchOps::reg_name(reg);
   }
 
   bool plausible_pc(uint64_t pc) const override { return pc % 2 == 0; }

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// x86-64 (System V psABI, Linux): callee-saved registers, the rt_sigreturn trampoline and the
-// kernel's signal frame, the rbp chain.
+// x86-64 (System V psABI, Linux): the registers and their names, callee-saved registers, the
+// core's register block, the rt_sigreturn trampoline and the kernel's signal frame, the rbp
+// chain.
+#include <elf.h>
+
 #include <array>
 #include <cstring>
 
+#include "arch/arch_data.hpp"
 #include "arch/arch_ops.hpp"
 
 namespace ehbt::arch {
+
+// x86-64 psABI: rax 0, rdx 1, rcx 2, rbx 3, rsi 4, rdi 5, rbp 6, rsp 7, r8-r15 8-15, RA 16.
+const ArchInfo kX86_64Info{Arch::X86_64, "x86_64", EM_X86_64, false, 8, 7, 6, 16, 33, 0, 16};
+
 namespace {
 
 // DWARF numbers (psABI figure 3.36).
@@ -28,6 +36,33 @@ constexpr std::array<uint16_t, 16> kScDwarf = {8,    9,    10,   11,   12,   13,
                                                kRdi, kRsi, kRbp, kRbx, kRdx, kRax, kRcx, kRsp};
 constexpr unsigned kScRip = 16;
 
+// elf_gregset_t is struct user_regs_struct (sys/user.h), 27 words: r15 r14 r13 r12 rbp rbx r11
+// r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs.
+constexpr std::array<GregSlot, 16> kGregs = {{{kRax, 8 * 10},
+                                              {kRdx, 8 * 12},
+                                              {kRcx, 8 * 11},
+                                              {kRbx, 8 * 5},
+                                              {kRsi, 8 * 13},
+                                              {kRdi, 8 * 14},
+                                              {kRbp, 8 * 4},
+                                              {kRsp, 8 * 19},
+                                              {8, 8 * 9},
+                                              {9, 8 * 8},
+                                              {10, 8 * 7},
+                                              {11, 8 * 6},
+                                              {12, 8 * 3},
+                                              {13, 8 * 2},
+                                              {14, 8 * 1},
+                                              {15, 8 * 0}}};
+constexpr GregsetLayout kGregset{27 * 8, 8, kGregs, 8 * 16};
+
+// SFRAME_ABI_AMD64_ENDIAN_LITTLE; the call leaves the RA at CFA-8 in every frame.
+constexpr SFrameRules kSFrame{.abi_little = 3, .fixed_ra_offset = -8, .plt_pcmask = true};
+
+constexpr std::array<const char*, 17> kRegNames = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
+                                                   "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                   "r12", "r13", "r14", "r15", "rip"};
+
 // The legacy vsyscall page is user-executable although it lies in the kernel half.
 constexpr uint64_t kVsyscallStart = 0xffffffffff600000ull;
 constexpr uint64_t kVsyscallEnd = 0xffffffffff601000ull;
@@ -36,9 +71,14 @@ constexpr uint64_t kUserLimit = 1ull << 56;
 
 class X86_64Ops final : public ArchOps {
  public:
-  X86_64Ops() : ArchOps(arch_info(Arch::X86_64)) {
+  X86_64Ops() : ArchOps(kX86_64Info, kGregset, kSFrame) {
     for (uint16_t r : {kRbx, kRbp, kRsp, uint16_t{12}, uint16_t{13}, uint16_t{14}, uint16_t{15}})
       add_callee_saved(r);
+  }
+
+  std::string reg_name(uint16_t reg) const override {
+    if (reg < kRegNames.size()) return kRegNames[reg];
+    return ArchOps::reg_name(reg);
   }
 
   bool plausible_pc(uint64_t pc) const override {

@@ -19,7 +19,7 @@
 #include "ehbt/limits.hpp"
 #include "ehbt/memory.hpp"
 #include "ehbt/registers.hpp"
-#include "ehbt/unwinder.hpp"
+#include "ehbt/stop_reason.hpp"
 
 namespace ehbt::dwarf {
 

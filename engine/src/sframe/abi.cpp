@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// SFrame ABI ids and the architectures they name (see sframe.hpp).
+// SFrame ABI ids and the architectures they name (see sframe.hpp); an architecture's own ids
+// are in its ArchOps::sframe().
+#include "arch/arch_ops.hpp"
 #include "sframe/sframe.hpp"
 
 namespace ehbt::sframe {
@@ -21,18 +23,14 @@ bool abi_big_endian(Abi abi) {
   return abi == Abi::Aarch64Big || abi == Abi::S390xBig;
 }
 
+// The id of the target's byte order, else the architecture's only one: the section's byte
+// order is checked against its ABI when it is read.
 std::optional<Abi> abi_for(Arch arch, bool big_endian) {
-  switch (arch) {
-    case Arch::X86_64:
-      return Abi::Amd64Little;
-    case Arch::AArch64:
-      return big_endian ? Abi::Aarch64Big : Abi::Aarch64Little;
-    case Arch::S390x:
-      return Abi::S390xBig;
-    case Arch::I386:
-      return std::nullopt;
-  }
-  return Abi::Amd64Little;
+  const arch::SFrameRules& rules = arch::arch_ops(arch).sframe();
+  uint8_t id = big_endian ? rules.abi_big : rules.abi_little;
+  if (id == 0) id = big_endian ? rules.abi_little : rules.abi_big;
+  if (id == 0) return std::nullopt;
+  return static_cast<Abi>(id);
 }
 
 }  // namespace ehbt::sframe

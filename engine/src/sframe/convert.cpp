@@ -4,6 +4,7 @@
 // it). The x86-64 PLT CFA expression becomes a PCMASK function of its own.
 #include <algorithm>
 
+#include "arch/arch_ops.hpp"
 #include "sframe/format.hpp"
 #include "sframe/row_classify.hpp"
 #include "util/hex.hpp"
@@ -78,7 +79,7 @@ class FdeConverter {
     fn.start = start;
     fn.size = static_cast<uint32_t>(end - start);
     fn.signal_frame = signal_;
-    fn.pauth_b_key = arch_ == Arch::AArch64 && b_key_;
+    fn.pauth_b_key = arch::arch_ops(arch_).sframe().pauth && b_key_;
     if (!fns_.empty()) {
       Function& prev = cur();
       prev.size = static_cast<uint32_t>(start - prev.start);
@@ -140,7 +141,7 @@ Conversion convert_cfi(dwarf::ImageCfi& cfi, Arch arch, uint8_t version, const L
   if (!abi) return out;  // no SFrame ABI for this architecture: nothing converts
   h.abi = *abi;
   h.fixed_fp_offset = 0;
-  h.fixed_ra_offset = arch == Arch::X86_64 ? -8 : 0;
+  h.fixed_ra_offset = arch::arch_ops(arch).sframe().fixed_ra_offset;
 
   std::vector<Function> fns;
   cfi.for_each_fde(

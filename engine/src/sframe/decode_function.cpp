@@ -4,6 +4,7 @@
 // inside the function, a data-word count the ABI and FDE type allow.
 #include <vector>
 
+#include "arch/arch_ops.hpp"
 #include "sframe/format.hpp"
 #include "sframe/table_impl.hpp"
 #include "util/byte_reader.hpp"
@@ -28,18 +29,18 @@ struct Words {
 
 struct Context {
   Abi abi;
-  Arch arch;
   uint8_t version;
   const ArchInfo* ai;
+  const arch::SFrameRules* rules;
 };
 
 int64_t cfa_offset(const Context& c, int64_t word) {
-  return c.arch == Arch::S390x ? fmt::s390x_cfa_decode(word) : word;
+  return c.rules->scaled_cfa ? fmt::s390x_cfa_decode(word) : word;
 }
 
 // An RA/FP word of a default FDE: a CFA offset, or (V2 s390x, odd) a register.
 bool default_saved(const Context& c, int64_t word, Recovery& r) {
-  if (c.arch == Arch::S390x && c.version == fmt::kVersion2 && fmt::s390x_v2_is_regnum(word)) {
+  if (c.rules->v2_register_words && c.version == fmt::kVersion2 && fmt::s390x_v2_is_regnum(word)) {
     const int64_t reg = fmt::s390x_v2_regnum(word);
     if (reg < 0 || reg > 0xffff) return false;
     r.kind = Recovery::Kind::Register;
@@ -53,29 +54,22 @@ bool default_saved(const Context& c, int64_t word, Recovery& r) {
 
 // Default FDE words: CFA offset, then the ABI's fixed order of RA/FP offsets.
 bool decode_default(const Context& c, uint8_t info, const Words& w, FrameRow& row) {
-  const unsigned max = c.arch == Arch::X86_64 ? 2 : 3;
+  const arch::SFrameRules& rules = *c.rules;
+  const bool ra_word = rules.fixed_ra_offset == 0;  // else the header's fixed RA offset
+  const unsigned max = ra_word ? 3 : 2;
   if (w.count > max) return false;
   row.cfa.reg = fmt::fre_base(info) == fmt::kBaseSp ? c.ai->sp_reg : c.ai->fp_reg;
   row.cfa.offset = cfa_offset(c, w.sgn(0));
-  switch (c.arch) {
-    case Arch::X86_64:
-      return w.count < 2 || default_saved(c, w.sgn(1), row.fp);
-    case Arch::AArch64:
-      if (w.count >= 2 && !default_saved(c, w.sgn(1), row.ra)) return false;
-      return w.count < 3 || default_saved(c, w.sgn(2), row.fp);
-    case Arch::S390x:
-      if (w.count >= 2) {
-        if (w.sgn(1) == fmt::kRaOffsetInvalid) {
-          if (w.count != 3) return false;  // padding only stands in front of an FP word
-        } else if (!default_saved(c, w.sgn(1), row.ra)) {
-          return false;
-        }
-      }
-      return w.count < 3 || default_saved(c, w.sgn(2), row.fp);
-    case Arch::I386:
-      return false;  // no SFrame ABI names i386
+  if (!rules.defined()) return false;  // no SFrame ABI names the architecture (i386)
+  if (!ra_word) return w.count < 2 || default_saved(c, w.sgn(1), row.fp);
+  if (w.count >= 2) {
+    if (rules.ra_padding && w.sgn(1) == fmt::kRaOffsetInvalid) {
+      if (w.count != 3) return false;  // padding only stands in front of an FP word
+    } else if (!default_saved(c, w.sgn(1), row.ra)) {
+      return false;
+    }
   }
-  return false;
+  return w.count < 3 || default_saved(c, w.sgn(2), row.fp);
 }
 
 // A flexible rule for RA or FP from its control word and offset.
@@ -157,8 +151,8 @@ Expected<Function, Error> Table::Impl::decode(uint32_t i) const {
   fn.pc_type = fmt::info_pc_type(info) == fmt::kPcTypeMask ? PcType::Mask : PcType::Increment;
   fn.rep_size = rep_size;
   if (fn.pc_type == PcType::Mask && rep_size == 0) return fail(ErrorCode::BadFde, f.offset);
-  const Context ctx{header.abi, arch, header.version, &arch_info(arch)};
-  fn.pauth_b_key = arch == Arch::AArch64 && fmt::info_pauth_b(info);
+  const Context ctx{header.abi, header.version, &arch_info(arch), &arch::arch_ops(arch).sframe()};
+  fn.pauth_b_key = ctx.rules->pauth && fmt::info_pauth_b(info);
   if (header.version == fmt::kVersion3) {
     const uint8_t type = fmt::info2_fde_type(info2);
     if (type == fmt::kFdeTypeFlex) {
@@ -208,7 +202,7 @@ Expected<Function, Error> Table::Impl::decode(uint32_t i) const {
       const bool ok = fn.type == FdeType::Flex ? decode_flex(ctx, w, row)
                                                : decode_default(ctx, fre_info, w, row);
       if (!ok) return fail(ErrorCode::BadFre, fre_at);
-      row.ra_mangled = arch == Arch::AArch64 && fmt::fre_mangled_ra(fre_info);
+      row.ra_mangled = ctx.rules->pauth && fmt::fre_mangled_ra(fre_info);
     }
     fn.rows.push_back(row);
   }

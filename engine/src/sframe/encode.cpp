@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "arch/arch_ops.hpp"
 #include "sframe/format.hpp"
 #include "sframe/sframe.hpp"
 
@@ -61,13 +62,13 @@ bool fits_word(const Word& w) {
 }
 
 struct Ctx {
-  Arch arch;
   const ArchInfo* ai;
+  const arch::SFrameRules* rules;
   uint8_t version;
 };
 
 bool cfa_word(const Ctx& c, int64_t offset, Word& w) {
-  if (c.arch == Arch::S390x) {
+  if (c.rules->scaled_cfa) {
     if ((offset + fmt::kS390xCfaAdjustment) % fmt::kS390xCfaAlignment != 0) return false;
     w.value = (offset + fmt::kS390xCfaAdjustment) / fmt::kS390xCfaAlignment;
   } else {
@@ -82,7 +83,7 @@ bool default_word(const Ctx& c, const Recovery& r, Word& w) {
     w.value = r.offset;
     return true;
   }
-  if (r.kind == Recovery::Kind::Register && r.offset == 0 && c.arch == Arch::S390x &&
+  if (r.kind == Recovery::Kind::Register && r.offset == 0 && c.rules->v2_register_words &&
       c.version == fmt::kVersion2) {
     w.value = fmt::s390x_v2_encode_regnum(r.reg);
     return true;
@@ -105,27 +106,23 @@ bool default_words(const Ctx& c, const FrameRow& row, uint8_t& base, std::vector
   const bool fp = row.fp.kind != Recovery::Kind::Untracked;
   const bool ra = row.ra.kind != Recovery::Kind::Untracked;
   Word w;
-  switch (c.arch) {
-    case Arch::X86_64:
-      if (ra) return false;  // only the header's fixed slot
-      break;
-    case Arch::AArch64:
-      if (fp && !ra) return false;  // no padding word on aarch64
-      if (ra) {
-        if (!default_word(c, row.ra, w)) return false;
-        words.push_back(w);
-      }
-      break;
-    case Arch::S390x:
-      if (ra) {
-        if (!default_word(c, row.ra, w) || w.value == fmt::kRaOffsetInvalid) return false;
-        words.push_back(w);
-      } else if (fp) {
-        words.push_back(Word{fmt::kRaOffsetInvalid, false});  // padding
-      }
-      break;
-    case Arch::I386:
-      return false;  // no SFrame ABI names i386
+  const arch::SFrameRules& rules = *c.rules;
+  if (!rules.defined()) return false;  // no SFrame ABI names the architecture (i386)
+  if (rules.fixed_ra_offset != 0) {
+    if (ra) return false;  // only the header's fixed slot
+  } else if (!rules.ra_padding) {
+    if (fp && !ra) return false;  // no padding word (aarch64)
+    if (ra) {
+      if (!default_word(c, row.ra, w)) return false;
+      words.push_back(w);
+    }
+  } else {
+    if (ra) {
+      if (!default_word(c, row.ra, w) || w.value == fmt::kRaOffsetInvalid) return false;
+      words.push_back(w);
+    } else if (fp) {
+      words.push_back(Word{fmt::kRaOffsetInvalid, false});  // padding
+    }
   }
   if (fp) {
     if (!default_word(c, row.fp, w)) return false;
@@ -180,7 +177,8 @@ Expected<std::vector<std::byte>, Error> encode(const Conversion& conversion,
   }
   const bool v3 = h.version == fmt::kVersion3;
   const bool be = abi_big_endian(h.abi);
-  const Ctx ctx{abi_arch(h.abi), &arch_info(abi_arch(h.abi)), h.version};
+  const Arch arch = abi_arch(h.abi);
+  const Ctx ctx{&arch_info(arch), &arch::arch_ops(arch).sframe(), h.version};
   const uint8_t flags = static_cast<uint8_t>(h.flags | fmt::kFlagFdeSorted);
   if ((flags & ~(v3 ? fmt::kKnownFlagsV3 : fmt::kKnownFlagsV2)) != 0) {
     return fail(ErrorCode::BadHeader, 0);
@@ -245,7 +243,7 @@ Expected<std::vector<std::byte>, Error> encode(const Conversion& conversion,
       fres.put(fmt::start_size(fre_type), row.start);
       fres.put(1, outer ? 0
                         : fmt::make_fre_info(base, static_cast<uint8_t>(words.size()), size_code,
-                                             ctx.arch == Arch::AArch64 && row.ra_mangled));
+                                             ctx.rules->pauth && row.ra_mangled));
       for (const Word& w : words) fres.put(size, static_cast<uint64_t>(w.value));
     }
   }

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "arch/arch_ops.hpp"
 #include "sframe/format.hpp"
 
 namespace ehbt::sframe {
@@ -22,8 +23,8 @@ bool fits_s32(int64_t v) {
 }
 
 struct Builder {
-  Arch arch;
   const ArchInfo& ai;
+  const arch::SFrameRules& rules;
   bool v3;
   bool flex = false;
   std::string why;
@@ -64,7 +65,7 @@ struct Builder {
       case dwarf::CfaKind::Undefined:
         return fail("row has no CFA rule");
     }
-    if (arch == Arch::S390x) {
+    if (rules.scaled_cfa) {
       // Stored as (offset - 160) / 8.
       if ((out.offset - 160) % fmt::kS390xCfaAlignment != 0) {
         return fail("s390x CFA offset " + std::to_string(out.offset) + " is not 160 + 8n");
@@ -129,7 +130,7 @@ struct Builder {
       return true;
     }
     if (!fits_s32(rec.offset)) return fail(what + " offset out of range");
-    if (!v3 && arch == Arch::S390x && rec.kind == Recovery::Kind::Register && rec.offset == 0) {
+    if (!v3 && rules.v2_register_words && rec.kind == Recovery::Kind::Register && rec.offset == 0) {
       return true;  // V2 s390x: the register number rides in the offset word
     }
     return need_flex(what + " in/at register " + reg_text(rec.reg));
@@ -140,7 +141,8 @@ struct Builder {
 
 RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
   RowVerdict v;
-  Builder b{arch, arch_info(arch), version >= fmt::kVersion3, false, {}};
+  Builder b{arch_info(arch), arch::arch_ops(arch).sframe(), version >= fmt::kVersion3, false, {}};
+  const arch::SFrameRules& rules = b.rules;
   const ArchInfo& ai = b.ai;
   if (row.ra_reg != ai.ra_reg) {
     v.why = "return address column " + reg_text(row.ra_reg) + " is not the ABI's";
@@ -149,7 +151,7 @@ RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
 
   // The x86-64 PLT CFA: a PCMASK function. FP/RA still come from the row.
   bool plt = false;
-  if (arch == Arch::X86_64 && row.cfa.kind == dwarf::CfaKind::Expression) {
+  if (rules.plt_pcmask && row.cfa.kind == dwarf::CfaKind::Expression) {
     if (auto p = match_plt_cfa(row.cfa.expr)) {
       plt = true;
       v.plt = *p;
@@ -169,7 +171,7 @@ RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
     // s390x leaf functions park r15 in a floating-point register; the ABI defines the CFA as
     // that SP + 160, so the copy adds nothing (gas skips it too). Elsewhere an SP held in
     // another register marks a frame whose CFA is not the caller's SP (longjmp-like code).
-    same = same || (arch == Arch::S390x && sp.kind == Kind::Register);
+    same = same || (rules.sp_copy_in_register && sp.kind == Kind::Register);
     if (!same && sp.kind == Kind::Expression && out.cfa.deref && ai.cfa_sp_offset == 0) {
       // A signal frame: SP and CFA both loaded from the same slot.
       auto e = match_breg(sp.expr);
@@ -183,34 +185,29 @@ RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
   if (ok && out.fp.kind == Recovery::Kind::Undefined) ok = b.fail("FP is undefined");
   ok = ok && b.register_form(out.fp, "FP") && b.register_form(out.ra, "RA");
 
-  if (ok) {
-    switch (arch) {
-      case Arch::X86_64:
-        // The RA has a fixed slot (CFA-8); anything else needs a flexible FDE.
-        if (out.ra.kind == Recovery::Kind::AtCfa && out.ra.offset == -8) {
-          out.ra.kind = Recovery::Kind::Untracked;
-          out.ra.offset = 0;
-        } else if (out.ra.kind == Recovery::Kind::Untracked) {
-          ok = b.fail("RA has no rule (same value)");
-        } else if (out.ra.kind == Recovery::Kind::AtCfa) {
-          ok = b.need_flex("RA not at CFA-8");
-        }
-        break;
-      case Arch::AArch64:
-        // Default FREs name the RA slot before the FP slot, with no padding.
-        if (out.fp.kind != Recovery::Kind::Untracked && out.ra.kind == Recovery::Kind::Untracked) {
-          ok = b.need_flex("FP saved while RA stays in the link register");
-        }
-        break;
-      case Arch::S390x:
-        // The RA word 0 means "not saved": an RA at CFA+0 cannot be a default word.
-        if (out.ra.kind == Recovery::Kind::AtCfa && out.ra.offset == 0) {
-          ok = b.need_flex("RA at CFA+0");
-        }
-        break;
-      case Arch::I386:
-        ok = b.fail("SFrame defines no ABI for i386");
-        break;
+  // The default FRE words of the ABI (format.hpp).
+  if (ok && !rules.defined()) {
+    ok = b.fail("SFrame defines no ABI for " + std::string(ai.name));
+  } else if (ok && rules.fixed_ra_offset != 0) {
+    // The RA has a fixed slot (x86-64: CFA-8); anything else needs a flexible FDE.
+    const int64_t fixed = rules.fixed_ra_offset;
+    if (out.ra.kind == Recovery::Kind::AtCfa && out.ra.offset == fixed) {
+      out.ra.kind = Recovery::Kind::Untracked;
+      out.ra.offset = 0;
+    } else if (out.ra.kind == Recovery::Kind::Untracked) {
+      ok = b.fail("RA has no rule (same value)");
+    } else if (out.ra.kind == Recovery::Kind::AtCfa) {
+      ok = b.need_flex("RA not at CFA" + std::to_string(fixed));
+    }
+  } else if (ok && !rules.ra_padding) {
+    // The RA word stands before the FP word, with no padding (aarch64).
+    if (out.fp.kind != Recovery::Kind::Untracked && out.ra.kind == Recovery::Kind::Untracked) {
+      ok = b.need_flex("FP saved while RA stays in the link register");
+    }
+  } else if (ok) {
+    // The RA word 0 means "not saved" (s390x): an RA at CFA+0 cannot be a default word.
+    if (out.ra.kind == Recovery::Kind::AtCfa && out.ra.offset == 0) {
+      ok = b.need_flex("RA at CFA+0");
     }
   }
   if (!ok) {
@@ -218,7 +215,7 @@ RowVerdict classify_row(const dwarf::Row& row, Arch arch, uint8_t version) {
     v.why = b.why;
     return v;
   }
-  out.ra_mangled = arch == Arch::AArch64 && row.ra_signed;
+  out.ra_mangled = rules.pauth && row.ra_signed;
   if (out.ra.kind == Recovery::Kind::Undefined) {
     // The outermost frame: no data words at all, whatever else the row says.
     FrameRow outer;

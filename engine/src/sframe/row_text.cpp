@@ -2,6 +2,7 @@
 // Canonical texts of a row's CFA, FP and RA (see row_text.hpp).
 #include "sframe/row_text.hpp"
 
+#include "arch/arch_ops.hpp"
 #include "sframe/expr_patterns.hpp"
 
 namespace ehbt::sframe {
@@ -27,7 +28,7 @@ std::string cfa_text(const dwarf::CfaRule& c, const ArchInfo& ai, uint64_t pc) {
       if (auto d = match_breg_deref(c.expr))
         return "*(" + reg_name(ai, d->reg) + plus(d->offset) + ")";
       if (auto b = match_breg(c.expr)) return reg_name(ai, b->reg) + plus(b->offset);
-      if (ai.arch == Arch::X86_64) {
+      if (arch::arch_ops(ai.arch).sframe().plt_pcmask) {
         if (auto p = match_plt_cfa(c.expr)) {
           const int64_t extra = (pc & 15) >= p->threshold ? 8 : 0;
           return "sp" + plus(p->sp_offset + extra);

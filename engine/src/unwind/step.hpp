@@ -1,22 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
-// One step of a walk: a frame -> its caller, by the first strategy that applies:
-//   1. (source Auto or SFrame) the SFrame row covering the frame's lookup pc: the module's
-//      .sframe, or with UnwindOptions::sframe_from_eh_frame the table converted from its
-//      .eh_frame (tagged `sframe`). Source SFrame stops here when no row covers the pc,
-//      except at a sigreturn trampoline recognised by its bytes (tagged `signal`), with a
-//      reason that says why there is no row (no .sframe, dropped as corrupt, the converter
-//      left the function out and why);
-//   2. the CFI row covering the pc (.eh_frame, then .debug_frame);
-//      for rows of either kind, when the row is a signal frame ('S' FDE, SFrame signal
-//      function) and the pc holds a sigreturn trampoline, the kernel's signal frame is read
-//      directly instead (it does not depend on the table being right);
-//   3. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc;
-//   4. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto): for an
-//      exact pc outside every module and outside JIT code (a call through a bad pointer), the
-//      function-entry rule (tagged `scan`: a guess, validated); then (scan_step.hpp) a
-//      provable leaf (`scan`), the frame-pointer / backchain rule (tagged `frame_pointer`;
-//      its caller pc must follow a call instruction), the ELF entry point's function as
-//      outermost, and a stack scan (`scan`). A stop after all of them says why each failed.
+// One step of a walk: a frame -> its caller, by the first strategy that applies. Each
+// strategy is a type in unwind/strategies/ (named in brackets); step.cpp lists them in this
+// order, and that list is the whole of the step's logic.
+//   0. (source FramePointer) the frame-pointer chain and nothing else [FramePointerOnly];
+//      (source Auto, aarch64 and s390x) Go runtime frames whose DWARF is wrong, stepped by
+//      Go's table (unwind/go_step.hpp) [GoRuntimeOverCfi];
+//   1. (source Auto or SFrame) [SFrameRowFirst] the SFrame row covering the frame's lookup
+//      pc: the module's .sframe, or with UnwindOptions::sframe_from_eh_frame the table
+//      converted from its .eh_frame (tagged `sframe`). Source SFrame stops here when no row
+//      covers the pc, except at a sigreturn trampoline recognised by its bytes (tagged
+//      `signal`), with a reason that says why there is no row (no .sframe, dropped as corrupt,
+//      the converter left the function out and why);
+//   2. the CFI row covering the pc (.eh_frame, then .debug_frame) [CfiRow]; with source
+//      Auto and no conversion asked, where no CFI covers the pc, the module's own .sframe row
+//      [OwnSFrameRow]; for rows of either kind, when the row is a signal frame ('S' FDE,
+//      SFrame signal function) and the pc holds a sigreturn trampoline, the kernel's signal
+//      frame is read directly instead (it does not depend on the table being right);
+//   3. where no row covers the pc (no FDE, no module, no file): a sigreturn trampoline at pc
+//      [SigreturnTrampoline];
+//   4. (source Auto) for a pc in a Go function, Go's frame-size table [GoPclntab];
+//   5. if fallbacks are enabled (UnwindOptions::frame_pointer_fallback, source Auto; else the
+//      step stops saying why no table applied [StopWithoutFallbacks]): for an exact pc in a
+//      PLT stub [PltStub] or outside every module and outside JIT code (a call through a bad
+//      pointer) [CallThroughBadPointer], the function-entry rule (tagged `scan`: a guess,
+//      validated); then (scan_step.hpp) a provable leaf (`scan`) [ProvableLeaf], the
+//      frame-pointer / backchain rule (tagged `frame_pointer`; its caller pc must follow a
+//      call instruction) [FramePointerChain], the ELF entry point's function as outermost
+//      [EntryFunction], and a stack scan (`scan`) [StackScan]. A stop after all of them says
+//      why each failed [GiveUp].
 // Every caller found is validated: pc 0 -> Outermost; a pc that is not a plausible code
 // address, lies in a module outside executable segments, or lies in no module (unless it is
 // JIT code -- ModuleSet::is_jit_code --, a sigreturn trampoline, or the module set is empty

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// Go's frame-size table (.gopclntab's pcsp; unwind/go_step.hpp), tagged `go_pclntab`.
+#pragma once
+
+#include "unwind/go_step.hpp"
+#include "unwind/strategies/step_context.hpp"
+
+namespace ehbt::unwind {
+
+// First of all (Auto): Go runtime frames whose DWARF is wrong (aarch64, s390x), stepped by
+// Go's table instead.
+struct GoRuntimeOverCfi {
+  static bool applies(const StepContext& ctx) {
+    return ctx.auto_mode() && ctx.module != nullptr && go_cfi_may_be_wrong(ctx.frame.regs.arch());
+  }
+  static Attempt attempt(StepContext& ctx);
+};
+
+// After the tables (Auto): exact for a Go function, where the frame-pointer walk would skip
+// the caller of a function that sets up no frame. Functions Go's own traceback ends at
+// (runtime.goexit, mstart, ...) and a zero return address are the outermost frame.
+struct GoPclntab {
+  static bool applies(const StepContext& ctx) { return ctx.auto_mode() && ctx.module != nullptr; }
+  static Attempt attempt(StepContext& ctx);
+};
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "unwind/strategies/step_context.hpp"
+
+#include "unwind/describe.hpp"
+
+namespace ehbt::unwind {
+
+// A frame-pointer step whose caller called from within the same module or from JIT code never
+// asks for the function's start; where no symbol covers the pc, the arch layer may look for
+// the start in the code itself.
+const arch::CodeHint& StepContext::code_hint() {
+  if (hint_) return *hint_;
+  arch::CodeHint& hint = hint_.emplace();
+  hint.limits = limits;
+  if (image == nullptr) return hint;
+  hint.find_function_start_with(
+      [&frame = frame, module = module, image = image]() -> std::optional<uint64_t> {
+        if (auto sym = image->symbolize(module->to_link(frame.lookup_pc())))
+          return sym->start + module->bias;
+        return std::nullopt;
+      });
+  return hint;
+}
+
+Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa) {
+  return unexpected(StopInfo{reason, std::move(detail), cfa});
+}
+
+StopInfo recover_failure(const arch::RecoverFailure& f, const char* what) {
+  if (f.kind == arch::RecoverError::MemoryFault) {
+    return StopInfo{StopReason::MemoryFault, read_failed(f.addr, f.size) + " (" + what + ")", 0};
+  }
+  return StopInfo{StopReason::NoUnwindInfo, std::string(what) + ": " + f.why, 0};
+}
+
+std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool from_signal,
+                                        const Module* hint) {
+  Frame& caller = ctx.caller;
+  const uint64_t pc = caller.pc;
+  if (pc == 0 && !from_signal) return StopInfo{StopReason::Outermost, "", cfa};
+  if (!ctx.ops.plausible_pc(pc)) {
+    return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is not a code address", cfa};
+  }
+  const uint64_t lookup = caller.lookup_pc();
+  caller.module = ctx.modules.find(lookup, hint);
+  caller.classify_jit(ctx.modules);
+  if (from_signal) return std::nullopt;
+  if (caller.module != nullptr) {
+    const Image* image = caller.module->image.get();
+    if (image != nullptr && !image->is_executable(caller.module->to_link(lookup))) {
+      return StopInfo{StopReason::BadPc,
+                      "caller pc " + describe_pc(pc, caller.module) + " is not executable", cfa};
+    }
+    return std::nullopt;
+  }
+  if (ctx.modules.modules().empty()) return std::nullopt;
+  if (caller.jit) return std::nullopt;  // JIT code: code, though in no module
+  if (ctx.ops.sigreturn_at(ctx.mem, pc) != arch::Sigreturn::None) return std::nullopt;
+  return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
+}
+
+StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc) {
+  Frame& caller = ctx.caller;
+  caller.pc = rec.regs.pc();
+  caller.source = source;
+  caller.exact_pc = exact_pc;
+  caller.signal_trampoline = false;
+  caller.cfa = 0;
+  caller.regs = std::move(rec.regs);
+  if (auto bad = validate_caller(ctx, rec.cfa, exact_pc)) return unexpected(std::move(*bad));
+  return rec.cfa;
+}
+
+}  // namespace ehbt::unwind

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the strategies of one step (unwind/step.cpp) share: the frame being stepped and the
+// caller it fills, the target, the options, and what earlier strategies learnt on the way
+// (why no table applied, why a fallback failed). Plus what every strategy ends with: a
+// candidate caller is validated the same way whichever strategy found it.
+//
+// A strategy is a type with two static functions:
+//   bool applies(const StepContext&)  -- inline: the cheap test of options and module that
+//                                         decides whether the strategy runs at all;
+//   Attempt attempt(StepContext&)     -- nothing: the next strategy tries; a StepOutcome (a
+//                                         caller, or a stop): the step ends with it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "arch/arch_ops.hpp"
+#include "ehbt/expected.hpp"
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/unwinder.hpp"
+#include "unwind/image_cfi_cache.hpp"
+
+namespace ehbt::unwind {
+
+// The CFA of the frame stepped from (the caller is filled in place), or why the walk stops.
+using StepOutcome = Expected<uint64_t, StopInfo>;
+// A strategy's answer: std::nullopt lets the next strategy try.
+using Attempt = std::optional<StepOutcome>;
+
+struct StepContext {
+  StepContext(const Frame& frame_, Frame& caller_, Memory& mem_, const ModuleSet& modules_,
+              const UnwindOptions& options_, const Limits& limits_, CfiMemo& memo_,
+              const arch::ArchOps& ops_, const Module* module_)
+      : frame(frame_),
+        caller(caller_),
+        mem(mem_),
+        modules(modules_),
+        options(options_),
+        limits(limits_),
+        memo(memo_),
+        ops(ops_),
+        module(module_),
+        image(module_ != nullptr ? module_->image.get() : nullptr) {}
+
+  const Frame& frame;
+  Frame& caller;  // filled by the strategy that steps (must not be `frame`)
+  Memory& mem;
+  const ModuleSet& modules;
+  const UnwindOptions& options;
+  const Limits& limits;
+  CfiMemo& memo;
+  const arch::ArchOps& ops;
+  const Module* module;  // the module covering frame.lookup_pc(), or null
+  const Image* image;    // its image; null without a module or without a file
+
+  // Why no table applied (set by CfiRow), for the stop that ends a step nothing else takes.
+  StopReason reason = StopReason::NoModule;
+  std::string detail;
+  // Why the frame-pointer chain and the stack scan failed (set by the fallbacks).
+  std::string fp_why;
+  std::string scan_why;
+
+  bool auto_mode() const { return options.source == SourcePreference::Auto; }
+
+  // Where the frame's function starts, for the fallbacks: made on first use and shared by
+  // them, so that the symbol lookup behind it (a pass over a large table) runs at most once.
+  const arch::CodeHint& code_hint();
+
+ private:
+  std::optional<arch::CodeHint> hint_;
+};
+
+Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa = 0);
+
+// A failed heuristic or signal-frame recovery as a stop; `what` names the recovery.
+StopInfo recover_failure(const arch::RecoverFailure& f, const char* what);
+
+// Checks ctx.caller's pc and fills ctx.caller.module. `from_signal`: the pc was interrupted,
+// not a return address. `hint`: a module the caller is likely in (the callee's), which spares
+// the module search when ModuleSet::find can tell it gives the same answer.
+std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool from_signal,
+                                        const Module* hint = nullptr);
+
+// Fills ctx.caller from a heuristic or signal-frame recovery and validates it.
+StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc);
+
+}  // namespace ehbt::unwind
