@@ -2,9 +2,12 @@
 // Opening an ELF file's SFrame section for the `ehbt sframe` subcommands.
 #include "cli_sframe_load.hpp"
 
-#include "cli_json.hpp"
+#include "report/json_writer.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 
 Expected<LoadedSframe, std::string> load_sframe(const std::string& file, const Limits& limits) {
   auto image = Image::open(file, limits);
