@@ -167,6 +167,10 @@ inline constexpr std::size_t kRenderChunk = 64 * 1024;
 std::string render_text(const BacktraceReport& report, const TextOptions& options = {});
 void render_text(const BacktraceReport& report, const RenderSink& sink,
                  const TextOptions& options = {});
+// One thread's block of render_text (its header line after a blank line, as `thread_headers`
+// says, its frames, its stop line).
+std::string render_thread(const BacktraceReport& report, const ThreadReport& thread,
+                          const TextOptions& options = {});
 // The ehbt-backtrace/1 document, newline-terminated.
 std::string render_json(const BacktraceReport& report, const JsonOptions& options = {});
 void render_json(const BacktraceReport& report, const RenderSink& sink,

@@ -75,6 +75,31 @@ bool narrow_arch(std::optional<Arch> arch) {
   return arch && arch_info(*arch).address_size == 4;
 }
 
+// One thread's block; with a sink, handed over in pieces cut between frames.
+void append_thread(std::string& out, const BacktraceReport& r, const ThreadReport& t,
+                   const TextOptions& options, const RenderSink* sink) {
+  const std::optional<Arch> arch = arch_from_name(r.arch);
+  const bool narrow = narrow_arch(arch);
+  if (options.thread_headers) {
+    out += '\n';
+    out += thread_header(t, r.signal);
+    out += '\n';
+  }
+  for (const FrameLine& f : t.frames) {
+    append_frame(out, r, f, narrow);
+    out += '\n';
+    if (options.full) {
+      append_detail(out, r, f, arch);
+      out += '\n';
+    }
+    if (sink != nullptr && out.size() >= kRenderChunk) (*sink)(out);
+  }
+  if (t.stop != StopReason::Outermost) {
+    out += stop_line(t.stop, t.detail);
+    out += '\n';
+  }
+}
+
 bool stopped_early(StopReason r) {
   return r != StopReason::Outermost && r != StopReason::MaxFrames;
 }
@@ -147,25 +172,15 @@ void render_text(const BacktraceReport& r, const RenderSink& sink, const TextOpt
       out += "Signal: none\n";
     }
   }
-  const std::optional<Arch> arch = arch_from_name(r.arch);
-  const bool narrow = narrow_arch(arch);
-  for (const ThreadReport& t : r.threads) {
-    if (options.thread_headers) out += "\n" + thread_header(t, r.signal) + "\n";
-    for (const FrameLine& f : t.frames) {
-      append_frame(out, r, f, narrow);
-      out += '\n';
-      if (options.full) {
-        append_detail(out, r, f, arch);
-        out += '\n';
-      }
-      if (out.size() >= kRenderChunk) sink(out);
-    }
-    if (t.stop != StopReason::Outermost) {
-      out += stop_line(t.stop, t.detail);
-      out += "\n";
-    }
-  }
+  for (const ThreadReport& t : r.threads) append_thread(out, r, t, options, &sink);
   sink(out);
+}
+
+std::string render_thread(const BacktraceReport& r, const ThreadReport& t,
+                          const TextOptions& options) {
+  std::string out;
+  append_thread(out, r, t, options, nullptr);
+  return out;
 }
 
 std::string render_warnings(const BacktraceReport& r) {
