@@ -125,6 +125,9 @@ std::optional<SignalLine> signal_line(int number, std::optional<int> code = std:
 // and says whether the executable's file was found or is another build.
 void set_modules(BacktraceReport& report, const ModuleSet& modules);
 
+// Adds a warning (a "missing_file" one naming the executable also marks it missing).
+void add_warning(BacktraceReport& report, Warning warning);
+
 // The whole report of a target: header, modules, warnings and the selected threads unwound.
 // Fills everything but `core`/`pid`. Fails (one line) only when no thread is selected.
 Expected<BacktraceReport, std::string> collect_backtraces(Target& target,

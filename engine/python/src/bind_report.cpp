@@ -133,11 +133,8 @@ void add_thread(PyReport& p, int64_t tid, const pyb::handle& walk, bool crashing
       use_modules(p, nullptr, &kNoModules);
     }
   }
-  rep::ThreadReport* t = nullptr;
-  {
-    pyb::gil_scoped_release nogil;  // symbol lookups
-    t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set);
-  }
+  // With the GIL held: the report is a Python object other threads may be using.
+  rep::ThreadReport* t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set);
   if (symbol_of.is_none()) return;
   // The front end names what the engine could not (LLDB's own symbol tables).
   for (std::size_t k = 0; k < t->frames.size(); ++k) {
@@ -324,7 +321,7 @@ void bind_report(pyb::module_& m) {
           "afterwards are described against them.")
       .def(
           "add_warning",
-          [](PyReport& p, const pyb::handle& w) { p.r.warnings.push_back(warning_from_py(w)); },
+          [](PyReport& p, const pyb::handle& w) { rep::add_warning(p.r, warning_from_py(w)); },
           pyb::arg("warning"), "An ehbt.Warning, or a message (kind 'other').")
       .def(
           "add_thread",
@@ -360,7 +357,6 @@ void bind_report(pyb::module_& m) {
             rep::TextOptions o;
             o.header = header;
             o.full = full;
-            pyb::gil_scoped_release nogil;
             return rep::render_text(p.r, o);
           },
           pyb::arg("header") = true, pyb::arg("full") = false,
@@ -372,7 +368,6 @@ void bind_report(pyb::module_& m) {
           [](const PyReport& p, bool compact) {
             rep::JsonOptions o;
             o.compact = compact;
-            pyb::gil_scoped_release nogil;
             return rep::render_json(p.r, o);
           },
           pyb::arg("compact") = false,
@@ -381,12 +376,7 @@ void bind_report(pyb::module_& m) {
       .def(
           "to_dict",
           [](const PyReport& p) {
-            std::string text;
-            {
-              pyb::gil_scoped_release nogil;
-              text = rep::render_json(p.r, rep::JsonOptions{true});
-            }
-            return json_loads(text);
+            return json_loads(rep::render_json(p.r, rep::JsonOptions{true}));
           },
           "The document as a dict: json.loads(self.json()).")
       .def("__repr__", [](const PyReport& p) {

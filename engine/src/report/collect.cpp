@@ -95,6 +95,17 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
   return line;
 }
 
+namespace {
+
+// A target that lists no module for its executable can still say it was not found.
+void note_missing_executable(BacktraceReport& report, const Warning& w) {
+  if (w.kind == kWarningMissingFile && w.path == report.executable && !w.path.empty()) {
+    report.executable_state = ExecutableState::Missing;
+  }
+}
+
+}  // namespace
+
 void set_modules(BacktraceReport& report, const ModuleSet& modules) {
   report.modules.clear();
   report.modules.reserve(modules.modules().size());
@@ -110,11 +121,14 @@ void set_modules(BacktraceReport& report, const ModuleSet& modules) {
     }
   }
   if (report.executable_state != ExecutableState::Found) return;
-  for (const Warning& w : report.warnings) {
-    if (w.kind == kWarningMissingFile && w.path == report.executable) {
-      report.executable_state = ExecutableState::Missing;
-    }
+  for (const Warning& w : report.warnings) note_missing_executable(report, w);
+}
+
+void add_warning(BacktraceReport& report, Warning warning) {
+  if (report.executable_state == ExecutableState::Found) {
+    note_missing_executable(report, warning);
   }
+  report.warnings.push_back(std::move(warning));
 }
 
 ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name, bool crashing,
