@@ -205,7 +205,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
     for (std::size_t k = 0; k < bt.frames.size(); ++k) {
       const Frame& frame = bt.frames[k];
       FrameLine line = describe_frame(frame, static_cast<uint32_t>(k), target.modules(), false);
-      keep_registers(frame, line);
+      if (options.registers) keep_registers(frame, line);
       const Module* module = module_in(frame, target.modules());
       if (module != nullptr && module->image) {
         pending.push_back(PendingSymbol{module->image.get(), module->to_link(frame.lookup_pc()),

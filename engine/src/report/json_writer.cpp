@@ -141,7 +141,13 @@ void JsonWriter::before_value() {
   }
   if (levels_.empty()) return;
   Level& level = levels_.back();
-  if (!level.empty) out_ += level.one_line && !compact_ ? ", " : ",";
+  if (!level.empty) {
+    if (level.one_line && !compact_) {
+      out_.append(", ", 2);
+    } else {
+      out_ += ',';
+    }
+  }
   if (!level.one_line) newline();
   level.empty = false;
 }
@@ -184,7 +190,11 @@ JsonWriter& JsonWriter::end_array() {
 JsonWriter& JsonWriter::key(std::string_view k) {
   before_value();
   append_json_quoted(out_, k);
-  out_ += compact_ ? ":" : ": ";
+  if (compact_) {
+    out_ += ':';
+  } else {
+    out_.append(": ", 2);
+  }
   after_key_ = true;
   return *this;
 }
