@@ -4,10 +4,13 @@
 
 #include <cstring>
 
-#include "cli_names.hpp"
+#include "ehbt/report.hpp"
 #include "unwind/image_cfi_cache.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // Memory for expression dry runs: every address reads as the same non-zero bytes, so a

@@ -6,11 +6,14 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "cli_json.hpp"
-#include "cli_names.hpp"
-#include "cli_numbers.hpp"
+#include "ehbt/report.hpp"
+#include "report/json_writer.hpp"
+#include "report/numbers.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 namespace {
 
 std::string bytes_hex(std::span<const std::byte> bytes) {

@@ -2,9 +2,12 @@
 // Renderings of `ehbt sframe check`.
 #include "cli_sframe_check.hpp"
 
-#include "cli_json.hpp"
+#include "report/json_writer.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 
 std::string symbol_offset(const Image& image, uint64_t function, uint64_t pc) {
   auto sym = image.symbolize(pc);

@@ -12,13 +12,16 @@
 #include <optional>
 #include <set>
 
-#include "cli_json.hpp"
 #include "cli_sframe_dump.hpp"
+#include "report/json_writer.hpp"
 #include "unwind/image_cfi_cache.hpp"
 
 extern char** environ;
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // Runs a program found on PATH with `args` (args[0] is its name); waits for it. Its output

@@ -7,10 +7,13 @@
 #include <set>
 #include <utility>
 
-#include "cli_json.hpp"
 #include "cli_sframe_text.hpp"
+#include "report/json_writer.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // Section layout facts the order check needs to name where an FDE sits: the fixed header is

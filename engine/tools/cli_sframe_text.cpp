@@ -5,10 +5,13 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "cli_json.hpp"
-#include "cli_numbers.hpp"
+#include "report/json_writer.hpp"
+#include "report/numbers.hpp"
 
 namespace ehbt::cli {
+
+// The JSON writer, number formatting and names are the report layer's.
+using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
 namespace {
 
 // The stack and frame pointers are `sp` and `fp`, any other register `r<DWARF number>`, as

@@ -9,14 +9,16 @@
 #include <vector>
 
 #include "cli_args.hpp"
-#include "cli_backtrace_collect.hpp"
-#include "cli_backtrace_report.hpp"
 #include "cli_command.hpp"
 #include "cli_paths.hpp"
 #include "ehbt/core.hpp"
+#include "ehbt/report.hpp"
 
 namespace ehbt::cli {
 namespace {
+
+using report::CollectOptions;
+using report::RenderSink;
 
 constexpr OptionSpec kOptions[] = {
     {"--sysroot", true, true},
@@ -127,9 +129,9 @@ text output, one block per thread, in the style of GDB's `bt`:
   no_unwind_info, memory_fault, bad_unwind_info, unsupported,
   no_progress, bad_pc.
 - A header comes first: Core (or Process), Executable (marked "not found"
-  when its file is missing or another build), Arch, Signal (without a
-  code when the core has no NT_SIGINFO: an unknown code is not shown as
-  SI_USER).
+  when its file is missing, "build-id differs, not used" when the file
+  found is another build), Arch, Signal (without a code when the core has
+  no NT_SIGINFO: an unknown code is not shown as SI_USER).
 - What could not be known -- a missing, mismatched or unreadable file, a
   truncated core, absent signal details -- is said once on stderr before
   the trace, one line each: `warning: MESSAGE (use --sysroot DIR)` with
@@ -327,24 +329,24 @@ void drop_target(std::unique_ptr<Target> target) {
 // names the target by its core path or its pid.
 int print_target(std::unique_ptr<Target> target, const OutputOptions& o, const std::string& subject,
                  std::optional<std::string> core, std::optional<int64_t> pid) {
-  auto report = collect_backtraces(*target, o.collect);
+  auto doc = report::collect_backtraces(*target, o.collect);
   drop_target(std::move(target));
-  if (!report) return input_error(subject, report.error());
-  report->core = std::move(core);
-  report->pid = pid;
+  if (!doc) return input_error(subject, doc.error());
+  doc->core = std::move(core);
+  doc->pid = pid;
   // Text mode says what is missing on stderr, before the trace it qualifies.
-  if (!o.json) std::fputs(render_warnings(*report).c_str(), stderr);
+  if (!o.json) std::fputs(report::render_warnings(*doc).c_str(), stderr);
   const RenderSink to_stdout = [](std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     piece.clear();
   };
   if (o.json) {
-    render_json(*report, to_stdout);
+    report::render_json(*doc, to_stdout);
   } else {
-    render_text(*report, to_stdout);
+    report::render_text(*doc, to_stdout);
   }
   std::fflush(stdout);
-  return exit_status(*report);
+  return report::exit_status(*doc);
 }
 
 int run_core(const Command& self, std::span<const std::string> argv) {

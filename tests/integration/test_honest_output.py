@@ -116,12 +116,32 @@ def test_another_programs_executable_is_a_mismatch(ehbt_bin, crash):
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"warning: --exe {other} is not the executable {crash['exe']}")
     assert "build-id" in lines[0] and lines[0].endswith("(use --exe PATH)")
+    # The file exists and was rejected for its build-id: not called missing.
+    assert f"Executable: {crash['exe']} (build-id differs, not used)\n" in proc.stdout
     doc = json.loads(run_ehbt(ehbt_bin, "core", crash["core"], "--exe", other, "--json").stdout)
     check_warning_shape(doc)
     [w] = doc["warnings"]
     assert (w["kind"], w["path"], w["option"]) == ("executable_mismatch", other, "--exe")
     mod = next(m for m in doc["modules"] if m["path"] == str(crash["exe"]))
     assert mod["build_id_match"] is False and mod["file"] is None
+
+
+def test_executable_rebuilt_in_place_is_another_build_not_missing(ehbt_bin, tmp_path):
+    """The executable's path now holds another program (a rebuild, a deploy): the header says
+    its build-id differs and that it is not used, never "(not found)"; the JSON keeps the
+    file null and build_id_match false."""
+    core, exe = make_crash(tmp_path / "run")
+    exe.unlink()
+    exe.write_bytes(pathlib.Path("/bin/true").read_bytes())  # another program's build-id
+    proc = run_ehbt(ehbt_bin, "core", core)
+    assert f"Executable: {exe} (build-id differs, not used)\n" in proc.stdout, proc.stdout
+    assert "(not found)" not in proc.stdout
+    [line] = warning_lines(proc)
+    assert line.startswith(f"warning: {exe} is not the executable {exe}"), line
+    doc = json.loads(run_ehbt(ehbt_bin, "core", core, "--json").stdout)
+    mod = next(m for m in doc["modules"] if m["path"] == str(exe))
+    assert mod["file"] is None and mod["build_id_match"] is False
+    assert [w["kind"] for w in doc["warnings"]] == ["mismatched_file"]
 
 
 def test_unreadable_executable_is_said(ehbt_bin, crash, tmp_path):

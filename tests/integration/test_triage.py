@@ -1064,7 +1064,7 @@ def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast paths: worker-built rows, Backtrace.records(), many-thread cores
+# The fast paths: worker-built rows, the engine's report in-process, many-thread cores
 
 
 def test_rows_built_by_the_worker_store_what_the_document_says(tmp_path):
@@ -1161,35 +1161,33 @@ def _needs_package(tool_env):
         pytest.skip("the ehbt Python package is not importable in this build")
 
 
-def test_frame_records_equal_the_python_report(tool_env, python_cores, cores):
-    """Backtrace.records() (C++) against ehbt.report.frame_record (Python) frame by frame,
-    and the triage document built from it against ehbt.report.target_document."""
+def test_in_process_document_is_the_clis(tool_env, ehbt_bin, python_cores, cores):
+    """The in-process path (ehbt.target_report, the engine's report in C++) gives the document
+    `ehbt core --json --all-threads` prints, key for key: the two paths of analyze_core are one
+    report."""
     _needs_package(tool_env)
     script = r"""
-import sys
+import json, sys
 sys.path.insert(0, %r)
-import ehbt, ehbt.report
 from ehbt_triage import engine
-store = ehbt.ImageStore()
-for path in sys.argv[1:]:
-    t = ehbt.open_core(path, [], "", store=store)
-    nframes = 0
-    for bt in t.unwind_all():
-        want = [ehbt.report.frame_record(f, i) for i, f in enumerate(bt.frames)]
-        assert bt.records() == want, (path, bt.records(), want)
-        nframes += len(want)
-    assert engine.fast_document(t, path) == ehbt.report.target_document(t, "all", core=path)
-    print(path, len(t.threads), nframes)
-    t.close()
+assert engine.mode() == "python", engine.describe()
+print(json.dumps([engine.analyze_core(p, []) for p in sys.argv[1:]]))
 """ % str(ROOT / "triage")
     paths = python_cores + [cores["a"][0][0], cores["stripped"][0][0]]
     proc = subprocess.run(["/usr/bin/python3", "-c", script] + paths, env=tool_env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    lines = [l.split() for l in proc.stdout.splitlines()]
-    assert len(lines) == 4
-    for path, nthreads, nframes in lines[:2]:
-        assert int(nthreads) == 5 and int(nframes) >= 5 * 3, (path, nthreads, nframes)
+    docs = json.loads(proc.stdout)
+    assert len(docs) == 4
+    for path, doc in zip(paths, docs):
+        cli = subprocess.run([ehbt_bin, "core", path, "--json", "--all-threads"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             timeout=120)
+        assert cli.returncode in (0, 1)
+        assert doc == json.loads(cli.stdout), path
+    for doc in docs[:2]:
+        assert len(doc["threads"]) == 5
+        assert sum(len(t["frames"]) for t in doc["threads"]) >= 5 * 3
 
 
 def test_many_thread_cores_store_every_thread_like_the_cli(tool_env, ehbt_bin, python_cores,

@@ -48,7 +48,8 @@ def test_prefix_has_the_library_headers_and_package_files(prefix):
     dynamic = subprocess.run(["readelf", "-d", str(lib / "libehbt.so.0")],
                              capture_output=True, text=True, check=True).stdout
     assert re.search(r"\(SONAME\)\s+Library soname: \[libehbt\.so\.0\]", dynamic), dynamic
-    for header in ("core.hpp", "unwinder.hpp", "image.hpp", "memory.hpp", "expected.hpp"):
+    for header in ("core.hpp", "unwinder.hpp", "image.hpp", "memory.hpp", "expected.hpp",
+                   "report.hpp"):
         assert (prefix / "include" / "ehbt" / header).exists(), header
     assert (lib / "cmake" / "ehbt" / "ehbtConfig.cmake").exists()
     assert (lib / "cmake" / "ehbt" / "ehbtConfigVersion.cmake").exists()

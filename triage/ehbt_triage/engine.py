@@ -46,8 +46,9 @@ def _import_package():
     if _ehbt is None and _import_error is None:
         try:
             import ehbt  # noqa: WPS433 (optional dependency)
-            import ehbt.report  # noqa: F401
 
+            if not hasattr(ehbt, "target_report"):
+                raise ImportError("the ehbt package has no report layer (too old)")
             _ehbt = ehbt
         except Exception as e:  # ImportError, or a broken extension
             _import_error = "%s: %s" % (type(e).__name__, e)
@@ -105,16 +106,6 @@ def analyze_core(path, sysroots, exe=None, timeout=None, debug_dirs=(), debuginf
     return doc
 
 
-def warning_record(w):
-    """An engine warning as a dict: ehbt.Warning objects (kind, message, path, option) give
-    their as_dict(); plain strings (older engines) become {"kind": None, "message": text}."""
-    if isinstance(w, dict):
-        return w
-    if hasattr(w, "as_dict"):
-        return w.as_dict()
-    return {"kind": None, "message": str(w)}
-
-
 def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
     global _store
     ehbt = _ehbt
@@ -130,34 +121,11 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
     except ehbt.Error as e:
         raise AnalysisError(str(e) or "unusable core") from None
     try:
-        if hasattr(ehbt.Backtrace, "records"):
-            doc = fast_document(target, path)
-        else:
-            doc = ehbt.report.target_document(target, threads="all", core=path)
-        return doc  # the document carries the engine's warnings
+        # The engine's own report, as `ehbt core --json --all-threads` writes it: every thread
+        # unwound and every frame named in C++ without the GIL, then one json.loads.
+        return ehbt.target_report(target, threads="all", core=path).to_dict()
     finally:
         target.close()
-
-
-def fast_document(target, core):
-    """``ehbt.report.target_document(target, threads="all", core=core)``, equal key for key,
-    but every thread is unwound in one call and each thread's frames come from
-    ``Backtrace.records()`` (built in C++), not from a Frame object per frame."""
-    report = _import_package().report
-    crashing = target.crashing_thread
-    sig = target.signal
-    threads = []
-    for i, (t, bt) in enumerate(zip(target.threads, target.unwind_all())):
-        record = {"tid": int(t.tid), "crashing": i == crashing and sig is not None,
-                  "stop_reason": bt.stop, "stop_detail": bt.detail, "frames": bt.records()}
-        if t.name:
-            record["name"] = t.name
-        threads.append(record)
-    return report.document(
-        target.arch, threads, modules=target.modules, executable=target.executable or None,
-        core=core if core is not None else (target.path or None),
-        signal=report.signal_record(sig.number, sig.code, sig.address) if sig is not None
-        else None, warnings=list(getattr(target, "warnings", [])))
 
 
 def find_cli():
@@ -234,10 +202,6 @@ def _analyze_with_cli(path, sysroots, exe, timeout, debug_dirs=(), debuginfod=Fa
         raise AnalysisError("ehbt printed no JSON document (%s)" % e) from None
     if not isinstance(doc, dict) or doc.get("format") != "ehbt-backtrace/1":
         raise AnalysisError("ehbt printed an unexpected document")
-    # The CLI prints warnings as `warning:` lines on stderr; its JSON may carry them too.
-    warnings = doc.get("warnings")
-    if warnings is None:
-        warnings = [{"kind": None, "message": line[len("warning:"):].strip()}
-                    for line in err if line.startswith("warning:")]
-    doc["warnings"] = [warning_record(w) for w in warnings]
+    # The same document as the in-process path: the CLI's JSON carries the warnings.
+    doc.setdefault("warnings", [])
     return doc

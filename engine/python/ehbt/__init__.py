@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """ehbt: backtraces from .eh_frame for cores and live processes.
 
-The engine's API comes from the extension module ``ehbt._ehbt`` (re-exported here); the
-package adds pure-Python helpers shared by the GDB and LLDB plugins and the triage tool:
+The engine's API comes from the extension module ``ehbt._ehbt`` (re-exported here), the
+backtrace report included: ``ehbt.Report`` / ``ehbt.target_report`` render the text and the
+``ehbt-backtrace/1`` document exactly as the ``ehbt`` CLI prints them, and the names they use
+(``describe_signal``, ``signal_code_name``, ``register_name``, ``general_registers``,
+``Arch.from_name`` for debuggers' architecture names) come from the same C++ tables.
 
-- ``ehbt.report``: the ``ehbt-backtrace/1`` JSON document and bt-style text;
-- ``ehbt.regnames``: debugger register names <-> DWARF register numbers per architecture.
+``ehbt.report`` and ``ehbt.regnames`` are deprecated shims over that API, kept for the
+debugger plugins until they call ``ehbt.Report``.
 
 Memory given to ``Unwinder.unwind`` is a callable ``read(addr, size) -> bytes``: a raised
 exception, ``None`` or a short result is a fault (the walk stops with ``memory_fault``),
@@ -26,6 +29,9 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     Module,
     ModuleSet,
     RegisterSet,
+    Report,
+    ReportFrame,
+    ReportThread,
     Segment,
     Signal,
     StepResult,
@@ -37,15 +43,23 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     Warning,
     attach_process,
     content_key,
+    describe_signal,
+    general_registers,
     open_core,
+    padded_address,
+    register_name,
+    signal_code_name,
     signal_name,
+    target_report,
 )
 
 __all__ = [
     "FRAME_SOURCES", "STOP_REASONS", "Arch", "ArchInfo", "Backtrace", "Error", "Frame", "Image",
-    "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Segment", "Signal",
-    "StepResult", "Symbol", "Target", "Thread", "UnwindOptions", "Unwinder", "attach_process",
-    "content_key", "open_core", "signal_name",
+    "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Report", "ReportFrame",
+    "ReportThread", "Segment", "Signal", "StepResult", "Symbol", "Target", "Thread",
+    "UnwindOptions", "Unwinder", "attach_process", "content_key", "describe_signal",
+    "general_registers", "open_core", "padded_address", "register_name", "signal_code_name",
+    "signal_name", "target_report",
 ]
 # ehbt.Warning (a target's warnings) is left out of __all__: a star import must not shadow
 # the builtin Warning class.
@@ -58,5 +72,5 @@ def unwind(regs, memory, modules=None, options=None, limits=None):
     return Unwinder(limits).unwind(regs, memory, modules, options)
 
 
-from . import regnames, report  # noqa: E402,F401  (pure-Python helpers, after the API)
+from . import regnames, report  # noqa: E402,F401  (deprecated shims, after the API)
 from ._version import __version__  # noqa: E402,F401

@@ -8,6 +8,7 @@
 
 #include "bindings.hpp"
 #include "ehbt/registers.hpp"
+#include "ehbt/report.hpp"
 
 namespace ehbt::py {
 
@@ -109,7 +110,7 @@ std::string hex(uint64_t value) {
 Arch arch_from_py(const pyb::handle& obj) {
   if (pyb::isinstance<pyb::str>(obj)) {
     std::string name = obj.cast<std::string>();
-    if (auto a = arch_from_name(name)) return *a;
+    if (auto a = report::arch_from_alias(name)) return *a;
     throw pyb::value_error("unknown architecture '" + name + "'");
   }
   return obj.cast<Arch>();
@@ -134,11 +135,13 @@ void bind_basics(pyb::module_& m) {
       .def_static(
           "from_name",
           [](const std::string& name) {
-            auto a = arch_from_name(name);
+            auto a = report::arch_from_alias(name);
             if (!a) throw pyb::value_error("unknown architecture '" + name + "'");
             return *a;
           },
-          "Arch for a name: 'x86_64', 'aarch64', 's390x', 'i386' (also 'amd64', 'arm64', 'i686').")
+          "Arch for a name: 'x86_64', 'aarch64', 's390x', 'i386', and as debuggers and triples "
+          "spell them: 'amd64', 'x86-64', 'i386:x86-64' (GDB), 'arm64', 's390:64-bit' (GDB), "
+          "'i686', 'i386:intel', 'x86_64-pc-linux-gnu'. ValueError when unknown.")
       .def_static(
           "from_elf_machine",
           [](uint16_t machine) -> std::optional<Arch> { return arch_from_elf_machine(machine); },

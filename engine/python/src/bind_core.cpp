@@ -65,6 +65,7 @@ std::shared_ptr<OwnedBacktrace> unwind_target_thread(const TargetPtr& target, st
   if (index >= t.threads().size()) throw pyb::index_error("thread index out of range");
   auto owned = std::make_shared<OwnedBacktrace>();
   owned->owner = target;
+  owned->modules = &t.modules();
   Unwinder unwinder(limits);
   owned->bt = unwinder.unwind(t.threads()[index].regs, t.memory(), t.modules(), options);
   return owned;

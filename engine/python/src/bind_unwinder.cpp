@@ -41,6 +41,8 @@ std::string source_pref_name(SourcePreference p) {
   return "auto";
 }
 
+}  // namespace
+
 // What a walk's frames point into. A ModuleSet argument is copied, so that the caller may
 // change its set afterwards without invalidating the frames; a Target's set is shared.
 std::shared_ptr<const ModuleSet> modules_from_py(const pyb::handle& obj) {
@@ -56,6 +58,8 @@ std::shared_ptr<const ModuleSet> modules_from_py(const pyb::handle& obj) {
   return set;
 }
 
+namespace {
+
 // Symbol covering a frame: (name, target start, size), or nothing.
 std::optional<std::tuple<std::string, uint64_t, uint64_t>> frame_symbol(const Frame& f) {
   if (f.jit_entry != nullptr) {
@@ -65,73 +69,6 @@ std::optional<std::tuple<std::string, uint64_t, uint64_t>> frame_symbol(const Fr
   auto sym = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
   if (!sym) return std::nullopt;
   return std::make_tuple(sym->name, sym->start + f.module->bias, sym->size);
-}
-
-// a - b as the JSON format writes a difference: "0x.." (or "-0x.." should b exceed a, as
-// Python's "%x" would print it), so that records() matches ehbt.report.frame_record.
-std::string hex_diff(uint64_t a, uint64_t b) {
-  return a >= b ? hex(a - b) : "-" + hex(b - a);
-}
-
-// One frame of the ehbt-backtrace/1 document, computed without the GIL.
-struct FrameRecord {
-  uint64_t pc = 0, cfa = 0;
-  std::string_view source;
-  const Module* module = nullptr;
-  std::optional<Symbol> symbol;  // start: link-time, or a target address for JIT code
-  bool jit = false;
-};
-
-// Every frame of a backtrace as the dicts ehbt.report.frame_record builds (same keys, same
-// values), in one call: symbolization runs in C++ without the GIL, and no Frame or Module
-// object is created per frame -- the triage tool's per-core cost.
-pyb::list frame_records(const std::shared_ptr<OwnedBacktrace>& self) {
-  const std::vector<Frame>& frames = self->bt.frames;
-  std::vector<FrameRecord> recs(frames.size());
-  {
-    pyb::gil_scoped_release nogil;
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-      const Frame& f = frames[i];
-      FrameRecord& r = recs[i];
-      r.pc = f.pc;
-      r.cfa = f.cfa;
-      r.source = to_string(f.source);
-      r.module = f.module;
-      r.jit = f.jit;
-      if (f.jit_entry != nullptr)
-        r.symbol = Symbol{f.jit_entry->name, f.jit_entry->start, f.jit_entry->size};
-      else if (f.module != nullptr && f.module->image)
-        r.symbol = f.module->image->symbolize(f.module->to_link(f.lookup_pc()));
-    }
-  }
-  pyb::list out(recs.size());
-  pyb::none none;
-  for (std::size_t i = 0; i < recs.size(); ++i) {
-    const FrameRecord& r = recs[i];
-    pyb::dict d;
-    d["index"] = i;
-    d["pc"] = hex(r.pc);
-    d["cfa"] = hex(r.cfa);
-    d["source"] = pyb::str(r.source.data(), r.source.size());
-    if (r.module != nullptr) {
-      d["module"] = r.module->path;
-      d["module_offset"] = hex_diff(r.pc, r.module->bias);
-    } else {
-      d["module"] = none;
-      d["module_offset"] = none;
-    }
-    if (r.symbol) {
-      d["symbol"] = r.symbol->name;
-      d["symbol_offset"] =
-          hex_diff(r.pc, r.symbol->start + (r.module != nullptr ? r.module->bias : 0));
-    } else {
-      d["symbol"] = none;
-      d["symbol_offset"] = none;
-    }
-    if (r.jit) d["jit"] = true;  // only on JIT frames, as the CLI writes it
-    out[i] = std::move(d);
-  }
-  return out;
 }
 
 struct PyStepResult {
@@ -146,6 +83,7 @@ struct PyStepResult {
 std::shared_ptr<Frame> lone_frame(Frame frame, std::shared_ptr<const ModuleSet> set) {
   auto owned = std::make_shared<OwnedBacktrace>();
   owned->bt.frames.push_back(std::move(frame));
+  owned->modules = set.get();
   owned->owner = std::move(set);
   return frame_view(owned, 0);
 }
@@ -270,9 +208,6 @@ void bind_unwinder(pyb::module_& m) {
             return b.bt.stop == StopReason::Outermost || b.bt.stop == StopReason::MaxFrames;
           },
           "True when the walk reached an outermost frame or the frame cap.")
-      .def("records", &frame_records,
-           "Every frame as the ehbt-backtrace/1 dict ehbt.report.frame_record(frame, index) "
-           "builds, in one call (the fast path for batch tools).")
       .def("__len__", [](const OwnedBacktrace& b) { return b.bt.frames.size(); })
       .def("__getitem__",
            [](const std::shared_ptr<OwnedBacktrace>& self, int64_t i) {
@@ -306,6 +241,7 @@ void bind_unwinder(pyb::module_& m) {
             auto owned = std::make_shared<OwnedBacktrace>();
             auto set = modules_from_py(modules);
             owned->owner = set;
+            owned->modules = set.get();
             UnwindOptions opts = options_from_py(options);
             MemoryArg mem(memory, cache_pages);
             ModuleFileMemory files(*set);

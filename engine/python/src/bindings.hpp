@@ -33,8 +33,10 @@ void bind_basics(pyb::module_& m);    // Arch, Limits, RegisterSet
 void bind_image(pyb::module_& m);     // Segment, Symbol, Image, Module, ModuleSet
 void bind_unwinder(pyb::module_& m);  // UnwindOptions, Frame, Backtrace, StepResult, Unwinder
 void bind_core(pyb::module_& m);      // ImageStore, Thread, Signal, Target, open_core, ...
+void bind_report(pyb::module_& m);    // Report, target_report, the report's names
 
-// Arch accepted either as the bound enum or as its name ("x86_64", "arm64", ...).
+// Arch accepted either as the bound enum or as its name ("x86_64", "arm64", and the debuggers'
+// spellings report::arch_from_alias knows: "i386:x86-64", "s390:64-bit", ...).
 Arch arch_from_py(const pyb::handle& obj);
 
 // A walk's result together with what its frames point into: Frame::module points into a
@@ -42,6 +44,7 @@ Arch arch_from_py(const pyb::handle& obj);
 struct OwnedBacktrace {
   Backtrace bt;
   std::shared_ptr<const void> owner;
+  const ModuleSet* modules = nullptr;  // the set the frames point into (kept by `owner`)
 };
 
 // A target as Python holds it: the engine object plus what it was opened with. Calls into the
@@ -63,6 +66,10 @@ std::shared_ptr<OwnedBacktrace> unwind_target_thread(const std::shared_ptr<PyTar
 // Frames and modules handed to Python share ownership with the object they live in.
 std::shared_ptr<Frame> frame_view(const std::shared_ptr<OwnedBacktrace>& owner, std::size_t i);
 std::shared_ptr<Module> module_view(const std::shared_ptr<const void>& owner, const Module* m);
+
+// What a walk's frames point into: None (empty), a ModuleSet (copied), a list of Modules or a
+// Target (its own set, shared).
+std::shared_ptr<const ModuleSet> modules_from_py(const pyb::handle& obj);
 
 // Converts an UnwindOptions argument: None, an UnwindOptions, or a dict of its fields.
 UnwindOptions options_from_py(const pyb::handle& obj);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The extension module ehbt._ehbt: the engine's public API for Python. The `ehbt` package
-// re-exports it and adds the pure-Python helpers (report building, register names).
+// re-exports it; the report (text, JSON, names) is the engine's, bound in bind_report.cpp.
 #include "bindings.hpp"
 
 PYBIND11_MODULE(_ehbt, m) {
@@ -11,9 +11,5 @@ PYBIND11_MODULE(_ehbt, m) {
   py::bind_image(m);
   py::bind_unwinder(m);
   py::bind_core(m);
-  m.attr("STOP_REASONS") =
-      pybind11::make_tuple("outermost", "max_frames", "no_module", "no_unwind_info", "memory_fault",
-                           "bad_unwind_info", "unsupported", "no_progress", "bad_pc");
-  m.attr("FRAME_SOURCES") = pybind11::make_tuple("context", "eh_frame", "debug_frame", "sframe",
-                                                 "signal", "frame_pointer", "scan", "go_pclntab");
+  py::bind_report(m);  // also STOP_REASONS and FRAME_SOURCES, from the report's names
 }

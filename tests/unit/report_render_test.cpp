@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text and JSON renderings of hand-made backtrace reports, and the exit status they imply.
+// Text and JSON renderings of hand-made backtrace reports, and the exit status they imply
+// (the CLI's output: tests/integration/test_cli.py checks the same on real cores).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "cli_backtrace_report.hpp"
+#include "ehbt/report.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 namespace {
 
 BacktraceReport sample() {
@@ -60,7 +61,7 @@ BacktraceReport sample() {
   return r;
 }
 
-TEST(ToolsReport, TextLooksLikeGdbBacktrace) {
+TEST(ReportRender, TextLooksLikeGdbBacktrace) {
   EXPECT_EQ(render_text(sample()),
             "Core: /tmp/core.1\n"
             "Executable: /opt/app/bin/server\n"
@@ -77,7 +78,7 @@ TEST(ToolsReport, TextLooksLikeGdbBacktrace) {
             "#0  <signal handler called>\n");
 }
 
-TEST(ToolsReport, TextForProcessWithoutSignal) {
+TEST(ReportRender, TextForProcessWithoutSignal) {
   BacktraceReport r = sample();
   r.core.reset();
   r.pid = 99;
@@ -97,7 +98,7 @@ TEST(ToolsReport, TextForProcessWithoutSignal) {
             "Backtrace stopped: max_frames\n");
 }
 
-TEST(ToolsReport, JsonDocument) {
+TEST(ReportRender, JsonDocument) {
   BacktraceReport r = sample();
   r.warnings = {{kWarningMissingFile, "/lib/libc.so.6, named by the core, was not found",
                  "/lib/libc.so.6", "--sysroot"},
@@ -144,17 +145,22 @@ TEST(ToolsReport, JsonDocument) {
       "}\n");
 }
 
-TEST(ToolsReport, JsonForProcessHasPidAndNullSignal) {
+TEST(ReportRender, JsonForProcessHasPidAndNullSignal) {
   BacktraceReport r;
   r.pid = 7;
   r.arch = "aarch64";
   std::string json = render_json(r);
   EXPECT_NE(json.find("\"pid\": 7,"), std::string::npos);
   EXPECT_EQ(json.find("\"core\""), std::string::npos);
+  // Named neither by a core nor by a process (a debugger's program): "core" is null.
+  r.pid.reset();
+  EXPECT_NE(render_json(r).find("\"format\": \"ehbt-backtrace/1\",\n  \"core\": null,\n"),
+            std::string::npos)
+      << render_json(r);
   EXPECT_NE(json.find("\"signal\": null,"), std::string::npos);
 }
 
-TEST(ToolsReport, ExitStatusFollowsStopReasons) {
+TEST(ReportRender, ExitStatusFollowsStopReasons) {
   BacktraceReport r;
   EXPECT_EQ(exit_status(r), 0);
   r.threads.resize(2);
@@ -169,9 +175,9 @@ TEST(ToolsReport, ExitStatusFollowsStopReasons) {
   }
 }
 
-TEST(ToolsReport, WarningsAndUnknownsInText) {
+TEST(ReportRender, WarningsAndUnknownsInText) {
   BacktraceReport r = sample();
-  r.executable_found = false;
+  r.executable_state = ExecutableState::Missing;
   r.signal->code.reset();
   r.signal->address.reset();
   r.threads.resize(1);
@@ -196,7 +202,7 @@ TEST(ToolsReport, WarningsAndUnknownsInText) {
   EXPECT_EQ(render_warnings(r), "");
 }
 
-TEST(ToolsReport, DescribesSignals) {
+TEST(ReportRender, DescribesSignals) {
   EXPECT_EQ(describe_signal({6, "SIGABRT", -6, std::nullopt}), "SIGABRT, SI_TKILL");
   EXPECT_EQ(describe_signal({7, "SIGBUS", 2, 0xdead}), "SIGBUS, BUS_ADRERR at 0xdead");
   EXPECT_EQ(describe_signal({11, "SIGSEGV", 0x80, 0}), "SIGSEGV, SI_KERNEL at 0x0");
@@ -208,7 +214,7 @@ TEST(ToolsReport, DescribesSignals) {
 // A deep trace reaches the sink in pieces of about kRenderChunk bytes, each cut after a whole
 // frame, and every frame arrives once, in order (a sink that did not empty the text, or a cut
 // inside a frame, would show here).
-TEST(ToolsReport, DeepTraceIsWrittenInPiecesCutBetweenFrames) {
+TEST(ReportRender, DeepTraceIsWrittenInPiecesCutBetweenFrames) {
   BacktraceReport r = sample();
   ThreadReport& t = r.threads[0];
   t.frames.clear();
@@ -265,4 +271,4 @@ TEST(ToolsReport, DeepTraceIsWrittenInPiecesCutBetweenFrames) {
 }
 
 }  // namespace
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A small JSON writer for the CLI's documents: no external library, strict escaping (control
-// characters, quotes, backslashes; bytes that are not valid UTF-8 become \u00XX so that paths
-// and symbol names from arbitrary binaries always yield valid JSON).
+// A small JSON writer for the report's and the CLI's documents: no external library, strict
+// escaping (control characters, quotes, backslashes; bytes that are not valid UTF-8 become
+// \u00XX so that paths and symbol names from arbitrary binaries always yield valid JSON).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include "util/hex.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 
 // `s` as a quoted JSON string literal.
 std::string json_quote(std::string_view s);
@@ -23,10 +23,11 @@ void append_json_quoted(std::string& out, std::string_view s);
 using util::hex;
 
 // Writes one JSON value into a string, indenting nested containers by two spaces. Commas and
-// separators are inserted automatically; callers only say what comes next.
+// separators are inserted automatically; callers only say what comes next. A compact writer
+// puts everything on one line without spaces (Python's json.dumps(separators=(",", ":"))).
 class JsonWriter {
  public:
-  explicit JsonWriter(std::string& out) : out_(out) {}
+  explicit JsonWriter(std::string& out, bool compact = false) : out_(out), compact_(compact) {}
 
   // `one_line`: the container and everything in it on one line (a frame, a module), so that
   // long lists stay readable.
@@ -77,6 +78,7 @@ class JsonWriter {
   void open(char bracket, bool one_line);
   std::string& out_;
   std::vector<Level> levels_;
+  bool compact_ = false;
   bool after_key_ = false;
 };
 
@@ -93,4 +95,4 @@ std::string json_document(Members&& members) {
   return out;
 }
 
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // JSON string escaping and the indenting writer.
-#include "cli_json.hpp"
+#include "report/json_writer.hpp"
 
 #include <array>
 #include <cstring>
 
-#include "cli_numbers.hpp"
+#include "report/numbers.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 namespace {
 
 // Length of the well-formed UTF-8 sequence starting at s[i] (RFC 3629: no overlong forms, no
@@ -141,7 +141,13 @@ void JsonWriter::before_value() {
   }
   if (levels_.empty()) return;
   Level& level = levels_.back();
-  if (!level.empty) out_ += level.one_line ? ", " : ",";
+  if (!level.empty) {
+    if (level.one_line && !compact_) {
+      out_.append(", ", 2);
+    } else {
+      out_ += ',';
+    }
+  }
   if (!level.one_line) newline();
   level.empty = false;
 }
@@ -150,7 +156,7 @@ void JsonWriter::open(char bracket, bool one_line) {
   before_value();
   out_ += bracket;
   bool inherited = !levels_.empty() && levels_.back().one_line;
-  levels_.push_back({true, one_line || inherited});
+  levels_.push_back({true, one_line || inherited || compact_});
 }
 
 void JsonWriter::close(char bracket) {
@@ -184,7 +190,11 @@ JsonWriter& JsonWriter::end_array() {
 JsonWriter& JsonWriter::key(std::string_view k) {
   before_value();
   append_json_quoted(out_, k);
-  out_ += ": ";
+  if (compact_) {
+    out_ += ':';
+  } else {
+    out_.append(": ", 2);
+  }
   after_key_ = true;
   return *this;
 }
@@ -227,4 +237,4 @@ JsonWriter& JsonWriter::address(uint64_t v) {
   return *this;
 }
 
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

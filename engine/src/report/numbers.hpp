@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// How the CLI's text renderings print numbers that are not addresses (addresses: hex() in
-// cli_json.hpp).
+// How the text renderings print numbers that are not addresses (addresses: hex() in
+// report/json_writer.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace ehbt::cli {
+namespace ehbt::report {
 
 // An offset with its sign always shown: "+16", "-8", "+0" (objdump's and readelf's notation
 // for register-relative locations).
@@ -16,4 +16,4 @@ std::string signed_offset(int64_t v);
 void append_decimal(std::string& out, int64_t v);
 void append_decimal(std::string& out, uint64_t v);
 
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

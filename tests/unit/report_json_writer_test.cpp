@@ -1,42 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CLI's JSON writer: escaping per RFC 8259 (expected literals written by hand) and the
+// The report's JSON writer: escaping per RFC 8259 (expected literals written by hand) and the
 // layout of nested containers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
-#include "cli_json.hpp"
+#include "report/json_writer.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 namespace {
 
-TEST(ToolsJson, QuotesPlainAscii) {
+TEST(ReportJsonWriter, QuotesPlainAscii) {
   EXPECT_EQ(json_quote("abc"), "\"abc\"");
 }
 
-TEST(ToolsJson, EscapesQuoteAndBackslash) {
+TEST(ReportJsonWriter, EscapesQuoteAndBackslash) {
   EXPECT_EQ(json_quote("a\"b\\c"), R"("a\"b\\c")");
 }
 
-TEST(ToolsJson, EscapesControlCharacters) {
+TEST(ReportJsonWriter, EscapesControlCharacters) {
   EXPECT_EQ(json_quote("\n\t\r\b\f"), R"("\n\t\r\b\f")");
   EXPECT_EQ(json_quote(std::string("\x01\x1f", 2)), R"("\u0001\u001f")");
   EXPECT_EQ(json_quote(std::string("a\0b", 3)), R"("a\u0000b")");
 }
 
-TEST(ToolsJson, KeepsDeleteAndSlashAsIs) {
+TEST(ReportJsonWriter, KeepsDeleteAndSlashAsIs) {
   EXPECT_EQ(json_quote("/\x7f"), "\"/\x7f\"");
 }
 
-TEST(ToolsJson, KeepsWellFormedUtf8) {
+TEST(ReportJsonWriter, KeepsWellFormedUtf8) {
   EXPECT_EQ(json_quote("\xc3\xa9"), "\"\xc3\xa9\"");                  // U+00E9
   EXPECT_EQ(json_quote("\xe2\x82\xac"), "\"\xe2\x82\xac\"");          // U+20AC
   EXPECT_EQ(json_quote("\xf0\x9f\x98\x80"), "\"\xf0\x9f\x98\x80\"");  // U+1F600
   EXPECT_EQ(json_quote("\xf4\x8f\xbf\xbf"), "\"\xf4\x8f\xbf\xbf\"");  // U+10FFFF
 }
 
-TEST(ToolsJson, EscapesBytesThatAreNotUtf8) {
+TEST(ReportJsonWriter, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(json_quote("\xff"), R"("\u00ff")");
   EXPECT_EQ(json_quote("a\x80z"), R"("a\u0080z")");                  // lone continuation byte
   EXPECT_EQ(json_quote("\xc3"), R"("\u00c3")");                      // truncated at the end
@@ -51,7 +51,7 @@ TEST(ToolsJson, EscapesBytesThatAreNotUtf8) {
 // The quoting scans eight bytes at a time: every character that needs escaping, and a
 // multi-byte UTF-8 sequence, at every position of strings longer than two words, with the
 // escape written by hand for each.
-TEST(ToolsJson, EscapesAtEveryPositionOfALongString) {
+TEST(ReportJsonWriter, EscapesAtEveryPositionOfALongString) {
   const std::string base = "abcdefghijklmnopqrstuvwx";  // 24 plain characters
   const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
                                                        {"\\", "\\\\"},
@@ -72,13 +72,13 @@ TEST(ToolsJson, EscapesAtEveryPositionOfALongString) {
   }
 }
 
-TEST(ToolsJson, HexIsLowercaseWithPrefixAndNoPadding) {
+TEST(ReportJsonWriter, HexIsLowercaseWithPrefixAndNoPadding) {
   EXPECT_EQ(hex(0), "0x0");
   EXPECT_EQ(hex(0xABCDEF), "0xabcdef");
   EXPECT_EQ(hex(UINT64_MAX), "0xffffffffffffffff");
 }
 
-TEST(ToolsJson, WritesNestedContainers) {
+TEST(ReportJsonWriter, WritesNestedContainers) {
   std::string out;
   JsonWriter w(out);
   w.begin_object()
@@ -107,12 +107,24 @@ TEST(ToolsJson, WritesNestedContainers) {
             "}");
 }
 
-TEST(ToolsJson, EscapesKeys) {
+TEST(ReportJsonWriter, EscapesKeys) {
   std::string out;
   JsonWriter w(out);
   w.begin_object(true).field("k\"\n", uint64_t{18446744073709551615u}).end_object();
   EXPECT_EQ(out, R"({"k\"\n": 18446744073709551615})");
 }
 
+TEST(ReportJsonWriter, CompactIsOneLineWithoutSpaces) {
+  // Python's json.dumps(doc, separators=(",", ":")) spelling of the same value.
+  std::string out;
+  JsonWriter w(out, /*compact=*/true);
+  w.begin_object().field("a", 1).key("e").begin_array().value(true).null().end_array();
+  w.key("f").begin_object().end_object();
+  w.key("g").begin_array(true).value(int64_t{-1}).begin_object().field("h", "x").end_object();
+  w.end_array();
+  w.end_object();
+  EXPECT_EQ(out, R"({"a":1,"e":[true,null],"f":{},"g":[-1,{"h":"x"}]})");
+}
+
 }  // namespace
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

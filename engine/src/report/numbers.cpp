@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli_numbers.hpp"
+#include "report/numbers.hpp"
 
 #include <charconv>
 
-namespace ehbt::cli {
+namespace ehbt::report {
 namespace {
 
 template <typename T>
@@ -30,4 +30,4 @@ void append_decimal(std::string& out, uint64_t v) {
   append_number(out, v, false);
 }
 
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Names the CLI prints: the ehbt-backtrace/1 vocabulary (docs/formats.md), register names from
-// the psABIs' DWARF register mappings, and readelf's frames-interp rule notation.
+// Names the reports print: the ehbt-backtrace/1 vocabulary (docs/formats.md), signal codes,
+// register names from the psABIs' DWARF register mappings, and debuggers' architecture names.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 
-#include "cli_cfi_render.hpp"
-#include "cli_names.hpp"
+#include "ehbt/report.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 namespace {
 
-TEST(ToolsNames, StopReasonsAreTheDocumentedOnes) {
+TEST(ReportNames, StopReasonsAreTheDocumentedOnes) {
   std::set<std::string> names;
   for (auto r : {StopReason::Outermost, StopReason::MaxFrames, StopReason::NoModule,
                  StopReason::NoUnwindInfo, StopReason::MemoryFault, StopReason::BadUnwindInfo,
@@ -24,7 +23,7 @@ TEST(ToolsNames, StopReasonsAreTheDocumentedOnes) {
                                           "no_progress", "bad_pc"}));
 }
 
-TEST(ToolsNames, FrameSourcesAreTheDocumentedOnes) {
+TEST(ReportNames, FrameSourcesAreTheDocumentedOnes) {
   std::set<std::string> names;
   for (auto s : {FrameSource::Context, FrameSource::EhFrame, FrameSource::DebugFrame,
                  FrameSource::SFrame, FrameSource::Signal, FrameSource::FramePointer,
@@ -35,7 +34,7 @@ TEST(ToolsNames, FrameSourcesAreTheDocumentedOnes) {
                                           "frame_pointer", "scan", "go_pclntab"}));
 }
 
-TEST(ToolsNames, SignalCodes) {
+TEST(ReportNames, SignalCodes) {
   EXPECT_EQ(signal_code_name(11, 1), "SEGV_MAPERR");
   EXPECT_EQ(signal_code_name(11, 2), "SEGV_ACCERR");
   EXPECT_EQ(signal_code_name(7, 1), "BUS_ADRALN");
@@ -48,7 +47,7 @@ TEST(ToolsNames, SignalCodes) {
   EXPECT_EQ(signal_code_name(11, 99), "");
 }
 
-TEST(ToolsNames, X86_64Registers) {
+TEST(ReportNames, X86_64Registers) {
   EXPECT_EQ(register_name(Arch::X86_64, 0), "rax");
   EXPECT_EQ(register_name(Arch::X86_64, 1), "rdx");
   EXPECT_EQ(register_name(Arch::X86_64, 3), "rbx");
@@ -61,7 +60,7 @@ TEST(ToolsNames, X86_64Registers) {
   EXPECT_EQ(register_name(Arch::X86_64, 90), "reg90");
 }
 
-TEST(ToolsNames, AArch64Registers) {
+TEST(ReportNames, AArch64Registers) {
   EXPECT_EQ(register_name(Arch::AArch64, 0), "x0");
   EXPECT_EQ(register_name(Arch::AArch64, 29), "x29");
   EXPECT_EQ(register_name(Arch::AArch64, 30), "x30");
@@ -69,7 +68,7 @@ TEST(ToolsNames, AArch64Registers) {
   EXPECT_EQ(register_name(Arch::AArch64, 72), "v8");
 }
 
-TEST(ToolsNames, S390xRegisters) {
+TEST(ReportNames, S390xRegisters) {
   EXPECT_EQ(register_name(Arch::S390x, 11), "r11");
   EXPECT_EQ(register_name(Arch::S390x, 15), "r15");
   EXPECT_EQ(register_name(Arch::S390x, 16), "f0");
@@ -80,7 +79,7 @@ TEST(ToolsNames, S390xRegisters) {
 }
 
 // i386 psABI, table 2.14 (the numbering GCC's CFI and GDB's i386 DWARF map use).
-TEST(ToolsNames, I386Registers) {
+TEST(ReportNames, I386Registers) {
   EXPECT_EQ(register_name(Arch::I386, 0), "eax");
   EXPECT_EQ(register_name(Arch::I386, 1), "ecx");
   EXPECT_EQ(register_name(Arch::I386, 3), "ebx");
@@ -94,50 +93,58 @@ TEST(ToolsNames, I386Registers) {
   EXPECT_EQ(register_name(Arch::I386, 10), "reg10");
 }
 
-TEST(ToolsNames, ReadelfRuleNotation) {
-  dwarf::CfaRule cfa;
-  cfa.kind = dwarf::CfaKind::RegOffset;
-  cfa.reg = 7;
-  cfa.offset = 8;
-  EXPECT_EQ(cfa_text(Arch::X86_64, cfa), "rsp+8");
-  cfa.reg = 6;
-  cfa.offset = -16;
-  EXPECT_EQ(cfa_text(Arch::X86_64, cfa), "rbp-16");
-  cfa.reg = 15;
-  cfa.offset = 160;
-  EXPECT_EQ(cfa_text(Arch::S390x, cfa), "r15+160");
-  cfa.kind = dwarf::CfaKind::Expression;
-  EXPECT_EQ(cfa_text(Arch::X86_64, cfa), "exp");
-
-  dwarf::Rule r;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "u");
-  r.kind = dwarf::RuleKind::Undefined;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "u");
-  r.kind = dwarf::RuleKind::SameValue;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "s");
-  r.kind = dwarf::RuleKind::Offset;
-  r.offset = -8;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "c-8");
-  r.kind = dwarf::RuleKind::ValOffset;
-  r.offset = 16;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "v+16");
-  r.kind = dwarf::RuleKind::Register;
-  r.reg = 3;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "rbx");
-  r.kind = dwarf::RuleKind::Expression;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "exp");
-  r.kind = dwarf::RuleKind::ValExpression;
-  EXPECT_EQ(rule_text(Arch::X86_64, r), "vexp");
+TEST(ReportNames, GeneralRegistersAreTheDebuggersOnes) {
+  // What GDB and LLDB call the registers a front end reads and restores (the psABI's DWARF
+  // numbers 0..count-1), and their program counter and stack pointer.
+  const GeneralRegisters x86 = general_registers(Arch::X86_64);
+  EXPECT_EQ(x86.count, 16);
+  EXPECT_EQ(x86.pc, "rip");
+  EXPECT_EQ(x86.sp, "rsp");
+  const GeneralRegisters i386 = general_registers(Arch::I386);
+  EXPECT_EQ(i386.count, 8);
+  EXPECT_EQ(register_name(Arch::I386, i386.count - 1), "edi");
+  EXPECT_EQ(i386.pc, "eip");
+  EXPECT_EQ(i386.sp, "esp");
+  const GeneralRegisters a64 = general_registers(Arch::AArch64);
+  EXPECT_EQ(a64.count, 32);
+  EXPECT_EQ(register_name(Arch::AArch64, a64.count - 1), "sp");
+  EXPECT_EQ(a64.pc, "pc");
+  const GeneralRegisters s390 = general_registers(Arch::S390x);
+  EXPECT_EQ(s390.count, 16);
+  EXPECT_EQ(s390.pc, "pswa");
+  EXPECT_EQ(s390.sp, "r15");
 }
 
-TEST(ToolsNames, DryRunVerdicts) {
-  EXPECT_EQ(classify(dwarf::ErrorCode::Unsupported), Verdict::Unsupported);
-  EXPECT_EQ(classify(dwarf::ErrorCode::DivideByZero), Verdict::Ok);
-  EXPECT_EQ(classify(dwarf::ErrorCode::MemoryFault), Verdict::Ok);
-  EXPECT_EQ(classify(dwarf::ErrorCode::BadOpcode), Verdict::Malformed);
-  EXPECT_EQ(classify(dwarf::ErrorCode::StackUnderflow), Verdict::Malformed);
-  EXPECT_EQ(classify(dwarf::ErrorCode::LimitExprSteps), Verdict::Malformed);
+TEST(ReportNames, ArchitectureAliasesOfDebuggers) {
+  // GDB's `show architecture` names (BFD printable names) and LLDB triples.
+  EXPECT_EQ(arch_from_alias("i386:x86-64"), Arch::X86_64);
+  EXPECT_EQ(arch_from_alias("i386:x86-64:intel"), Arch::X86_64);
+  EXPECT_EQ(arch_from_alias("x86_64"), Arch::X86_64);
+  EXPECT_EQ(arch_from_alias("x86_64-pc-linux-gnu"), Arch::X86_64);
+  EXPECT_EQ(arch_from_alias("AMD64"), Arch::X86_64);
+  EXPECT_EQ(arch_from_alias("i386"), Arch::I386);
+  EXPECT_EQ(arch_from_alias("i386:intel"), Arch::I386);
+  EXPECT_EQ(arch_from_alias("i686"), Arch::I386);
+  EXPECT_EQ(arch_from_alias("aarch64"), Arch::AArch64);
+  EXPECT_EQ(arch_from_alias("arm64"), Arch::AArch64);
+  EXPECT_EQ(arch_from_alias("aarch64-unknown-linux-gnu"), Arch::AArch64);
+  EXPECT_EQ(arch_from_alias("s390:64-bit"), Arch::S390x);
+  EXPECT_EQ(arch_from_alias("s390x"), Arch::S390x);
+  EXPECT_EQ(arch_from_alias("mips"), std::nullopt);
+  EXPECT_EQ(arch_from_alias(""), std::nullopt);
+}
+
+TEST(ReportNames, ListsEveryStopReasonAndSourceOnce) {
+  std::set<std::string> reasons, sources;
+  for (StopReason r : all_stop_reasons()) reasons.insert(std::string(stop_reason_name(r)));
+  for (FrameSource f : all_frame_sources()) sources.insert(std::string(frame_source_name(f)));
+  EXPECT_EQ(reasons.size(), all_stop_reasons().size());
+  EXPECT_EQ(reasons.size(), 9u);
+  EXPECT_EQ(sources.size(), all_frame_sources().size());
+  EXPECT_EQ(sources.size(), 8u);
+  EXPECT_EQ(stop_reason_name(all_stop_reasons().front()), "outermost");
+  EXPECT_EQ(frame_source_name(all_frame_sources().front()), "context");
 }
 
 }  // namespace
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Thread selection, unwinding and frame description for `ehbt core` / `ehbt pid`.
-#include "cli_backtrace_collect.hpp"
-
+// Building a report: thread selection, unwinding, frame description and symbol lookup.
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "ehbt/perf_map.hpp"
+#include "ehbt/report.hpp"
 
-namespace ehbt::cli {
+namespace ehbt::report {
 
 namespace {
 
@@ -44,6 +44,28 @@ void name_frames(std::vector<PendingSymbol>& pending, BacktraceReport& report) {
   }
 }
 
+// The frame's module in `modules`. A walk driven by someone else may have pointed its frames
+// into another copy of the set: then the module is looked up again.
+const Module* module_in(const Frame& frame, const ModuleSet& modules) {
+  const std::vector<Module>& all = modules.modules();
+  const std::less<const Module*> before;
+  if (frame.module != nullptr && !before(frame.module, all.data()) &&
+      before(frame.module, all.data() + all.size())) {
+    return frame.module;
+  }
+  return modules.find(frame.lookup_pc());
+}
+
+// The frame's general registers as the `full` text shows them.
+void keep_registers(const Frame& frame, FrameLine& line) {
+  if (frame.regs.empty()) return;
+  const RegisterSet& regs = frame.regs.view();
+  const uint16_t count = general_registers(regs.arch()).count;
+  for (uint16_t n = 0; n < count; ++n) {
+    if (regs.has(n)) line.registers.emplace_back(n, regs.raw(n));
+  }
+}
+
 }  // namespace
 
 FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules,
@@ -54,7 +76,7 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
   if (frame.cfa != 0) line.cfa = frame.cfa;
   line.source = frame.source;
   line.signal_trampoline = frame.signal_trampoline;
-  const Module* module = frame.module ? frame.module : modules.find(frame.lookup_pc());
+  const Module* module = module_in(frame, modules);
   line.jit = frame.jit;
   if (frame.jit_entry != nullptr) {
     line.symbol = frame.jit_entry->name;
@@ -73,13 +95,72 @@ FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& mo
   return line;
 }
 
+namespace {
+
+// A target that lists no module for its executable can still say it was not found.
+void note_missing_executable(BacktraceReport& report, const Warning& w) {
+  if (w.kind == kWarningMissingFile && w.path == report.executable && !w.path.empty()) {
+    report.executable_state = ExecutableState::Missing;
+  }
+}
+
+}  // namespace
+
+void set_modules(BacktraceReport& report, const ModuleSet& modules) {
+  report.modules.clear();
+  report.modules.reserve(modules.modules().size());
+  report.executable_state = ExecutableState::Found;
+  for (const Module& m : modules.modules()) {
+    report.modules.push_back(
+        ModuleLine{m.path, m.file, m.start, m.bias, m.build_id, m.build_id_match});
+    // The header must not present a missing (or rejected) executable as if it were there,
+    // and says which: a file whose build-id differs was found, and deliberately not used.
+    if (m.path == report.executable && !report.executable.empty() && m.file.empty()) {
+      report.executable_state =
+          m.build_id_match == false ? ExecutableState::OtherBuild : ExecutableState::Missing;
+    }
+  }
+  if (report.executable_state != ExecutableState::Found) return;
+  for (const Warning& w : report.warnings) note_missing_executable(report, w);
+}
+
+void add_warning(BacktraceReport& report, Warning warning) {
+  if (report.executable_state == ExecutableState::Found) {
+    note_missing_executable(report, warning);
+  }
+  report.warnings.push_back(std::move(warning));
+}
+
+ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name, bool crashing,
+                         const Backtrace& backtrace, const ModuleSet& modules) {
+  ThreadReport& t = report.threads.emplace_back();
+  t.tid = tid;
+  t.name = std::move(name);
+  t.crashing = crashing;
+  t.stop = backtrace.stop;
+  t.detail = backtrace.detail;
+  t.frames.reserve(backtrace.frames.size());
+  for (std::size_t k = 0; k < backtrace.frames.size(); ++k) {
+    const Frame& frame = backtrace.frames[k];
+    FrameLine& line = t.frames.emplace_back(
+        describe_frame(frame, static_cast<uint32_t>(k), modules, /*with_symbol=*/true));
+    keep_registers(frame, line);
+  }
+  return t;
+}
+
 Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
                                                           const CollectOptions& options) {
   const std::vector<ThreadState>& threads = target.threads();
   if (threads.empty()) return unexpected(std::string("the target has no threads"));
 
   std::vector<std::size_t> chosen;
-  if (options.tid) {
+  if (options.indexes) {
+    for (std::size_t i : *options.indexes) {
+      if (i >= threads.size()) return unexpected("no thread index " + std::to_string(i));
+      chosen.push_back(i);
+    }
+  } else if (options.tid) {
     for (std::size_t i = 0; i < threads.size(); ++i) {
       if (threads[i].tid == *options.tid) chosen.push_back(i);
     }
@@ -95,29 +176,18 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   report.arch = std::string(arch_info(target.arch()).name);
   report.executable = target.executable();
   report.warnings = target.warnings();
-  // The header must not present a missing (or rejected) executable as if it were there.
-  for (const Module& m : target.modules().modules()) {
-    if (m.path == report.executable && m.file.empty()) report.executable_found = false;
-  }
-  for (const Warning& w : report.warnings) {
-    if (w.kind == kWarningMissingFile && w.path == report.executable) {
-      report.executable_found = false;
-    }
-  }
   if (const auto& sig = target.signal()) {
     report.signal = SignalLine{sig->number, signal_name(sig->number), sig->code, sig->address};
   }
-  for (const Module& m : target.modules().modules()) {
-    report.modules.push_back(
-        ModuleLine{m.path, m.file, m.start, m.bias, m.build_id, m.build_id_match});
-  }
+  set_modules(report, target.modules());
 
   // A process whose stacks were copied at the stop runs again before the walks.
-  if (target.stacks_copied()) target.release();
+  if (options.release_target && target.stacks_copied()) target.release();
   Unwinder unwinder(options.limits);
-  // The report prints pcs, CFAs and symbols, never registers: the walk keeps none per frame.
+  // The report prints pcs, CFAs and symbols; registers only for the `full` text: otherwise
+  // the walk keeps none per frame.
   UnwindOptions walk = options.unwind;
-  walk.keep_registers = false;
+  walk.keep_registers = options.registers;
   std::vector<PendingSymbol> pending;
   for (std::size_t i : chosen) {
     // A live thread stopped alone (one-thread-at-a-time) that exited first is left out.
@@ -135,7 +205,8 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
     for (std::size_t k = 0; k < bt.frames.size(); ++k) {
       const Frame& frame = bt.frames[k];
       FrameLine line = describe_frame(frame, static_cast<uint32_t>(k), target.modules(), false);
-      const Module* module = frame.module ? frame.module : target.modules().find(frame.lookup_pc());
+      if (options.registers) keep_registers(frame, line);
+      const Module* module = module_in(frame, target.modules());
       if (module != nullptr && module->image) {
         pending.push_back(PendingSymbol{module->image.get(), module->to_link(frame.lookup_pc()),
                                         report.threads.size(), k});
@@ -146,10 +217,10 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
     target.resume_thread(i);
   }
   // The stacks are read: a live process runs again before the frames are named.
-  target.release();
+  if (options.release_target) target.release();
   report.stopped_us = target.stopped_us();
   name_frames(pending, report);
   return report;
 }
 
-}  // namespace ehbt::cli
+}  // namespace ehbt::report

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ehbt-backtrace/1 rendering of a backtrace report (docs/formats.md).
+#include "ehbt/report.hpp"
+#include "report/json_writer.hpp"
+
+namespace ehbt::report {
+namespace {
+
+std::optional<std::string> or_null(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
+}
+
+}  // namespace
+
+std::string render_json(const BacktraceReport& r, const JsonOptions& options) {
+  std::string out;
+  render_json(
+      r,
+      [&out](std::string& piece) {
+        out += piece;
+        piece.clear();
+      },
+      options);
+  return out;
+}
+
+void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOptions& options) {
+  std::string out;
+  out.reserve(kRenderChunk + 4096);
+  JsonWriter w(out, options.compact);
+  w.begin_object();
+  w.field("format", "ehbt-backtrace/1");
+  if (r.core) w.field("core", *r.core);
+  if (r.pid) w.field("pid", *r.pid);
+  // A target named neither way (a debugger's program without a process) still has the key.
+  if (!r.core && !r.pid) w.key("core").null();
+  if (r.stopped_us) w.field("stopped_us", *r.stopped_us);
+  w.field("arch", r.arch);
+  w.field("executable", r.executable);
+  w.key("signal");
+  if (r.signal) {
+    w.begin_object(true)
+        .field("number", r.signal->number)
+        .field("name", r.signal->name)
+        .field("code", r.signal->code)
+        .address_field("address", r.signal->address)
+        .end_object();
+  } else {
+    w.null();
+  }
+  w.key("modules").begin_array();
+  for (const ModuleLine& m : r.modules) {
+    w.begin_object(true)
+        .field("path", m.path)
+        .field("file", or_null(m.file))
+        .address_field("base", m.base)
+        .address_field("bias", m.bias)
+        .field("build_id", or_null(m.build_id))
+        .field("build_id_match", m.build_id_match)
+        .end_object();
+  }
+  w.end_array();
+  w.key("warnings").begin_array();
+  for (const Warning& x : r.warnings) {
+    w.begin_object(true)
+        .field("kind", x.kind)
+        .field("message", x.message)
+        .field("path", or_null(x.path))
+        .field("option", or_null(x.option))
+        .end_object();
+  }
+  w.end_array();
+  w.key("threads").begin_array();
+  for (const ThreadReport& t : r.threads) {
+    w.begin_object()
+        .field("tid", t.tid)
+        .field("crashing", t.crashing)
+        .field("stop_reason", stop_reason_name(t.stop))
+        .field("stop_detail", t.detail);
+    w.key("frames").begin_array();
+    for (const FrameLine& f : t.frames) {
+      w.begin_object(true)
+          .field("index", f.index)
+          .address_field("pc", f.pc)
+          .address_field("cfa", f.cfa)
+          .field("source", frame_source_name(f.source))
+          .key("module");
+      if (f.module && *f.module < r.modules.size()) {
+        w.value(r.modules[*f.module].path);
+      } else {
+        w.null();
+      }
+      w.address_field("module_offset", f.module_offset)
+          .field("symbol", f.symbol)
+          .address_field("symbol_offset", f.symbol_offset);
+      if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
+      w.end_object();
+      // The writer keeps its nesting state apart from the text: emptying it is safe.
+      if (out.size() >= kRenderChunk) sink(out);
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out += '\n';
+  sink(out);
+}
+
+}  // namespace ehbt::report
