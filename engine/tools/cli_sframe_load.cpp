@@ -4,9 +4,6 @@
 
 namespace ehbt::cli {
 
-// The JSON writer, number formatting and names are the report layer's.
-using namespace ::ehbt::report;  // NOLINT(google-build-using-namespace)
-
 Expected<LoadedSframe, std::string> load_sframe(const std::string& file, const Limits& limits) {
   auto image = Image::open(file, limits);
   if (!image) return unexpected(image.error());
