@@ -1081,6 +1081,19 @@ def do_case(arch, case):
         len([t for t in doc["threads"] if t["crashing"]][0]["frames"]))
 
 
+def do_case_twice(arch, case):
+    """do_case, once more after a failure: a case run under qemu's gdbstub on a loaded machine
+    has been seen to stop GDB at another point than the crash (1 in ~50 runs at load 7); the
+    second run must pass on its own, and both failures are printed when it does not."""
+    try:
+        return do_case(arch, case)
+    except (CaseError, subprocess.TimeoutExpired) as first:
+        try:
+            return do_case(arch, case) + " (second run; the first failed: %s)" % first
+        except (CaseError, subprocess.TimeoutExpired) as second:
+            raise CaseError("%s; and again: %s" % (first, second)) from None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("arches", nargs="*", default=["x86_64"])
@@ -1100,7 +1113,7 @@ def main():
     failed = 0
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-        futs = {pool.submit(do_case, a, c): (a, c.name) for a, c in jobs}
+        futs = {pool.submit(do_case_twice, a, c): (a, c.name) for a, c in jobs}
         for fut in concurrent.futures.as_completed(futs):
             a, name = futs[fut]
             try:
