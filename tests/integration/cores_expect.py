@@ -257,6 +257,9 @@ def relocate(exp, dest):
     sysroot = dest / "sysroot"
     bindir = dest / "bin"
     bindir.mkdir(parents=True)
+    # A static executable uses no library: the sysroot is then empty, but it must exist
+    # (a nonexistent --sysroot is a usage error).
+    sysroot.mkdir(parents=True, exist_ok=True)
     exe = bindir / os.path.basename(exp["exe"])
     shutil.copy2(exp["exe_file"], exe)
     for core_path, host in modules_in_frames(exp).items():
