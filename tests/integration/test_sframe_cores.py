@@ -16,6 +16,7 @@ unwound live from their own .sframe (ehbt pid --source sframe / auto).
 
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -212,6 +213,23 @@ NATIVE = [(d, p) for d in ("trixie-x86_64", "sid-x86_64")
           for p in ("chain", "noreturn", "signal", "drap")]
 
 
+def wait_until_blocked(pid, timeout=10.0):
+    """Waits until the program that said "ready" sleeps in its pause(2): it prints the line
+    before it blocks, and a walk taken between the two (seen under load: frame 0 still in
+    libc's fflush) differs from one taken after. Native x86-64 only, so pause is syscall 34
+    (/proc/PID/syscall: its number first while the task sleeps in it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                if f.read().split()[0] == "34":
+                    return
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.005)
+    pytest.fail("pid %d did not block in pause(2) within %gs" % (pid, timeout))
+
+
 def walk_pid(ehbt_bin, pid, source):
     proc = subprocess.run([str(ehbt_bin), "pid", str(pid), "--json", "--source", source],
                           capture_output=True, text=True, timeout=120)
@@ -232,6 +250,7 @@ def test_native_sframe_of_a_blocked_process(ehbt_bin, directory, program):
     try:
         line = proc.stdout.readline()
         assert line.startswith("ready"), line
+        wait_until_blocked(proc.pid)
         eh = walk_pid(ehbt_bin, proc.pid, "eh_frame")
         sf = walk_pid(ehbt_bin, proc.pid, "sframe")
         au = walk_pid(ehbt_bin, proc.pid, "auto")
