@@ -83,6 +83,25 @@ def test_mask_scrubs_a_quoted_fragment_of_the_password():
     assert mask("is ab", "postgresql://u:ab@h/d") == "is ab"
 
 
+def test_traceback_of_an_unexpected_error_is_masked(tmp_path):
+    """An error nobody handles (a server that goes away mid-run) ends with a traceback: the
+    hook cli.main installs masks it like every message."""
+    import subprocess
+
+    url = "postgresql://triage:%s@db.example/triage" % quote(PASSWORD, safe="")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from ehbt_triage.cli import _mask_tracebacks\n"
+            "_mask_tracebacks(%r)\n"
+            "raise RuntimeError('lost ' + %r + ' and ' + %r)\n"
+            % (str(TRIAGE.parent), url, url, PASSWORD))
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert ("RuntimeError: lost postgresql://triage:***@db.example/triage and ***"
+            in proc.stderr), proc.stderr
+    _assert_nowhere({"stderr": proc.stderr}, PASSWORD)
+
+
 # ---------------------------------------------------------------------------------------------
 # A real server with a password role
 
