@@ -19,7 +19,8 @@ from test_triage import (TRIAGE, core_dir, cores, crashy, read_jsonl,  # noqa: F
                          tool_env, triage)
 
 sys.path.insert(0, str(TRIAGE.parent))
-from ehbt_triage.stores import describe, is_postgres, mask, secrets  # noqa: E402
+from ehbt_triage.credentials import is_postgres, mask, secrets  # noqa: E402
+from ehbt_triage.stores import describe  # noqa: E402
 
 PASSWORD = "S3cr@t:Pa55-w0rd"
 WRONG = "Wr0ng-Guess-4711"

@@ -190,7 +190,7 @@ def is_report(argv):
 def _mask_tracebacks(db):
     """An error nobody expected (a server that goes away mid-run, say) ends the run with a
     traceback: without the password of --db in it (stores.mask), as every other message."""
-    from .stores import is_postgres, mask
+    from .credentials import is_postgres, mask
 
     if not db or not is_postgres(db):
         return

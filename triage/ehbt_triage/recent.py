@@ -9,7 +9,8 @@ import sys
 from .changes import DAY, changes
 from .exits import EXIT_OK, EXIT_USAGE
 from .schema import StoreError
-from .stores import default_path, describe, is_postgres, mask, open_store
+from .credentials import is_postgres, mask
+from .stores import default_path, describe, open_store
 
 
 def write_text(result, window_text, out):

@@ -19,7 +19,8 @@ from .outputs import check_output
 from .schema import StoreError
 from .signature import Signer, crashing_thread, frame_key, missing_modules, module_names
 from .store import SPOOL_FIELDS
-from .stores import default_path, describe, is_postgres, mask, open_store
+from .credentials import is_postgres, mask
+from .stores import default_path, describe, open_store
 from .workers import WorkerPool
 
 _MAX_NOTES = 3

@@ -23,7 +23,7 @@ from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema,
                      key_version_of)
 from .store import (BUCKET_SELECT, EXTRA_COLUMNS, Store, _crashing_stop, document_rows,
                     extra_columns)
-from .stores import describe, mask
+from .credentials import mask
 
 SCHEMA = schema.ddl("postgresql")
 
@@ -36,7 +36,7 @@ class PgStore(Store):
 
         self._psycopg = psycopg
         # As reports show it: without its password (stores.mask), as every message below.
-        self.path = describe(url)
+        self.path = mask(url, url)
         try:
             self.db = psycopg.connect(url, autocommit=True, connect_timeout=10)
             # Several runs may create the schema at once: an advisory lock serialises that.
