@@ -100,7 +100,14 @@ def _since(text):
 
 
 _DB_HELP = ("the store: a SQLite file (default: ehbt-triage.sqlite in the working directory) "
-            "or a PostgreSQL URL postgresql://USER@HOST:PORT/DBNAME shared by several runs")
+            "or a PostgreSQL database shared by several runs, as a URL "
+            "postgresql://USER@HOST:PORT/DBNAME or as libpq keywords 'host=HOST dbname=DBNAME "
+            "user=USER'. Give its password the libpq ways, not on the command line (which "
+            "every user sees in ps): ~/.pgpass (mode 0600) or the file PGPASSFILE names, e.g. "
+            "a systemd credential (LoadCredential=pgpass:/etc/ehbt/pgpass and "
+            "Environment=PGPASSFILE=%%d/pgpass in the unit); PGPASSWORD works but is "
+            "discouraged (readable in /proc/PID/environ). A password given in --db anyway is "
+            "shown as *** in every message and report")
 
 
 def parser():
@@ -180,16 +187,35 @@ def is_report(argv):
     return bool(argv) and argv[0] == "report"
 
 
+def _mask_tracebacks(db):
+    """An error nobody expected (a server that goes away mid-run, say) ends the run with a
+    traceback: without the password of --db in it (stores.mask), as every other message."""
+    from .credentials import is_postgres, mask
+
+    if not db or not is_postgres(db):
+        return
+
+    def hook(kind, value, tb):
+        import traceback
+
+        sys.stderr.write(mask("".join(traceback.format_exception(kind, value, tb)), db))
+
+    sys.excepthook = hook
+
+
 def main(argv=None):
     """Entry point of the ehbt-triage script."""
     argv = sys.argv[1:] if argv is None else argv
     if is_report(argv):
         from .recent import report_command
 
-        return report_command(report_parser().parse_args(argv[1:]))
+        args = report_parser().parse_args(argv[1:])
+        _mask_tracebacks(args.db)
+        return report_command(args)
     from .run import run
 
     args = parse(argv)
+    _mask_tracebacks(args.db)
     try:
         return run(args)
     except KeyboardInterrupt:

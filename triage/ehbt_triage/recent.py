@@ -9,7 +9,8 @@ import sys
 from .changes import DAY, changes
 from .exits import EXIT_OK, EXIT_USAGE
 from .schema import StoreError
-from .stores import default_path, describe, is_url, open_store
+from .credentials import is_postgres, mask
+from .stores import default_path, describe, open_store
 
 
 def write_text(result, window_text, out):
@@ -37,7 +38,7 @@ def window_text(seconds):
 
 def report_command(args):
     db = args.db or default_path()
-    if not is_url(db):
+    if not is_postgres(db):
         db = os.path.abspath(db)
         if not os.path.isfile(db):  # a query must not create an empty store
             sys.stderr.write("ehbt-triage report: error: no store at %s\n" % db)
@@ -52,7 +53,8 @@ def report_command(args):
     try:
         store = open_store(db)
     except (StoreError, ImportError) as e:
-        sys.stderr.write("ehbt-triage report: error: cannot open the database %s\n" % e)
+        sys.stderr.write("ehbt-triage report: error: cannot open the database %s\n"
+                         % mask(e, db))
         return EXIT_USAGE
     try:
         result = changes(store, args.since, by=args.by)

@@ -19,7 +19,8 @@ from .outputs import check_output
 from .schema import StoreError
 from .signature import Signer, crashing_thread, frame_key, missing_modules, module_names
 from .store import SPOOL_FIELDS
-from .stores import default_path, describe, is_url, open_store
+from .credentials import is_postgres, mask
+from .stores import default_path, describe, open_store
 from .workers import WorkerPool
 
 _MAX_NOTES = 3
@@ -288,15 +289,15 @@ def run(args):
         if problem:
             return _usage("%s %s: %s" % (option, path, problem))
     db_path = args.db or default_path()
-    if not is_url(db_path):
+    if not is_postgres(db_path):
         db_path = os.path.abspath(db_path)  # as the HTML report names it
-    problem = None if is_url(db_path) else check_output(db_path)
+    problem = None if is_postgres(db_path) else check_output(db_path)
     if problem:
         return _usage("--db %s: %s" % (db_path, problem))
     try:
         store = open_store(db_path)
     except StoreError as e:
-        return _usage("cannot open the database %s" % e)
+        return _usage("cannot open the database %s" % mask(e, db_path))
     except ImportError as e:
         return _usage("--db %s needs psycopg (Debian: python3-psycopg): %s"
                       % (describe(db_path), e))

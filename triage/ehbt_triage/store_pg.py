@@ -23,6 +23,7 @@ from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema,
                      key_version_of)
 from .store import (BUCKET_SELECT, EXTRA_COLUMNS, Store, _crashing_stop, document_rows,
                     extra_columns)
+from .credentials import mask
 
 SCHEMA = schema.ddl("postgresql")
 
@@ -34,7 +35,8 @@ class PgStore(Store):
         import psycopg
 
         self._psycopg = psycopg
-        self.path = url
+        # As reports show it: without its password (stores.mask), as every message below.
+        self.path = mask(url, url)
         try:
             self.db = psycopg.connect(url, autocommit=True, connect_timeout=10)
             # Several runs may create the schema at once: an advisory lock serialises that.
@@ -57,10 +59,12 @@ class PgStore(Store):
                     "SELECT value FROM meta WHERE key = 'content_key'").fetchone()
                 self.key_version = key_version_of(row[0] if row else None)
         except psycopg.Error as e:
-            raise StoreError("%s: %s" % (url, str(e).strip().splitlines()[0] if str(e)
+            # libpq's parse errors quote what they could not read, a password included.
+            text = str(e).strip()
+            raise StoreError("%s: %s" % (self.path, mask(text.splitlines()[0], url) if text
                                          else type(e).__name__)) from None
         except StoreError as e:
-            raise StoreError("%s: %s" % (url, e)) from None
+            raise StoreError("%s: %s" % (self.path, mask(e, url))) from None
 
     def _exec(self, sql, args=()):
         return self.db.execute(sql.replace("?", "%s"), args)
