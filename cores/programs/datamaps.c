@@ -4,7 +4,9 @@
  * gconv-modules.cache (iconv_open), a data file mapped read-only and then unlinked, POSIX
  * shared memory (shm_open), SysV shared memory (shmget/shmat) and /dev/zero mapped MAP_SHARED.
  * None of them is a module: a backtrace of this core has nothing to warn about. Then
- * main -> fx_datamaps_level1 -> fx_datamaps_level2 writes through a null pointer.
+ * main -> fx_datamaps_level1 -> fx_datamaps_level2 writes through a null pointer; with
+ * FX_DATAMAPS_WAIT set it says "ready" and waits for a line on stdin there instead, for a
+ * look at the live process.
  * The shared memory objects are removed right after mapping (the mappings stay), so a crash
  * leaves nothing behind in /dev/shm or the SysV tables. */
 #define _GNU_SOURCE
@@ -12,6 +14,7 @@
 #include <iconv.h>
 #include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
@@ -80,7 +83,14 @@ static void fx_map_data(void) {
 
 FX_NOINLINE void fx_datamaps_level2(int depth) {
   fx_sink = depth + fx_maps[0][0];
-  fx_null_write(depth);
+  if (getenv("FX_DATAMAPS_WAIT") != NULL) {
+    char line[16];
+    puts("ready");
+    fflush(stdout);
+    fx_sink = read(0, line, sizeof line) > 0;
+  } else {
+    fx_null_write(depth);
+  }
   FX_KEEP();
 }
 
