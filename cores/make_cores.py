@@ -33,7 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs")
-OUT = os.path.join(HERE, "out")
+# EHBT_CORES_OUT writes the cores elsewhere (a worktree whose cores/out is shared and read-only
+# makes its new case there); the tests read cores/out.
+OUT = os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out")
 GDB_EXPECT = os.path.join(HERE, "gdb_expect.py")
 
 CFLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-Wall", "-Wextra"]
@@ -373,6 +375,15 @@ def check_pltcrash(arch, exe, bins):
     return "getppid's GOT page made unreadable: the fault is in the .plt stub"
 
 
+def check_datamaps(arch, exe, bins):
+    out = run([tool(arch, "nm"), "-D", "--undefined-only", exe]).stdout
+    dyn = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    wanted = {"setlocale", "iconv_open", "mmap", "unlink", "shm_open", "shmget", "shmat"}
+    if not wanted <= dyn:
+        raise CaseError("does not call " + ", ".join(sorted(wanted - dyn)))
+    return "maps a locale, gconv-modules.cache, a deleted data file, POSIX/SysV shm, /dev/zero"
+
+
 NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
 
 CASE_LIST = [
@@ -434,6 +445,9 @@ CASE_LIST = [
          ["getppid@plt", "fx_pltcrash_caller", "fx_pltcrash_outer", "main"], 11,
          ldflags=["-Wl,-z,lazy"], checks=[check_pltcrash],
          note="SIGSEGV inside getppid's .plt stub (its GOT slot made unreadable)"),
+    Case("datamaps", ["datamaps.c"], ["fx_datamaps_level2", "fx_datamaps_level1", "main"], 11,
+         arches=("x86_64",), checks=[check_datamaps],
+         note="data files mapped (locale, caches, shm, /dev/zero): none is a module"),
     Case("pac", ["pac.c"], ["fx_pac_crash", "fx_pac_middle", "fx_pac_outer", "main"], 11,
          arches=("aarch64",), cflags=["-mbranch-protection=standard"], checks=[check_pac],
          qemu_cpu="max", expect_cpu={"aarch64": "max,pauth=off"},

@@ -35,7 +35,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORES = ROOT / "cores"
-OUT = CORES / "out"
+# make_cores.py writes under EHBT_CORES_OUT when it is set (see there): read the same place.
+OUT = pathlib.Path(os.environ.get("EHBT_CORES_OUT") or CORES / "out")
 MAKE_CORES = CORES / "make-cores.sh"
 
 

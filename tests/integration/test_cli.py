@@ -424,6 +424,57 @@ def test_live_process_with_three_threads(ehbt_bin, tmp_path):
             proc.wait()
 
 
+def test_live_data_mappings_are_not_modules(ehbt_bin, tmp_path):
+    """Issue 32 item 7, live: cores/programs/datamaps.c (waiting instead of crashing) maps a
+    locale, gconv-modules.cache, a deleted data file, POSIX and SysV shared memory and
+    /dev/zero. Only the mapped ELF files are modules; nothing is warned about."""
+    programs = pathlib.Path(__file__).resolve().parents[2] / "cores" / "programs"
+    exe = tmp_path / "datamaps"
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc not installed")
+    subprocess.run(["gcc", "-O2", "-g", "-I", str(programs), "-o", str(exe),
+                    str(programs / "datamaps.c")], check=True)
+    proc = subprocess.Popen([str(exe)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=dict(os.environ, FX_DATAMAPS_WAIT="1"))
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        # /proc/PID/maps and the files' first bytes, read here: the ELF ones are the modules.
+        named = set()
+        for line in pathlib.Path(f"/proc/{proc.pid}/maps").read_text().splitlines():
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                named.add(fields[5])
+        for kind in ("/LC_CTYPE", "gconv-modules.cache", "/datamaps.data (deleted)",
+                     "/dev/shm/ehbt-datamaps-", "/SYSV", "/dev/zero (deleted)"):
+            assert any(kind in p for p in named), (kind, sorted(named))
+
+        def elf(path):
+            try:
+                with open(path, "rb") as f:
+                    return pathlib.Path(path).is_file() and f.read(4) == b"\x7fELF"
+            except OSError:
+                return False
+
+        want = {p for p in named if elf(p)} | {"[vdso]"}
+        text = run_ehbt(ehbt_bin, "pid", proc.pid)
+        assert text.returncode == 0 and text.stderr == "", text.stderr
+        out = run_ehbt(ehbt_bin, "pid", proc.pid, "--json")
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["warnings"] == []
+        got = {m["path"] for m in doc["modules"]}
+        assert got == want, (sorted(got - want), sorted(want - got))
+        symbols = [f["symbol"] for f in doc["threads"][0]["frames"]]
+        i = symbols.index("fx_datamaps_level2")
+        assert symbols[i:i + 3] == ["fx_datamaps_level2", "fx_datamaps_level1", "main"], symbols
+        proc.communicate("go\n", timeout=TIMEOUT)
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_pid_of_no_process(ehbt_bin):
     # pid_max is at most 2^22 on Linux: this pid cannot exist.
     one_line_error(run_ehbt(ehbt_bin, "pid", "99999999"), "ehbt: pid 99999999: ")

@@ -3,8 +3,10 @@
 // test chose, decoded by open_core. Register layouts come from the kernel's structs
 // (<sys/user.h> on this host) and the psABIs, not from the decoder.
 #include <gtest/gtest.h>
+
 #include <sys/user.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -46,9 +48,10 @@ class CoreBuilder {
     notes_.insert(notes_.end(), desc.begin(), desc.end());
     while (notes_.size() % 4) notes_.push_back(0);
   }
-  // A mapping of memsz bytes at vaddr whose first `bytes.size()` bytes were dumped.
-  void load(uint64_t vaddr, std::vector<uint8_t> bytes, uint64_t memsz) {
-    loads_.push_back({vaddr, memsz, std::move(bytes)});
+  // A mapping of memsz bytes at vaddr whose first `bytes.size()` bytes were dumped; `flags`
+  // are its p_flags (PF_R 4 | PF_W 2 | PF_X 1).
+  void load(uint64_t vaddr, std::vector<uint8_t> bytes, uint64_t memsz, uint32_t flags = 6) {
+    loads_.push_back({vaddr, memsz, std::move(bytes), flags});
   }
 
   // prstatus with the given signal, pid and raw pr_reg bytes (padded to the arch's size).
@@ -90,9 +93,10 @@ class CoreBuilder {
     put(out, 0, 2);
     put(out, 0, 2);
     // Program headers
-    auto phdr = [&](uint32_t type, uint64_t off, uint64_t vaddr, uint64_t filesz, uint64_t memsz) {
+    auto phdr = [&](uint32_t type, uint64_t off, uint64_t vaddr, uint64_t filesz, uint64_t memsz,
+                    uint32_t flags = 6) {
       put(out, type, 4);
-      put(out, 6, 4);
+      put(out, flags, 4);
       put(out, off, 8);
       put(out, vaddr, 8);
       put(out, 0, 8);
@@ -103,7 +107,7 @@ class CoreBuilder {
     phdr(4, data, 0, notes_.size(), 0);
     uint64_t off = data + notes_.size();
     for (const auto& l : loads_) {
-      phdr(1, off, l.vaddr, l.bytes.size(), l.memsz);
+      phdr(1, off, l.vaddr, l.bytes.size(), l.memsz, l.flags);
       off += l.bytes.size();
     }
     out.insert(out.end(), notes_.begin(), notes_.end());
@@ -118,6 +122,7 @@ class CoreBuilder {
   struct Load {
     uint64_t vaddr, memsz;
     std::vector<uint8_t> bytes;
+    uint32_t flags;
   };
   uint16_t machine_;
   bool be_;
@@ -299,6 +304,95 @@ TEST(CoreFormat, NtFileAndUnusableInput) {
   CoreBuilder other_machine(40 /* EM_ARM */, false);
   other_machine.note("CORE", 1, other_machine.prstatus(0, 1, {}, 27 * 8));
   expect_error(other_machine.write(dir, "arm.core"), "unsupported core machine");
+}
+
+TEST(CoreFormat, OnlyElfMappingsAreModules) {
+  // Issue 32 item 7: a file mapping is a module only if it holds an ELF object. The core's
+  // first page decides when it was dumped, else the file when it is a regular one, a device
+  // never is one, and with nothing to look at only an executable mapping is taken for code.
+  TempDir dir;
+  const std::string data_file = dir.file("shm-like-data");
+  { std::ofstream(data_file) << std::string(8192, 'd'); }  // exists, regular, not ELF
+  CoreBuilder b(kEmX86_64, false);
+  b.note("CORE", 1, b.prstatus(0, 9, {}, 27 * 8));
+  b.note("CORE", 6, b.words({3, 0x400000 + 64, 5, 1, 6, 4096, 0, 0}));  // AT_PHDR/PHNUM/PAGESZ
+  // A page holding an ELF64 header and one PT_LOAD of file page 0 at vaddr 0.
+  auto elf_page = [&] {
+    std::vector<uint8_t> p = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    p.resize(16, 0);
+    b.put(p, 3, 2);   // ET_DYN
+    b.put(p, 62, 2);  // EM_X86_64
+    b.put(p, 1, 4);   // version
+    b.put(p, 0, 8);   // entry
+    b.put(p, 64, 8);  // phoff
+    b.put(p, 0, 8);   // shoff
+    b.put(p, 0, 4);   // flags
+    b.put(p, 64, 2);  // ehsize
+    b.put(p, 56, 2);  // phentsize
+    b.put(p, 1, 2);   // phnum
+    b.put(p, 64, 2);  // shentsize
+    b.put(p, 0, 2);   // shnum
+    b.put(p, 0, 2);   // shstrndx
+    b.put(p, 1, 4);   // PT_LOAD
+    b.put(p, 5, 4);   // R+X
+    b.put(p, 0, 8);   // offset
+    b.put(p, 0, 8);   // vaddr
+    b.put(p, 0, 8);   // paddr
+    b.put(p, 0x1000, 8);
+    b.put(p, 0x1000, 8);
+    b.put(p, 0x1000, 8);
+    p.resize(0x1000, 0);
+    return p;
+  };
+  struct Map {
+    uint64_t start, end;
+    std::string path;
+  };
+  const std::vector<Map> maps = {
+      {0x10000, 0x12000, "/nonexistent/deleted-lib.so (deleted)"},  // R+X, not dumped
+      {0x20000, 0x21000, "/nonexistent/deleted-data (deleted)"},    // R, not dumped
+      {0x30000, 0x31000, "/dev/zero (deleted)"},                    // RW, dumped zeros
+      {0x40000, 0x41000, "/dev/null"},                              // R+X, not dumped
+      {0x50000, 0x51000, "/nonexistent/memfd-elf (deleted)"},       // R, dumped ELF page
+      {0x60000, 0x62000, data_file},                                // R+X, not dumped
+      {0x400000, 0x401000, "/nonexistent/prog"},                    // the executable
+  };
+  std::vector<uint8_t> nt = b.words({maps.size(), 4096});
+  for (const Map& m : maps) {
+    std::vector<uint8_t> w = b.words({m.start, m.end, 0});
+    nt.insert(nt.end(), w.begin(), w.end());
+  }
+  for (const Map& m : maps) nt.insert(nt.end(), m.path.c_str(), m.path.c_str() + m.path.size() + 1);
+  b.note("CORE", 0x46494c45, nt);
+  b.load(0x10000, {}, 0x2000, 5);
+  b.load(0x20000, {}, 0x1000, 4);
+  b.load(0x30000, std::vector<uint8_t>(0x1000, 0), 0x1000, 6);
+  b.load(0x40000, {}, 0x1000, 5);
+  b.load(0x50000, elf_page(), 0x1000, 4);
+  b.load(0x60000, {}, 0x2000, 5);
+  b.load(0x400000, elf_page(), 0x1000, 5);
+  auto t = ehbt::open_core(b.write(dir, "datamaps.core"));
+  ASSERT_TRUE(t.has_value()) << t.error();
+
+  // Modules: the executable and the ELF whose file is gone, both placed by their headers.
+  std::vector<std::string> modules;
+  for (const ehbt::Module& m : t.value()->modules().modules()) modules.push_back(m.path);
+  std::sort(modules.begin(), modules.end());
+  EXPECT_EQ(modules, (std::vector<std::string>{"/nonexistent/memfd-elf", "/nonexistent/prog"}));
+  const ehbt::Module* elf = t.value()->modules().find(0x50010);
+  ASSERT_NE(elf, nullptr);
+  EXPECT_EQ(elf->bias, 0x50000u);
+  EXPECT_EQ(elf->missing, "memfd-elf not found (named by the core)");
+  // Missing files are said for the three modules only (the executable deleted library cannot
+  // be placed without its headers or file, but it is still a missing module).
+  std::vector<std::string> missing;
+  for (const ehbt::Warning& w : t.value()->warnings()) {
+    EXPECT_EQ(w.kind, ehbt::kWarningMissingFile) << w.line();
+    missing.push_back(w.path);
+  }
+  std::sort(missing.begin(), missing.end());
+  EXPECT_EQ(missing, (std::vector<std::string>{"/nonexistent/deleted-lib.so",
+                                               "/nonexistent/memfd-elf", "/nonexistent/prog"}));
 }
 
 TEST(CoreFormat, TruncationIsSaidOrRefused) {

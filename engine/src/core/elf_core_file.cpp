@@ -267,7 +267,20 @@ Expected<ParsedCore, std::string> parse_core(std::span<const std::byte> file,
     return unexpected(std::string("no threads (NT_PRSTATUS) in notes"));
   std::stable_sort(core.segments.begin(), core.segments.end(),
                    [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
+  mark_executable_mappings(core.notes.files, core.segments);
   return core;
+}
+
+void mark_executable_mappings(std::vector<FileMapping>& files,
+                              const std::vector<CoreSegment>& segments) {
+  for (FileMapping& f : files) {
+    // The last segment starting at or below the mapping's start is the one holding it.
+    auto it = std::upper_bound(segments.begin(), segments.end(), f.start,
+                               [](uint64_t a, const CoreSegment& s) { return a < s.vaddr; });
+    if (it == segments.begin()) continue;
+    --it;
+    f.executable = f.start - it->vaddr < it->memsz && (it->flags & PF_X) != 0;
+  }
 }
 
 }  // namespace ehbt::core

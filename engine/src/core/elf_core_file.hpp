@@ -33,7 +33,14 @@ struct FileMapping {
   uint64_t end = 0;
   uint64_t offset = 0;
   std::string path;
+  // Mapped with execute permission: 'x' in /proc/PID/maps; for a core, set from the PF_X of
+  // the PT_LOAD holding it (mark_executable_mappings), NT_FILE itself carries no permissions.
+  bool executable = false;
 };
+
+// Sets FileMapping::executable from the core's segments (sorted by vaddr).
+void mark_executable_mappings(std::vector<FileMapping>& files,
+                              const std::vector<CoreSegment>& segments);
 
 struct SigInfoNote {
   int signo = 0;

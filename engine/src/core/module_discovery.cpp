@@ -34,6 +34,19 @@ std::string exe_name_from_psinfo(const std::string& fname, const std::string& ps
   return fname.empty() ? first : fname;
 }
 
+bool ModuleCollector::is_module(const std::string& path, uint64_t base, bool executable) {
+  MappingEvidence e;
+  e.executable = executable;
+  std::byte magic[4];
+  if (mem_.read(base, magic) == sizeof magic) {
+    e.first_page_elf = magic[0] == std::byte{0x7f} && magic[1] == std::byte{'E'} &&
+                       magic[2] == std::byte{'L'} && magic[3] == std::byte{'F'};
+  } else {
+    e.file = resolver_.file_content(path, false);
+  }
+  return is_module_mapping(e);
+}
+
 bool ModuleCollector::covered(uint64_t addr) const {
   for (const Module& m : modules_) {
     if (m.contains(addr)) return true;
@@ -68,6 +81,7 @@ std::string ModuleCollector::add_from_mappings(const std::vector<FileMapping>& f
     std::string path;
     std::optional<uint64_t> base;
     uint64_t start = UINT64_MAX, end = 0;
+    bool executable = false;
   };
   std::vector<Instance> instances;
   std::unordered_map<std::string, std::size_t> current;
@@ -77,7 +91,7 @@ std::string ModuleCollector::add_from_mappings(const std::vector<FileMapping>& f
     auto it = current.find(path);
     if (f.offset == 0 || it == current.end()) {
       if (instances.size() >= limits_.max_modules) break;
-      instances.push_back(Instance{path, std::nullopt, f.start, f.end});
+      instances.push_back(Instance{path, std::nullopt, f.start, f.end, f.executable});
       current[path] = instances.size() - 1;
       if (f.offset == 0) instances.back().base = f.start;
       continue;
@@ -85,6 +99,7 @@ std::string ModuleCollector::add_from_mappings(const std::vector<FileMapping>& f
     Instance& in = instances[it->second];
     in.start = std::min(in.start, f.start);
     in.end = std::max(in.end, f.end);
+    in.executable |= f.executable;
   }
 
   // The executable is the instance holding AT_PHDR (or AT_ENTRY); else the first one.
@@ -99,12 +114,22 @@ std::string ModuleCollector::add_from_mappings(const std::vector<FileMapping>& f
       }
     }
   }
-  if (!exe && !instances.empty()) exe = 0;
+  // Data files (locales, caches, shared memory, /dev/zero) are mapped too: only ELF objects
+  // are modules. The executable holds AT_PHDR or AT_ENTRY, so it is one by definition.
+  std::vector<bool> module(instances.size(), false);
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    if (!instances[i].base) continue;  // no header mapped: not a loaded ELF object
+    module[i] = (exe && *exe == i) ||
+                is_module(instances[i].path, *instances[i].base, instances[i].executable);
+  }
+  for (std::size_t i = 0; !exe && i < instances.size(); ++i) {
+    if (module[i]) exe = i;
+  }
 
   std::string exe_path;
   for (std::size_t i = 0; i < instances.size(); ++i) {
     const Instance& in = instances[i];
-    if (!in.base) continue;  // no header mapped: not a loaded ELF object
+    if (!module[i]) continue;
     ModuleHint h;
     h.path = in.path;
     h.base = in.base;

@@ -49,6 +49,9 @@ class ModuleCollector {
 
  private:
   bool covered(uint64_t addr) const;
+  // Whether the mapping of `path` from offset 0 at `base` holds an ELF object (see
+  // mapped_object.hpp): one read of the target's first bytes there, else of the file's.
+  bool is_module(const std::string& path, uint64_t base, bool executable);
   const ResolvedModule* add(const ModuleHint& hint);
   void walk_link_map(uint64_t r_debug);
   // The run of adjacent mapped ranges from the one holding `from` through the one holding

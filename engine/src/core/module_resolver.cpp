@@ -149,11 +149,8 @@ std::shared_ptr<const Image> ModuleResolver::open_one(const std::string& file) {
   return std::shared_ptr<const Image>(std::move(img.value()));
 }
 
-std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
-                                                       bool main_executable, std::string& found,
-                                                       std::string* unreadable) {
-  found.clear();
-  if (unreadable != nullptr) unreadable->clear();
+std::vector<std::string> ModuleResolver::candidates(const std::string& path,
+                                                    bool main_executable) const {
   std::vector<std::string> candidates;
   if (!path.empty() && path.front() == '[') {
     // [vdso], [vsyscall] and friends are not files; they only exist in target memory.
@@ -166,7 +163,23 @@ std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
     }
     candidates.push_back(path);
   }
-  for (const std::string& c : candidates) {
+  return candidates;
+}
+
+FileContent ModuleResolver::file_content(const std::string& path, bool main_executable) const {
+  for (const std::string& c : candidates(path, main_executable)) {
+    FileContent k = core::file_content(c);
+    if (k != FileContent::kUnavailable) return k;
+  }
+  return FileContent::kUnavailable;
+}
+
+std::shared_ptr<const Image> ModuleResolver::open_file(const std::string& path,
+                                                       bool main_executable, std::string& found,
+                                                       std::string* unreadable) {
+  found.clear();
+  if (unreadable != nullptr) unreadable->clear();
+  for (const std::string& c : candidates(path, main_executable)) {
     if (auto img = open_one(c)) {
       found = c;
       return img;

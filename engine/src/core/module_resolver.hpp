@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/debuginfod_fetch.hpp"
+#include "core/mapped_object.hpp"
 #include "core/target_elf.hpp"
 #include "ehbt/core.hpp"
 
@@ -70,6 +71,9 @@ class ModuleResolver {
   std::shared_ptr<const Image> open_file(const std::string& path, bool main_executable,
                                          std::string& found, std::string* unreadable = nullptr);
 
+  // What the file open_file() would look at holds: the first candidate that exists decides.
+  FileContent file_content(const std::string& path, bool main_executable) const;
+
   // Where to say what could not be found, matched or fetched; none by default.
   void set_warnings(std::vector<Warning>* warnings) { warnings_ = warnings; }
   // The target's address size (4 or 8): how wide its pointers in memory are.
@@ -78,6 +82,8 @@ class ModuleResolver {
   void set_named_by(std::string who) { named_by_ = std::move(who); }
 
  private:
+  // The files that may be the one the target names `path`, in the order they are tried.
+  std::vector<std::string> candidates(const std::string& path, bool main_executable) const;
   std::shared_ptr<const Image> open_one(const std::string& file);
   // Records why module `m` has no file (Module::missing, and a warning). `unreadable` and
   // `mismatch` as found by resolve(); both empty: no file was found at all.

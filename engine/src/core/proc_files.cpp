@@ -57,7 +57,7 @@ std::vector<FileMapping> parse_proc_maps(const std::string& text, std::size_t ma
     pos = eol + 1;
     std::size_t p = 0;
     std::string_view range = next_field(line, p);
-    next_field(line, p);  // perms
+    std::string_view perms = next_field(line, p);
     std::string_view offset = next_field(line, p);
     next_field(line, p);  // dev
     next_field(line, p);  // inode
@@ -70,6 +70,7 @@ std::vector<FileMapping> parse_proc_maps(const std::string& text, std::size_t ma
       continue;
     }
     m.path = std::string(line.substr(p));
+    m.executable = perms.size() > 2 && perms[2] == 'x';
     out.push_back(std::move(m));
   }
   return out;
