@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/prstatus.hpp"
+#include "core/siginfo.hpp"
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
 #include "ehbt/limits.hpp"
@@ -33,12 +34,6 @@ struct FileMapping {
   uint64_t end = 0;
   uint64_t offset = 0;
   std::string path;
-};
-
-struct SigInfoNote {
-  int signo = 0;
-  int code = 0;
-  uint64_t addr = 0;
 };
 
 struct CoreNotes {
