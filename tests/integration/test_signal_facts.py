@@ -263,3 +263,23 @@ def test_gcore_snapshot_has_no_crashing_thread(gcore_core, victim, ehbt_bin, bui
     rdoc = ehbt.target_report(target, "all").to_dict()
     assert rdoc["signal"] is None
     assert not any(t["crashing"] for t in rdoc["threads"])
+
+
+def _gdb_plugin_doc(build_dir, exe, core):
+    import ehbt_py as h
+
+    out = h.run_gdb(build_dir, [exe, core], ["ehbt -json"])
+    line = [t for t in out.splitlines() if t.startswith('{"format"')]
+    assert line, out
+    return json.loads(line[0])
+
+
+def test_gdb_plugin_says_the_same(kill_core, gcore_core, victim, build_dir):
+    # The debugger plugins read a core's signal from the engine, through the same report.
+    core, pid, uid = kill_core
+    doc = _gdb_plugin_doc(build_dir, victim, core)
+    assert doc["signal"] == {"number": 11, "name": "SIGSEGV", "code": 0, "address": None,
+                             "sender": {"pid": pid, "uid": uid}}
+    snap = _gdb_plugin_doc(build_dir, victim, gcore_core)
+    assert snap["signal"] is None
+    assert not any(t["crashing"] for t in snap["threads"])
