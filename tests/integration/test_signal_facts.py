@@ -283,3 +283,29 @@ def test_gdb_plugin_says_the_same(kill_core, gcore_core, victim, build_dir):
     snap = _gdb_plugin_doc(build_dir, victim, gcore_core)
     assert snap["signal"] is None
     assert not any(t["crashing"] for t in snap["threads"])
+
+
+def test_signature_prefix_of_each_kind_of_signal():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "triage"))
+    from ehbt_triage.signature import signal_prefix
+
+    sent = {"number": 11, "name": "SIGSEGV", "code": 0, "address": None,
+            "sender": {"pid": 1, "uid": 0}}
+    assert signal_prefix(sent) == "SIGSEGV sent "
+    # A document written before "sender" existed: the sender's pid 1 stood in "address".
+    assert signal_prefix({"number": 11, "name": "SIGSEGV", "code": 0,
+                          "address": "0x1"}) == "SIGSEGV sent "
+    assert signal_prefix({"number": 11, "name": "SIGSEGV", "code": -6,
+                          "address": None}) == "SIGSEGV sent "
+    assert signal_prefix({"number": 11, "name": "SIGSEGV", "code": 1,
+                          "address": "0x0"}) == "SIGSEGV@0x0 "
+    assert signal_prefix({"number": 11, "name": "SIGSEGV", "code": 128,
+                          "address": None}) == "SIGSEGV "
+    # No NT_SIGINFO: the code is unknown, the signal is only named.
+    assert signal_prefix({"number": 11, "name": "SIGSEGV", "code": None,
+                          "address": None}) == "SIGSEGV "
+    assert signal_prefix({"number": 6, "name": "SIGABRT", "code": -6, "address": None,
+                          "sender": {"pid": 9, "uid": 0}}) == ""
+    assert signal_prefix(None) == ""
