@@ -79,8 +79,13 @@ def test_a_report_put_together_like_a_plugin_is_the_same(ehbt, ehbt_bin, core):
         index = target.crashing_thread if target.crashing_thread < len(target.threads) else 0
         thread = target.threads[index]
         report = ehbt.Report(target.arch, core=core, executable=target.executable)
-        if target.signal is not None:
-            report.set_signal(target.signal.number, target.signal.code, target.signal.address)
+        sig = target.signal
+        if sig is not None:
+            # A signal a process sent (abort's tgkill) names its sender, not an address.
+            sender = sig.sender
+            report.set_signal(sig.number, sig.code, sig.address,
+                              sender_pid=sender.pid if sender else None,
+                              sender_uid=sender.uid if sender else None)
         report.set_modules(target.modules)
         for w in target.warnings:
             report.add_warning(w)

@@ -33,8 +33,11 @@ The rule (kept in one place so the report, the store and the docs agree):
    marked unreliable in the store, the JSONL and the report -- two crashes of different
    programs or architectures never share it.
 6. Unless the signal is SIGABRT (the skipped frames already say "abort"), the signal name is
-   put in front, followed by a space: ``SIGSEGV@0x0`` when the fault address lies in the
-   null page (< 4096), else the plain name (``SIGSEGV``, ``SIGBUS``, ...). No signal: nothing.
+   put in front, followed by a space: ``SIGSEGV sent`` when a process sent it (si_code <= 0:
+   ``kill``, ``tgkill``, ``sigqueue``; its siginfo holds the sender's pid, not an address, so
+   no address is read and two senders share a bucket), ``SIGSEGV@0x0`` when the fault address
+   lies in the null page (< 4096), else the plain name (``SIGSEGV``, ``SIGBUS``, ...). No
+   signal (a live process, a gcore snapshot): nothing.
 
 Each frame also has a stable key ``<build-id>+0x<module_offset>`` (the module's basename when
 it has no build-id) that identifies the instruction across builds' file names and ASLR.
@@ -331,12 +334,20 @@ def crashing_thread(doc):
 
 
 def signal_prefix(signal):
-    """'SIGSEGV@0x0 ', 'SIGBUS ', or '' for SIGABRT and for no signal (rule 5)."""
+    """'SIGSEGV@0x0 ', 'SIGSEGV sent ', 'SIGBUS ', or '' for SIGABRT and for no signal
+    (rule 6)."""
     if not signal:
         return ""
     name = signal.get("name") or "SIG%s" % signal.get("number")
     if name == "SIGABRT":
         return ""
+    code = signal.get("code")
+    # SI_TIMER (-2) and SI_SIGIO (-5) are queued by the kernel, not sent by a process.
+    if signal.get("sender") is not None or (isinstance(code, int) and code <= 0
+                                             and code not in (-2, -5)):
+        # Sent by a process: documents made before "sender" existed still carry the sender's
+        # pid as "address"; the code says it is none.
+        return name + " sent "
     addr = _hex(signal.get("address"))
     if addr is not None and addr < NULL_PAGE and name in ("SIGSEGV", "SIGBUS"):
         return "%s@0x0 " % name

@@ -28,15 +28,38 @@ struct ThreadState {
   std::string name;
 };
 
+// The process that sent a signal (siginfo's si_pid and si_uid), as the kernel recorded it:
+// the pid is in the sender's pid namespace as seen from the receiver's.
+struct SignalSender {
+  int32_t pid = 0;
+  uint32_t uid = 0;
+  bool operator==(const SignalSender&) const = default;
+};
+
 struct SignalInfo {
   int number = 0;
   // si_code from NT_SIGINFO (or from PRSTATUS's pr_info when it describes the same signal);
   // nothing when the core does not say: an unknown code is unknown, not SI_USER (0).
   std::optional<int> code;
-  std::optional<uint64_t> address;  // fault address for SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP
+  // The fault address: only for a fault the kernel raised (SIGSEGV/SIGBUS/SIGILL/SIGFPE/
+  // SIGTRAP with a positive si_code; SI_KERNEL only when the kernel put a non-zero address
+  // there). Never for a signal a process sent: that word of siginfo is the sender's pid.
+  std::optional<uint64_t> address;
+  // Who sent it, for a signal a process sent (si_code <= 0: SI_USER, SI_TKILL, SI_QUEUE, ...,
+  // but not SI_TIMER or SI_SIGIO, whose siginfo holds no sender).
+  std::optional<SignalSender> sender;
 };
 
 std::string signal_name(int number);  // "SIGSEGV"; "SIG<n>" when unknown
+
+// Which member of siginfo's union a signal's si_code says holds (<asm-generic/siginfo.h>).
+// A fault address: SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP with a positive code the kernel set
+// for the fault; SI_KERNEL only with a non-zero `address` (force_sig() leaves si_pid = si_uid =
+// 0 there: no address). Nothing is known of an unknown code.
+bool signal_carries_address(int number, std::optional<int> code, uint64_t address);
+// A sender (si_pid, si_uid): a signal a process sent, si_code <= 0 (SI_USER, SI_TKILL,
+// SI_QUEUE, SI_MESGQ, ...) but SI_TIMER and SI_SIGIO, whose union holds timer or poll data.
+bool signal_carries_sender(std::optional<int> code);
 
 // Something the target could not tell or the engine could not find, said once. `kind` is one
 // of the kWarning* names below; `path` is the file concerned ("" when none); `option` the
@@ -107,7 +130,13 @@ class Target {
   const std::vector<ThreadState>& threads() const { return threads_; }
   // Index into threads() of the thread that took the signal (0 when none did).
   std::size_t crashing_thread() const { return crashing_; }
+  // The signal that killed the process; nothing for a live process, a core that records no
+  // signal, or a snapshot (then no thread crashed).
   const std::optional<SignalInfo>& signal() const { return signal_; }
+  // A core written while the process ran on (gcore, other dumpers): the signal its threads
+  // were stopped with is one the kernel never dumps a core for (SIGSTOP), so nothing crashed.
+  // That stop signal, kept for the report's header; signal() is then nothing.
+  const std::optional<SignalInfo>& snapshot_signal() const { return snapshot_signal_; }
   const std::string& executable() const { return executable_; }
   const ModuleSet& modules() const { return modules_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
@@ -140,6 +169,7 @@ class Target {
   std::vector<ThreadState> threads_;
   std::size_t crashing_ = 0;
   std::optional<SignalInfo> signal_;
+  std::optional<SignalInfo> snapshot_signal_;
   std::string executable_;
   ModuleSet modules_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;

@@ -71,7 +71,10 @@ struct SignalLine {
   int number = 0;
   std::string name;         // "SIGSEGV"
   std::optional<int> code;  // nothing when the target does not say
+  // Only for a signal that carries a fault address (signal_carries_address).
   std::optional<uint64_t> address;
+  // Only for a signal a process sent (signal_carries_sender): si_pid and si_uid.
+  std::optional<SignalSender> sender;
 };
 
 // Whether the executable's file backs the report.
@@ -90,6 +93,9 @@ struct BacktraceReport {
   std::string executable;
   ExecutableState executable_state = ExecutableState::Found;
   std::optional<SignalLine> signal;
+  // A snapshot (a core gcore wrote while the process ran on): the signal its threads were
+  // stopped with. `signal` is then nothing and no thread is crashing.
+  std::optional<SignalLine> snapshot_signal;
   std::vector<ModuleLine> modules;
   std::vector<ThreadReport> threads;
   std::vector<Warning> warnings;  // what could not be known, each once
@@ -117,9 +123,14 @@ struct CollectOptions {
 FrameLine describe_frame(const Frame& frame, uint32_t index, const ModuleSet& modules,
                          bool with_symbol = true);
 
-// The signal line of a signal number (nothing for 0: no signal).
+// The signal line of a signal number (nothing for 0: no signal). What the code says the
+// siginfo does not hold is dropped, so no front end reports a fault address for a signal a
+// process sent (whose address word is the sender's pid) or a sender for a fault.
 std::optional<SignalLine> signal_line(int number, std::optional<int> code = std::nullopt,
-                                      std::optional<uint64_t> address = std::nullopt);
+                                      std::optional<uint64_t> address = std::nullopt,
+                                      std::optional<SignalSender> sender = std::nullopt);
+// The same for a target's signal.
+SignalLine signal_line(const SignalInfo& signal);
 
 // Lists `modules` in the report (in the set's order, which describe_frame's indexes follow)
 // and says whether the executable's file was found or is another build.
@@ -162,7 +173,9 @@ using RenderSink = std::function<void(std::string&)>;
 // fresh pages for it as it grows (~12 us each on a VM).
 inline constexpr std::size_t kRenderChunk = 64 * 1024;
 
-// A header (core or process, executable, arch, signal), then one block per thread:
+// A header (core or process, executable, arch, signal: "Signal: none (no thread crashed: a
+// snapshot, e.g. by gcore; threads stopped by SIGSTOP, SI_KERNEL)" for a snapshot), then one
+// block per thread:
 //   Thread 4242 "name" (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
 //   #0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server
 //   #1  0x00007f0000001000 in ?? ()
@@ -207,7 +220,7 @@ std::span<const FrameSource> all_frame_sources();
 // "SEGV_MAPERR", "SI_TKILL", ...; "" when the code means nothing known for this signal.
 std::string_view signal_code_name(int signo, int code);
 // "SIGSEGV, SEGV_MAPERR at 0x0": name, code name (or "code N"; nothing when unknown), fault
-// address when known.
+// address when known; "SIGSEGV, SI_USER sent by pid 1 (uid 0)" for a signal a process sent.
 std::string describe_signal(const SignalLine& signal);
 
 // The DWARF register `reg` of `arch` by its assembler name ("rsp", "x29", "sp", "r15").

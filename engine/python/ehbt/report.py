@@ -37,26 +37,39 @@ def _address(signal):
     return int(address, 16) if isinstance(address, str) else address
 
 
+def _sender_args(sender):
+    """set_signal's sender_pid/sender_uid from a record's "sender" ({"pid", "uid"} or None)."""
+    if not sender:
+        return {}
+    return {"sender_pid": sender["pid"], "sender_uid": sender["uid"]}
+
+
 def _report(arch="x86_64", signal=None, **header):
     report = _ehbt.Report(arch, **header)
     if signal is not None:
-        report.set_signal(signal["number"], signal.get("code"), _address(signal))
+        report.set_signal(signal["number"], signal.get("code"), _address(signal),
+                          **_sender_args(signal.get("sender")))
     return report
 
 
-def signal_record(number, code=None, address=None):
-    """The signal object of the document, or None when there was no signal."""
+def signal_record(number, code=None, address=None, sender=None):
+    """The signal object of the document, or None when there was no signal. `sender`: the
+    {"pid", "uid"} of a process that sent it (kept only where the code says one did)."""
     if not number:
         return None
     report = _ehbt.Report("x86_64")
-    report.set_signal(int(number), None if code is None else int(code), address)
+    report.set_signal(int(number), None if code is None else int(code), address,
+                      **_sender_args(sender))
     return report.to_dict()["signal"]
 
 
 def target_signal(target):
     """The signal record of an ehbt.Target, or None."""
     sig = target.signal
-    return None if sig is None else signal_record(sig.number, sig.code, sig.address)
+    if sig is None:
+        return None
+    sender = {"pid": sig.sender.pid, "uid": sig.sender.uid} if sig.sender else None
+    return signal_record(sig.number, sig.code, sig.address, sender)
 
 
 def thread_record(tid, backtrace, crashing=False, name=None, symbol_of=None):
@@ -98,7 +111,8 @@ def dumps(doc):
 
 def describe_signal(signal):
     """A signal record as the text says it: "SIGSEGV, SEGV_MAPERR at 0x0"."""
-    return _ehbt.describe_signal(signal["number"], signal.get("code"), _address(signal))
+    return _ehbt.describe_signal(signal["number"], signal.get("code"), _address(signal),
+                                 **_sender_args(signal.get("sender")))
 
 
 def thread_header(tid, crashing=False, signal=None, name=None):

@@ -90,10 +90,22 @@ void bind_core(pyb::module_& m) {
         return "Thread(tid=" + std::to_string(t.tid) + ", pc=" + hex(t.regs.pc()) + ")";
       });
 
+  pyb::class_<SignalSender>(m, "SignalSender", "The process that sent a signal: si_pid and si_uid.")
+      .def_readonly("pid", &SignalSender::pid)
+      .def_readonly("uid", &SignalSender::uid)
+      .def("__repr__", [](const SignalSender& s) {
+        return "SignalSender(pid=" + std::to_string(s.pid) + ", uid=" + std::to_string(s.uid) + ")";
+      });
+
   pyb::class_<SignalInfo>(m, "Signal", "The signal that stopped the target.")
       .def_readonly("number", &SignalInfo::number)
       .def_readonly("code", &SignalInfo::code, "si_code; None when the target does not say.")
-      .def_readonly("address", &SignalInfo::address)
+      .def_readonly("address", &SignalInfo::address,
+                    "The fault address; None unless the signal carries one (a fault the kernel "
+                    "raised, not a signal a process sent).")
+      .def_readonly("sender", &SignalInfo::sender,
+                    "A SignalSender for a signal a process sent (SI_USER, SI_TKILL, SI_QUEUE, "
+                    "...), else None.")
       .def_property_readonly("name", [](const SignalInfo& s) { return signal_name(s.number); })
       .def("__repr__", [](const SignalInfo& s) {
         return "Signal(" + signal_name(s.number) +
@@ -140,6 +152,10 @@ void bind_core(pyb::module_& m) {
           "crashing_thread", [](PyTarget& t) { return live(t).crashing_thread(); },
           "Index into threads of the thread that took the signal.")
       .def_property_readonly("signal", [](PyTarget& t) { return live(t).signal(); })
+      .def_property_readonly(
+          "snapshot_signal", [](PyTarget& t) { return live(t).snapshot_signal(); },
+          "A snapshot (a core gcore wrote while the process ran on): the signal its threads "
+          "were stopped with (signal is then None: no thread crashed); else None.")
       .def_property_readonly(
           "warnings", [](PyTarget& t) { return live(t).warnings(); },
           "What could not be known (missing, mismatched or unreadable files, a truncated core, "

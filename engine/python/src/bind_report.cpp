@@ -52,6 +52,12 @@ pyb::object json_loads(const std::string& text) {
   return pyb::module_::import("json").attr("loads")(text);
 }
 
+// A signal's sender from set_signal's sender_pid/sender_uid (nothing without a pid).
+std::optional<SignalSender> sender(std::optional<int32_t> pid, std::optional<uint32_t> uid) {
+  if (!pid) return std::nullopt;
+  return SignalSender{*pid, uid.value_or(0)};
+}
+
 std::optional<uint64_t> optional_address(const pyb::handle& obj) {
   if (obj.is_none()) return std::nullopt;
   return obj.cast<uint64_t>();
@@ -162,11 +168,13 @@ void bind_report(pyb::module_& m) {
 
   m.def(
       "describe_signal",
-      [](int number, std::optional<int> code, const pyb::handle& address) {
-        auto sig = rep::signal_line(number, code, optional_address(address));
+      [](int number, std::optional<int> code, const pyb::handle& address,
+         std::optional<int32_t> pid, std::optional<uint32_t> uid) {
+        auto sig = rep::signal_line(number, code, optional_address(address), sender(pid, uid));
         return sig ? rep::describe_signal(*sig) : std::string("none");
       },
       pyb::arg("number"), pyb::arg("code") = pyb::none(), pyb::arg("address") = pyb::none(),
+      pyb::arg("sender_pid") = pyb::none(), pyb::arg("sender_uid") = pyb::none(),
       "The signal as the text reports say it: 'SIGSEGV, SEGV_MAPERR at 0x0' (no code or "
       "address when unknown; 'none' for 0).");
   m.def(
@@ -304,11 +312,17 @@ void bind_report(pyb::module_& m) {
       .def(
           "set_signal",
           [](PyReport& p, std::optional<int> number, std::optional<int> code,
-             const pyb::handle& address) {
-            p.r.signal = rep::signal_line(number.value_or(0), code, optional_address(address));
+             const pyb::handle& address, std::optional<int32_t> sender_pid,
+             std::optional<uint32_t> sender_uid) {
+            p.r.signal = rep::signal_line(number.value_or(0), code, optional_address(address),
+                                          sender(sender_pid, sender_uid));
           },
           pyb::arg("number"), pyb::arg("code") = pyb::none(), pyb::arg("address") = pyb::none(),
-          "The signal that stopped the target (None or 0: none). code None: unknown (no "
+          pyb::arg("sender_pid") = pyb::none(), pyb::arg("sender_uid") = pyb::none(),
+          "The signal that stopped the target (None or 0: none). The code decides what is kept: "
+          "the address only for a fault (si_code > 0 of SIGSEGV, SIGBUS, SIGILL, SIGFPE, "
+          "SIGTRAP; SI_KERNEL when non-zero), the sender (si_pid, si_uid) only for a signal a "
+          "process sent (si_code <= 0 but SI_TIMER, SI_SIGIO). code None: unknown (no "
           "siginfo), not SI_USER.")
       .def(
           "set_modules",

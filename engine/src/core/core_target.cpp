@@ -18,11 +18,6 @@ namespace {
 constexpr uint64_t kDefaultPageSize = 4096;
 constexpr std::size_t kMaxExecfn = 4096;
 
-bool signal_has_address(int signo) {
-  // SIGILL 4, SIGTRAP 5, SIGBUS 7, SIGFPE 8, SIGSEGV 11: the same numbers on all three arches.
-  return signo == 4 || signo == 5 || signo == 7 || signo == 8 || signo == 11;
-}
-
 class CoreTarget final : public Target {
  public:
   static Expected<std::unique_ptr<Target>, std::string> open(const std::string& path,
@@ -67,11 +62,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   }
 
   if (notes.siginfo && notes.siginfo->signo != 0) {
-    SignalInfo si;
-    si.number = notes.siginfo->signo;
-    si.code = notes.siginfo->code;
-    if (signal_has_address(si.number)) si.address = notes.siginfo->addr;
-    t->signal_ = si;
+    t->signal_ = core::signal_facts(*notes.siginfo);
   } else if (found_crashing) {
     // Only the number is known (pr_cursig). PRSTATUS's pr_info carries no code: the kernel
     // and qemu fill in si_signo alone, so its zero would read as SI_USER.
@@ -84,6 +75,15 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
                               "the core has no NT_SIGINFO note: the signal's code and fault "
                               "address are unknown",
                               "", ""});
+  }
+  if (t->signal_ && !core::signal_dumps_core(t->signal_->number)) {
+    // The kernel dumps a core only for a signal whose default action says so: a core that
+    // records another one (gcore stops every thread with SIGSTOP) was written while the
+    // process ran on. No thread crashed; the stop signal is kept for the header.
+    t->snapshot_signal_ = std::move(t->signal_);
+    t->signal_.reset();
+    t->crashing_ = 0;
+    for (ThreadState& ts : t->threads_) ts.signal = 0;
   }
   if (pc.truncation.cut()) {
     const core::CoreTruncation& cut = pc.truncation;

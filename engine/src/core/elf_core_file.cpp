@@ -21,13 +21,6 @@ constexpr std::size_t kPsArgs = 56;
 constexpr std::size_t kPsArgs32 = 44;
 constexpr std::size_t kPsArgsLen = 80;
 
-// siginfo_t (64-bit): si_signo 0, si_errno 4, si_code 8, si_addr 16 (for fault signals). The
-// 32-bit siginfo has no padding before the union: si_addr (4 bytes) at 12.
-constexpr std::size_t kSiSigno = 0;
-constexpr std::size_t kSiCode = 8;
-constexpr std::size_t kSiAddr = 16;
-constexpr std::size_t kSiAddr32 = 12;
-
 // ELF32 header fields (Elf32_Ehdr) and Elf32_Shdr::sh_info; the ELF64 ones are used inline.
 constexpr std::size_t kEh32Phoff = 28, kEh32Shoff = 32, kEh32Phentsize = 42, kEh32Phnum = 44,
                       kEh32Shentsize = 46;
@@ -95,16 +88,9 @@ void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> na
       notes.psargs = d.str(args, kPsArgsLen);
       break;
     }
-    case kNtSiginfo: {
-      const std::size_t addr = is32 ? kSiAddr32 : kSiAddr;
-      if (desc.size() < addr + w || notes.siginfo) break;
-      SigInfoNote si;
-      si.signo = d.s32(kSiSigno);
-      si.code = d.s32(kSiCode);
-      si.addr = d.u(addr, w);
-      notes.siginfo = si;
+    case kNtSiginfo:
+      if (!notes.siginfo) notes.siginfo = decode_siginfo(arch, desc, be);
       break;
-    }
     case kNtAuxv:
       // Entries of two words {tag, value}.
       if (!notes.auxv.empty()) break;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/prstatus.hpp"
+#include "core/siginfo.hpp"
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
 #include "ehbt/limits.hpp"
@@ -41,12 +42,6 @@ struct FileMapping {
 // Sets FileMapping::executable from the core's segments (sorted by vaddr).
 void mark_executable_mappings(std::vector<FileMapping>& files,
                               const std::vector<CoreSegment>& segments);
-
-struct SigInfoNote {
-  int signo = 0;
-  int code = 0;
-  uint64_t addr = 0;
-};
 
 struct CoreNotes {
   std::vector<PrStatus> threads;  // NT_PRSTATUS, in note order

@@ -176,9 +176,8 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   report.arch = std::string(arch_info(target.arch()).name);
   report.executable = target.executable();
   report.warnings = target.warnings();
-  if (const auto& sig = target.signal()) {
-    report.signal = SignalLine{sig->number, signal_name(sig->number), sig->code, sig->address};
-  }
+  if (const auto& sig = target.signal()) report.signal = signal_line(*sig);
+  if (const auto& sig = target.snapshot_signal()) report.snapshot_signal = signal_line(*sig);
   set_modules(report, target.modules());
 
   // A process whose stacks were copied at the stop runs again before the walks.

@@ -43,8 +43,16 @@ void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOpt
         .field("number", r.signal->number)
         .field("name", r.signal->name)
         .field("code", r.signal->code)
-        .address_field("address", r.signal->address)
-        .end_object();
+        .address_field("address", r.signal->address);
+    // Only for a signal a process sent: other signals keep their shape.
+    if (const auto& from = r.signal->sender) {
+      w.key("sender")
+          .begin_object(true)
+          .field("pid", static_cast<int64_t>(from->pid))
+          .field("uid", static_cast<int64_t>(from->uid))
+          .end_object();
+    }
+    w.end_object();
   } else {
     w.null();
   }

@@ -91,9 +91,16 @@ std::string_view signal_code_name(int signo, int code) {
 }
 
 std::optional<SignalLine> signal_line(int number, std::optional<int> code,
-                                      std::optional<uint64_t> address) {
+                                      std::optional<uint64_t> address,
+                                      std::optional<SignalSender> sender) {
   if (number == 0) return std::nullopt;
-  return SignalLine{number, signal_name(number), code, address};
+  if (address && !signal_carries_address(number, code, *address)) address.reset();
+  if (sender && !signal_carries_sender(code)) sender.reset();
+  return SignalLine{number, signal_name(number), code, address, sender};
+}
+
+SignalLine signal_line(const SignalInfo& sig) {
+  return SignalLine{sig.number, signal_name(sig.number), sig.code, sig.address, sig.sender};
 }
 
 std::string describe_signal(const SignalLine& sig) {
@@ -104,6 +111,10 @@ std::string describe_signal(const SignalLine& sig) {
     s += code.empty() ? "code " + std::to_string(*sig.code) : std::string(code);
   }
   if (sig.address) s += " at " + util::hex(*sig.address);
+  if (sig.sender) {
+    s += " sent by pid " + std::to_string(sig.sender->pid) + " (uid " +
+         std::to_string(sig.sender->uid) + ")";
+  }
   return s;
 }
 

@@ -168,6 +168,9 @@ void render_text(const BacktraceReport& r, const RenderSink& sink, const TextOpt
     out += "Arch: " + r.arch + "\n";
     if (r.signal) {
       out += "Signal: " + describe_signal(*r.signal) + "\n";
+    } else if (r.snapshot_signal) {
+      out += "Signal: none (no thread crashed: a snapshot, e.g. by gcore; threads stopped by " +
+             describe_signal(*r.snapshot_signal) + ")\n";
     } else {
       out += "Signal: none\n";
     }
