@@ -37,6 +37,9 @@ struct SignalInfo {
 };
 
 std::string signal_name(int number);  // "SIGSEGV"; "SIG<n>" when unknown
+// Whether the kernel's siginfo for `number` holds a fault address (si_addr of the _sigfault
+// member): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV. For others the union holds something else.
+bool signal_has_fault_address(int number);
 
 // Something the target could not tell or the engine could not find, said once. `kind` is one
 // of the kWarning* names below; `path` is the file concerned ("" when none); `option` the

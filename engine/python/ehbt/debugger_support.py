@@ -4,7 +4,6 @@
 
 - ``cached_image``, ``memory_module``: the engine's image of a file a debugger loaded, opened
   once per path, and the module of an image only the target's memory holds (the vDSO);
-- ``FAULT_ADDRESS_SIGNALS``: the signals whose siginfo carries a fault address;
 - ``merge_modules``: a debugger's module list completed with the modules the engine found in
   a core file itself (qemu-user cores carry no file list, so a debugger may know only the
   executable);
@@ -31,8 +30,6 @@ import ehbt
 
 MASK = (1 << 64) - 1
 ET_EXEC, ET_CORE = 2, 4
-# SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: si_addr is meaningful (the _sigfault member).
-FAULT_ADDRESS_SIGNALS = (4, 5, 7, 8, 11)
 
 
 def cached_image(images, path):

@@ -18,11 +18,6 @@ namespace {
 constexpr uint64_t kDefaultPageSize = 4096;
 constexpr std::size_t kMaxExecfn = 4096;
 
-bool signal_has_address(int signo) {
-  // SIGILL 4, SIGTRAP 5, SIGBUS 7, SIGFPE 8, SIGSEGV 11: the same numbers on all three arches.
-  return signo == 4 || signo == 5 || signo == 7 || signo == 8 || signo == 11;
-}
-
 class CoreTarget final : public Target {
  public:
   static Expected<std::unique_ptr<Target>, std::string> open(const std::string& path,
@@ -70,7 +65,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
     SignalInfo si;
     si.number = notes.siginfo->signo;
     si.code = notes.siginfo->code;
-    if (signal_has_address(si.number)) si.address = notes.siginfo->addr;
+    if (signal_has_fault_address(si.number)) si.address = notes.siginfo->addr;
     t->signal_ = si;
   } else if (found_crashing) {
     // Only the number is known (pr_cursig). PRSTATUS's pr_info carries no code: the kernel
