@@ -47,21 +47,21 @@ def _add_package_path():
 _add_package_path()
 
 import ehbt  # noqa: E402  (after the path set-up above)
-from ehbt import debugger_support as support, frontend, regnames  # noqa: E402
+from ehbt import debugger_support as support, frontend  # noqa: E402
 
 _MASK = (1 << 64) - 1
 _NO_OPTIONS = frontend.parse("", "gdb")
 
 
 def _engine_arch(frame):
-    return regnames.engine_arch(frame.architecture().name())
+    return frontend.engine_arch(frame.architecture().name())
 
 
 def _read_registers(frame, arch):
     """(RegisterSet, {name: gdb.Type}) of a gdb.Frame or gdb.PendingFrame."""
     regs, types = ehbt.RegisterSet(arch), {}
-    for name, num in list(regnames.general_registers(arch).items()) + [
-            (regnames.pc_name(arch), None)]:
+    names, pc_name, _sp_name = ehbt.general_registers(arch)
+    for name, num in list(names.items()) + [(pc_name, None)]:
         try:
             value = frame.read_register(name)
             types[name] = value.type
@@ -163,14 +163,21 @@ def _live_signal():
             return None
         names = [n for n in range(1, 65)
                  if "stopped with signal %s," % ehbt.signal_name(n) in text]
-        return frontend.signal_record(names[0]) if names else None
+        return frontend.stop_signal(names[0]) if names else None
     address = None
-    if number in support.FAULT_ADDRESS_SIGNALS:
+    if frontend.carries_fault_address(number):
         try:
             address = int(info["_sifields"]["_sigfault"]["si_addr"]) & _MASK
         except (gdb.error, RuntimeError, ValueError):
             pass
-    return frontend.signal_record(number, code, address)
+    sender = None
+    if code <= 0:  # sent by a process: _kill holds its pid and uid (the report decides)
+        try:
+            kill = info["_sifields"]["_kill"]
+            sender = (int(kill["si_pid"]), int(kill["si_uid"]))
+        except (gdb.error, RuntimeError, ValueError):
+            pass
+    return frontend.stop_signal(number, code, address, sender)
 
 
 def _thread_registers(opts):
@@ -281,7 +288,7 @@ class EhbtCommand(gdb.Command):
         exe, warnings = frontend.executable_and_warnings(
             opts["exe"] or gdb.current_progspace().filename, engine_core, pid)
         gdb.write(frontend.document(
-            results, _modules.get(inferior, opts).modules, exe or None, core=core, pid=pid,
+            results, _modules.get(inferior, opts), exe or None, core=core, pid=pid,
             warnings=warnings, signal=signal, signal_tid=signal_tid) + "\n")
 
 
@@ -333,9 +340,11 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         backtrace = self._unwinder.unwind(regs, _modules.memory(inferior),
                                           _modules.get(inferior), module_files=True)
         self.walks += 1
-        names = regnames.dwarf_names(arch)
-        pc_name, sp_num = regnames.pc_name(arch), regnames.general_registers(arch)[
-            regnames.sp_name(arch)]
+        numbers, pc_name, sp_name = ehbt.general_registers(arch)
+        names = {num: name for name, num in numbers.items()}
+        sp_num = numbers[sp_name]
+        # GDB's s390 finds a caller's pc through its pseudo register "pc" too.
+        pc_names = (pc_name,) + ehbt.register_aliases(arch, pc_name)
         frames = backtrace.frames
         for i, frame in enumerate(frames):
             key = (frame.pc, frame.regs.get(sp_num))
@@ -356,10 +365,9 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
                 self.cache[key] = None
                 continue
             sym = frame.symbolize()
-            saved = [(pc_name, caller.pc)]
+            saved = [(pc_names[0], caller.pc)]
             saved += [(names[n], v) for n, v in caller.regs.items() if n in names]
-            # GDB's s390 finds a caller's pc through its pseudo register "pc".
-            saved += [(alias, caller.pc) for alias in regnames.pc_pseudo_names(arch)]
+            saved += [(alias, caller.pc) for alias in pc_names[1:]]
             self.cache[key] = (frame.cfa, sym[1] if sym else frame.pc, saved)
         return types
 
@@ -367,8 +375,8 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         arch = _engine_arch(pending_frame)
         if arch is None:
             return None
-        key = tuple(int(pending_frame.read_register(n)) & _MASK
-                    for n in (regnames.pc_name(arch), regnames.sp_name(arch)))
+        _names, pc_name, sp_name = ehbt.general_registers(arch)
+        key = tuple(int(pending_frame.read_register(n)) & _MASK for n in (pc_name, sp_name))
         row = self.cache.get(key, False)
         if row is False:
             self._types = self._walk(pending_frame, arch)
@@ -388,7 +396,7 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         # Every other general register is the caller's unchanged (GDB's DWARF unwinder's
         # rule without CFI); left out, GDB would show it <optimized out>. Only the general
         # ones: carrying s390x's fp/vector/pswm registers made GDB 13 stop unwinding there.
-        for name in regnames.general_registers(arch):
+        for name in ehbt.general_registers(arch)[0]:
             if name in supplied:
                 continue
             try:

@@ -41,12 +41,10 @@ def _add_package_path():
 _add_package_path()
 
 import ehbt  # noqa: E402  (after the path set-up above)
-from ehbt import debugger_support as support, frontend, regnames  # noqa: E402
+from ehbt import debugger_support as support, frontend  # noqa: E402
 
 _MASK = (1 << 64) - 1
 _INVALID = lldb.LLDB_INVALID_ADDRESS
-# LLDB's names where they differ from the ones regnames uses.
-_ALIASES = {"x29": ("fp",), "x30": ("lr",), "sp": ("x31",), "pc": ("x32",)}
 # One walk covers the whole stack of any sane program (the recognizer's walks).
 _RECOGNIZER_LIMITS = {"max_frames": 1 << 16}
 _NO_OPTIONS = frontend.parse("", "lldb")
@@ -66,11 +64,12 @@ _Error = frontend.UsageError  # a user-facing error of the ehbt command (one lin
 
 def _engine_arch(target):
     triple = target.GetTriple() or ""
-    return regnames.engine_arch(triple.split("-")[0]) if triple else None
+    return frontend.engine_arch(triple.split("-")[0]) if triple else None
 
 
-def _register(frame, name):
-    for candidate in (name,) + _ALIASES.get(name, ()):
+def _register(frame, arch, name):
+    # LLDB's own name may be another one (aarch64's x29 is its "fp").
+    for candidate in (name,) + ehbt.register_aliases(arch, name):
         value = frame.FindRegister(candidate)
         if value.IsValid():
             err = lldb.SBError()
@@ -86,11 +85,12 @@ def _thread_registers(thread, arch):
     if not frame.IsValid():
         raise _Error("ehbt: thread %d has no frame 0" % thread.GetIndexID())
     regs = ehbt.RegisterSet(arch)
-    for name, num in regnames.general_registers(arch).items():
-        value = _register(frame, name)
+    names, pc_name, _sp_name = ehbt.general_registers(arch)
+    for name, num in names.items():
+        value = _register(frame, arch, name)
         if value is not None:
             regs[num] = value
-    pc = _register(frame, regnames.pc_name(arch))
+    pc = _register(frame, arch, pc_name)
     regs.pc = pc if pc is not None else frame.GetPC() & _MASK
     return regs
 
@@ -281,14 +281,14 @@ def _live_signal(thread):
         number = info.GetChildMemberWithName("si_signo").GetValueAsSigned(0)
         code = info.GetChildMemberWithName("si_code").GetValueAsSigned(0)
         address = None
-        if number in support.FAULT_ADDRESS_SIGNALS:
+        if frontend.carries_fault_address(number):
             fault = info.GetValueForExpressionPath("._sifields._sigfault.si_addr")
             if fault.IsValid():
                 address = fault.GetValueAsUnsigned(0) & _MASK
         if number:
-            return frontend.signal_record(number, code, address)
+            return frontend.stop_signal(number, code, address)
     if thread.GetStopReason() == lldb.eStopReasonSignal:
-        return frontend.signal_record(thread.GetStopReasonDataAtIndex(0))
+        return frontend.stop_signal(thread.GetStopReasonDataAtIndex(0))
     return None
 
 
@@ -371,7 +371,7 @@ class EhbtCommand:
         pid = process.GetProcessID() if live else None
         exe, warnings = frontend.executable_and_warnings(
             target.GetExecutable().fullpath or None, engine_core, pid)
-        modules = ctx.module_set(debugger, target, process, opts).modules
+        modules = ctx.module_set(debugger, target, process, opts)
         result.AppendMessage(frontend.document(
             results, modules, exe, core=core, pid=pid, warnings=warnings, signal=signal,
             signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of))

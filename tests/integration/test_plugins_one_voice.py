@@ -204,7 +204,7 @@ def test_live_breakpoint_same_document_in_gdb_and_lldb(build_dir, tmp_path):
 
 
 def test_python_report_of_a_live_process_has_the_clis_keys(build_dir, ehbt_bin, tmp_path):
-    """ehbt.report.target_document of a live process names it by "pid" (no "core"), as
+    """ehbt.target_report of a live process names it by "pid" (no "core"), as
     `ehbt pid PID --json` does: the same top-level and thread keys."""
     import time
 
@@ -217,7 +217,7 @@ def test_python_report_of_a_live_process_has_the_clis_keys(build_dir, ehbt_bin, 
                                             timeout=60).stdout)
         target = ehbt.attach_process(proc.pid)
         try:
-            doc = ehbt.report.target_document(target)
+            doc = ehbt.target_report(target).to_dict()
         finally:
             target.close()
     finally:

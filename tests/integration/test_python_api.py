@@ -190,8 +190,6 @@ def synth32(tmp_path_factory):
 
 
 def test_i386_synthetic_stack_unwinds_to_main(ehbt, synth32):
-    from ehbt import regnames
-
     def read(addr, size):
         if addr < STACK32 or addr + size > STACK32 + len(synth32["stack"]):
             raise OSError("unmapped")
@@ -199,7 +197,7 @@ def test_i386_synthetic_stack_unwinds_to_main(ehbt, synth32):
 
     image = ehbt.Image.open(str(synth32["exe"]))
     modules = ehbt.ModuleSet([ehbt.Module(image, path="/opt/synth32", bias=BIAS32)])
-    names = regnames.general_registers("i386")
+    names = ehbt.general_registers("i386")[0]
     assert (names["esp"], names["ebp"]) == (4, 5)
     regs = ehbt.RegisterSet("i386", {names["ebp"]: E0, names["esp"]: E0 - 0x18},
                             pc=synth32["pc0"])
@@ -216,18 +214,41 @@ def test_i386_synthetic_stack_unwinds_to_main(ehbt, synth32):
 
 
 def test_debugger_architecture_names(ehbt):
-    """GDB's and LLDB's spellings of the architectures, to the engine's names."""
-    from ehbt import regnames
+    """GDB's and LLDB's spellings of the architectures, to the engine's names (what the
+    plugins ask through ehbt.frontend.engine_arch)."""
+    from ehbt import frontend
 
     for name, want in (("i386", "i386"), ("i386:intel", "i386"), ("i686", "i386"),
                        ("i386:x86-64", "x86_64"), ("i386:x86-64:intel", "x86_64"),
                        ("x86_64", "x86_64"), ("aarch64", "aarch64"), ("s390:64-bit", "s390x"),
                        ("vax", None)):
-        assert regnames.engine_arch(name) == want, name
-    assert (regnames.pc_name("i386"), regnames.sp_name("i386")) == ("eip", "esp")
+        assert frontend.engine_arch(name) == want, name
+    names, pc, sp = ehbt.general_registers("i386")
+    assert (pc, sp) == ("eip", "esp")
     # i386 psABI, "DWARF Register Number Mapping".
-    assert regnames.general_registers("i386") == {
+    assert names == {
         "eax": 0, "ecx": 1, "edx": 2, "ebx": 3, "esp": 4, "ebp": 5, "esi": 6, "edi": 7}
+    # LLDB's own names of aarch64's x29/x30/sp (its register info), GDB's s390x "pc" pseudo
+    # register over pswa; none for the others.
+    assert [ehbt.register_aliases("aarch64", n) for n in ("x29", "x30", "sp", "x0", "pc")] == [
+        ("fp",), ("lr",), ("x31",), (), ()]
+    assert ehbt.register_aliases("s390x", "pswa") == ("pc",)
+    assert ehbt.register_aliases("x86_64", "rip") == ()
+
+
+def test_fault_address_signals(ehbt):
+    """The signals whose siginfo holds si_addr (the kernel's _sigfault member: SIGILL,
+    SIGTRAP, SIGBUS, SIGFPE, SIGSEGV), which the plugins read a live stop's address for."""
+    assert [n for n in range(1, 32) if ehbt.signal_has_fault_address(n)] == [4, 5, 7, 8, 11]
+
+
+def test_the_python_report_shims_are_gone(ehbt):
+    """The report is rendered once, in C++ (ehbt.Report): no Python renderer or name table."""
+    import importlib
+
+    for name in ("ehbt.report", "ehbt.regnames"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(name)
 
 
 def test_register_set_is_dict_like(ehbt):
@@ -319,7 +340,7 @@ def test_open_core_reaches_main(ehbt, build_dir, crash_core):
 def test_target_report_document(ehbt, crash_core):
     exe, core = crash_core
     target = ehbt.open_core(str(core))
-    doc = ehbt.report.target_document(target, threads="all")
+    doc = ehbt.target_report(target, threads="all").to_dict()
     json.dumps(doc)  # serialisable
     assert doc["format"] == "ehbt-backtrace/1" and doc["core"] == str(core)
     assert doc["arch"] == os.uname().machine
@@ -338,7 +359,9 @@ def test_target_report_document(ehbt, crash_core):
     for f in thread["frames"][:4]:
         assert int(f["module_offset"], 16) == syms[f["symbol"]] + int(f["symbol_offset"], 16)
         assert f["pc"] == f["pc"].lower() and f["pc"].startswith("0x")
-    text = ehbt.report.format_text(target.unwind_thread(0))
+    report = ehbt.Report(target.arch)
+    report.add_thread(1, target.unwind_thread(0))
+    text = report.threads[0].text(header=False).splitlines()
     assert text[0].startswith("#0  0x") and " in crash_here () from " in text[0]
 
 
@@ -349,7 +372,9 @@ def test_unwind_thread_honours_limits(ehbt, crash_core):
     assert len(bt.frames) == 2 and bt.stop == "max_frames"
     bt = target.unwind_thread(0, limits=ehbt.Limits(max_frames=3))
     assert len(bt.frames) == 3
-    assert ehbt.report.stop_line(bt).startswith("Backtrace stopped: max_frames")  # the CLI's
+    report = ehbt.Report(target.arch)
+    report.add_thread(1, bt)
+    assert report.threads[0].stop_line().startswith("Backtrace stopped: max_frames")  # the CLI's
     with pytest.raises(IndexError):
         target.unwind_thread(5)
     # A Target is a memory callable and a module source for Unwinder.unwind.

@@ -859,6 +859,16 @@ def test_store_batch_keeps_whole_cores_and_commits_when_full(tmp_path, monkeypat
 # The HTML report in a real browser
 
 
+def test_html_report_says_the_signal_as_every_ehbt_report(first_run):
+    """The buckets' signal is the engine's description (ehbt.describe_signal, what the CLI's
+    "Signal:" line and the thread headers say), not a layout of triage's own. The "a" crash
+    writes through a null pointer: SIGSEGV, si_code SEGV_MAPERR, fault address 0."""
+    _, _, _, work = first_run
+    text = (work / "report.html").read_text()
+    assert '<td class="signal">SIGSEGV, SEGV_MAPERR at 0x0' in text, text[:3000]
+    assert "(code " not in text
+
+
 def test_html_report_in_headless_chromium(first_run):
     chromium = shutil.which("chromium")
     if chromium is None:

@@ -5,7 +5,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
+#include "arch/arch_ops.hpp"
 #include "ehbt/report.hpp"
 
 namespace ehbt::report {
@@ -113,6 +115,40 @@ TEST(ReportNames, GeneralRegistersAreTheDebuggersOnes) {
   EXPECT_EQ(s390.count, 16);
   EXPECT_EQ(s390.pc, "pswa");
   EXPECT_EQ(s390.sp, "r15");
+}
+
+TEST(ReportNames, StopDetailsNameRegistersFromTheSameTable) {
+  // One table (ArchOps::register_name): the report and the stop details ("CFA needs rbx")
+  // print the same name for every register that has one; only a nameless number is spelled
+  // differently ("reg90" in a report, "reg 90" in a stop detail).
+  for (Arch a : {Arch::X86_64, Arch::AArch64, Arch::S390x, Arch::I386}) {
+    for (uint16_t r = 0; r < 200; ++r) {
+      const std::string detail = arch::arch_ops(a).reg_name(r);
+      const std::string named = register_name(a, r);
+      if (named == "reg" + std::to_string(r)) {
+        EXPECT_EQ(detail, "reg " + std::to_string(r));
+      } else {
+        EXPECT_EQ(detail, named) << arch_info(a).name << " " << r;
+      }
+    }
+  }
+}
+
+TEST(ReportNames, DebuggersOtherRegisterNames) {
+  // LLDB's arm64 register info names x29/x30/sp "fp"/"lr"/"sp" with x29/x30/x31 as the
+  // alternative; GDB's s390 "pc" is a pseudo register over pswa.
+  auto aliases = [](Arch a, std::string_view name) {
+    std::vector<std::string> out;
+    for (std::string_view s : register_aliases(a, name)) out.emplace_back(s);
+    return out;
+  };
+  EXPECT_EQ(aliases(Arch::AArch64, "x29"), std::vector<std::string>{"fp"});
+  EXPECT_EQ(aliases(Arch::AArch64, "x30"), std::vector<std::string>{"lr"});
+  EXPECT_EQ(aliases(Arch::AArch64, "sp"), std::vector<std::string>{"x31"});
+  EXPECT_TRUE(aliases(Arch::AArch64, "x0").empty());
+  EXPECT_EQ(aliases(Arch::S390x, "pswa"), std::vector<std::string>{"pc"});
+  EXPECT_TRUE(aliases(Arch::X86_64, "rip").empty());
+  EXPECT_TRUE(aliases(Arch::I386, "eip").empty());
 }
 
 TEST(ReportNames, ArchitectureAliasesOfDebuggers) {

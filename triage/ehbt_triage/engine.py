@@ -55,6 +55,11 @@ def _import_package():
     return _ehbt
 
 
+def package():
+    """The ehbt package when it can be imported, else None (the CLI fallback)."""
+    return _import_package()
+
+
 def mode():
     """'python' or 'cli': which path analyze_core takes in this process."""
     forced = os.environ.get("EHBT_TRIAGE_ENGINE", "auto")

@@ -16,6 +16,7 @@ import html
 import os
 import time
 
+from . import engine
 from .signature import DEFAULT_TOP, frame_label
 
 DAY = 86400.0
@@ -190,15 +191,17 @@ def trend_svg(times):
 
 
 def _signal_text(b):
-    """'SIGSEGV (code 1) at 0x0' from a bucket row (its example core's signal)."""
+    """A bucket's signal (its example core's) as every ehbt report says it, from the engine's
+    names: "SIGSEGV, SEGV_MAPERR at 0x0" (ehbt.describe_signal). Without the ehbt package
+    (the CLI fallback) the stored name alone."""
     if not b.get("signal"):
         return "no signal"
-    text = b["signal"]
-    if b.get("signal_code") is not None:
-        text += " (code %s)" % b["signal_code"]
-    if b.get("fault_addr"):
-        text += " at " + b["fault_addr"]
-    return text
+    ehbt = engine.package()
+    if ehbt is None or b.get("signal_number") is None:
+        return b["signal"]
+    address = b.get("fault_addr")
+    return ehbt.describe_signal(b["signal_number"], b.get("signal_code"),
+                                int(address, 16) if address else None)
 
 
 def _flags_html(b):

@@ -63,7 +63,8 @@ COMPLETE_STOPS = "('outermost', 'max_frames')"
 # crashing thread's walk stopped early; unreliable: its signature names no frame.
 BUCKET_SELECT = (
     "SELECT b.id, b.signature, b.count, b.first_seen, b.last_seen, b.example_core_id, "
-    "c.path AS example_path, c.executable, c.arch, c.signal, c.signal_code, c.fault_addr, "
+    "c.path AS example_path, c.executable, c.arch, c.signal, c.signal_number, c.signal_code, "
+    "c.fault_addr, "
     "(SELECT COUNT(*) FROM cores p WHERE p.bucket_id = b.id AND p.status = 'ok' "
     " AND p.stop_reason IS NOT NULL AND p.stop_reason NOT IN " + COMPLETE_STOPS + ") "
     "AS partial, "

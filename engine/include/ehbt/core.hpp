@@ -51,6 +51,9 @@ struct SignalInfo {
 };
 
 std::string signal_name(int number);  // "SIGSEGV"; "SIG<n>" when unknown
+// Whether the kernel's siginfo for `number` holds a fault address (si_addr of the _sigfault
+// member): SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV. For others the union holds something else.
+bool signal_has_fault_address(int number);
 
 // Which member of siginfo's union a signal's si_code says holds (<asm-generic/siginfo.h>).
 // A fault address: SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP with a positive code the kernel set

@@ -235,6 +235,9 @@ struct GeneralRegisters {
   std::string_view sp;
 };
 GeneralRegisters general_registers(Arch arch);
+// Other names a debugger gives the register called `name` above: LLDB's "fp", "lr" and "x31"
+// for aarch64's x29, x30 and sp; GDB's s390x pseudo register "pc" beside pswa. Usually none.
+std::span<const std::string_view> register_aliases(Arch arch, std::string_view name);
 
 // The architecture a debugger or a triple names: the engine's names ("x86_64"), GDB's
 // ("i386:x86-64", "aarch64", "s390:64-bit", "i386:intel"), LLDB triples' first part

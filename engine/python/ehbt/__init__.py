@@ -7,8 +7,8 @@ backtrace report included: ``ehbt.Report`` / ``ehbt.target_report`` render the t
 (``describe_signal``, ``signal_code_name``, ``register_name``, ``general_registers``,
 ``Arch.from_name`` for debuggers' architecture names) come from the same C++ tables.
 
-``ehbt.report`` and ``ehbt.regnames`` are deprecated shims over that API, kept for the
-debugger plugins until they call ``ehbt.Report``.
+The debugger plugins (``ehbt.frontend``) and ehbt-triage print what ``ehbt.Report`` renders;
+no Python module keeps a format, a signal table or a register table of its own.
 
 Memory given to ``Unwinder.unwind`` is a callable ``read(addr, size) -> bytes``: a raised
 exception, ``None`` or a short result is a fault (the walk stops with ``memory_fault``),
@@ -47,8 +47,10 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     general_registers,
     open_core,
     padded_address,
+    register_aliases,
     register_name,
     signal_code_name,
+    signal_has_fault_address,
     signal_name,
     target_report,
 )
@@ -58,8 +60,8 @@ __all__ = [
     "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Report", "ReportFrame",
     "ReportThread", "Segment", "Signal", "StepResult", "Symbol", "Target", "Thread",
     "UnwindOptions", "Unwinder", "attach_process", "content_key", "describe_signal",
-    "general_registers", "open_core", "padded_address", "register_name", "signal_code_name",
-    "signal_name", "target_report",
+    "general_registers", "open_core", "padded_address", "register_aliases", "register_name",
+    "signal_code_name", "signal_has_fault_address", "signal_name", "target_report",
 ]
 # ehbt.Warning (a target's warnings) is left out of __all__: a star import must not shadow
 # the builtin Warning class.
@@ -72,5 +74,4 @@ def unwind(regs, memory, modules=None, options=None, limits=None):
     return Unwinder(limits).unwind(regs, memory, modules, options)
 
 
-from . import regnames, report  # noqa: E402,F401  (deprecated shims, after the API)
 from ._version import __version__  # noqa: E402,F401

@@ -4,7 +4,6 @@
 
 - ``cached_image``, ``memory_module``: the engine's image of a file a debugger loaded, opened
   once per path, and the module of an image only the target's memory holds (the vDSO);
-- ``FAULT_ADDRESS_SIGNALS``: the signals whose siginfo carries a fault address;
 - ``merge_modules``: a debugger's module list completed with the modules the engine found in
   a core file itself (qemu-user cores carry no file list, so a debugger may know only the
   executable);
@@ -31,8 +30,6 @@ import ehbt
 
 MASK = (1 << 64) - 1
 ET_EXEC, ET_CORE = 2, 4
-# SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV: si_addr is meaningful (the _sigfault member).
-FAULT_ADDRESS_SIGNALS = (4, 5, 7, 8, 11)
 
 
 def cached_image(images, path):
@@ -80,7 +77,8 @@ def merge_modules(from_debugger, from_core):
 
     A file both know but place differently is placed where the engine says: the engine read
     the core's own records (NT_FILE, the dynamic linker's list); a debugger may have left a
-    file unrelocated. A file both place alike keeps the debugger's module under the path the
+    file unrelocated. A file both place alike is the engine's module when the engine found
+    the file itself (what the CLI lists); else it keeps the debugger's module under the path the
     core names it by (GDB says /lib/x86_64-linux-gnu/libc.so.6 where the core says
     /usr/lib/x86_64-linux-gnu/libc.so.6), so every front end spells it as the CLI does.
     Engine modules overlapping none of the kept ones are added."""
@@ -96,6 +94,11 @@ def merge_modules(from_debugger, from_core):
             merged.append(richer[0])
             continue
         placed = [c for c in twin if c.bias == m.bias]
+        if placed and placed[0].file and not placed[0].missing:
+            # The engine found the file itself: its module, as the CLI lists it (the build-id
+            # the core records, not the one a debugger read from the file it loaded).
+            merged.append(placed[0])
+            continue
         if placed:
             m.path = placed[0].path
             if m.file and placed[0].file and _same_real_file(m.file, placed[0].file):

@@ -11,7 +11,7 @@ letters (-a, -j, -c N) and its older long names (--all, --count)."""
 import os
 import shlex
 
-from . import _ehbt, regnames, report
+from . import _ehbt
 
 # The largest frame count the engine takes (Limits.max_frames is 32 bits).
 COUNT_MAX = (1 << 32) - 1
@@ -197,12 +197,40 @@ def pick_threads(opts, threads, selected, tid_of):
     return [selected]
 
 
+def engine_arch(debugger_name):
+    """The engine's name of a debugger's architecture ("i386:x86-64" -> "x86_64", an LLDB
+    triple's first part "arm64" -> "aarch64"; ehbt.Arch.from_name), or None."""
+    try:
+        return str(_ehbt.Arch.from_name(str(debugger_name)))
+    except ValueError:
+        return None
+
+
+def stop_signal(number, code=None, address=None, sender=None):
+    """The signal of a stop as the commands pass it on: (number, code or None, fault address
+    or None, sender (pid, uid) or None), or None when there was no signal (number 0 or None).
+    The report layer keeps an address only for faults and a sender only for sent signals."""
+    if not number:
+        return None
+    return (int(number), None if code is None else int(code),
+            None if address is None else int(address),
+            None if sender is None else (int(sender[0]), int(sender[1])))
+
+
+def carries_fault_address(number):
+    """Whether the siginfo of signal `number` holds a fault address (si_addr) worth reading."""
+    return _ehbt.signal_has_fault_address(int(number))
+
+
 def core_signal(target):
-    """(signal record, tid of the crashing thread) a core records, from the engine's reader
-    of it (debuggers mark every thread of a core with the signal), or (None, None)."""
+    """(signal, tid of the crashing thread) a core records, from the engine's reader of it
+    (debuggers mark every thread of a core with the signal), or (None, None)."""
     if target is None or not target.threads or target.signal is None:
         return None, None
-    return report.target_signal(target), target.threads[target.crashing_thread].tid
+    sig = target.signal
+    sender = (sig.sender.pid, sig.sender.uid) if sig.sender is not None else None
+    return (stop_signal(sig.number, sig.code, sig.address, sender),
+            target.threads[target.crashing_thread].tid)
 
 
 def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
@@ -218,52 +246,65 @@ def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# Output: every call into ehbt.report the plugins make for the command is in these functions.
+# Output: the plugins print what ehbt.Report renders (the engine's report layer, the CLI's).
 # A result is (tid, arch, backtrace, host_frames or None); host_frames is the debugger's own
 # [(pc, name)] for --compare.
 
 
+def report(results, signal=None, signal_tid=None, arch=None, modules=None, executable=None,
+           core=None, pid=None, warnings=(), symbol_of=None):
+    """The ehbt.Report of the command: its threads in the order given, the one that took the
+    signal marked crashing. A live process is named by its pid, a core by its path."""
+    arch = results[0][1] if results else arch
+    rep = _ehbt.Report(arch, core=None if pid else core, pid=pid or None, executable=executable)
+    if signal is not None:
+        number, code, address, sender = signal
+        rep.set_signal(number, code, address, sender_pid=sender[0] if sender else None,
+                       sender_uid=sender[1] if sender else None)
+    if modules is not None:
+        rep.set_modules(modules)
+    for w in warnings:
+        rep.add_warning(w)
+    for tid, _arch, backtrace, _host in results:
+        rep.add_thread(int(tid), backtrace, crashing=tid == signal_tid, symbol_of=symbol_of)
+    return rep
+
+
 def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
-    """The command's text: thread headers (--all-threads), frame and stop lines, or the
-    comparison with the debugger's own frames (--compare)."""
-    lines = []
-    for tid, arch, backtrace, host_frames in results:
-        if opts["all_threads"]:
-            lines += ["", report.thread_header(tid, tid == signal_tid, signal)]
-        if host_frames is not None:
-            lines += compare_lines(backtrace, host_frames, arch, host, opts["max_frames"])
+    """The command's text: the CLI's thread blocks without its header block (a thread's
+    header line only with --all-threads), or the comparison with the debugger's own frames
+    (--compare)."""
+    rep = report(results, signal, signal_tid, symbol_of=symbol_of)
+    out = []
+    for thread, (_tid, arch, _bt, host_frames) in zip(rep.threads, results):
+        if host_frames is None:
+            out.append(thread.text(header=opts["all_threads"], full=opts["full"]))
             continue
-        names = regnames.dwarf_names(arch) if opts["full"] else None
-        lines += report.format_text(backtrace, full=opts["full"], regnames=names,
-                                    symbol_of=symbol_of)
-    return "\n".join(lines).lstrip("\n")
+        lines = compare_lines(thread, host_frames, arch, host, opts["max_frames"])
+        block = "\n".join(lines) + "\n"
+        if opts["all_threads"]:
+            block = "\n" + thread.header() + "\n" + block
+        out.append(block)
+    return "".join(out).strip("\n")
 
 
 def document(results, modules, executable, core=None, pid=None, warnings=(), signal=None,
              signal_tid=None, arch=None, symbol_of=None):
-    """The ehbt-backtrace/1 document on one line, as the CLI writes it (indented there)."""
-    threads = [report.thread_record(tid, bt, crashing=tid == signal_tid, symbol_of=symbol_of)
-               for tid, _arch, bt, _host in results]
-    arch = results[0][1] if results else arch
-    return report.dumps(report.document(arch, threads, modules=modules, executable=executable,
-                                        core=core, signal=signal, pid=pid,
-                                        warnings=list(warnings)))
+    """The ehbt-backtrace/1 document on one line (the CLI indents it), without its newline.
+    `modules`: the ModuleSet (or list of Module) the walks were given."""
+    rep = report(results, signal, signal_tid, arch, modules, executable, core, pid, warnings,
+                 symbol_of)
+    return rep.json(compact=True).rstrip("\n")
 
 
-def signal_record(number, code=None, address=None):
-    return report.signal_record(number, code, address)
-
-
-def compare_lines(backtrace, theirs, arch, host="GDB", limit=0):
-    """The debugger's frames [(pc, name)] beside the engine's, the first difference marked.
-    Debuggers stop at main by default: frames only the engine has past the debugger's last
-    one are listed, not counted as a disagreement."""
-    limit = limit or len(backtrace.frames)
+def compare_lines(thread, theirs, arch, host="GDB", limit=0):
+    """The debugger's frames [(pc, name)] beside the engine's (`thread`, an ehbt.ReportThread),
+    the first difference marked. Debuggers stop at main by default: frames only the engine has
+    past the debugger's last one are listed, not counted as a disagreement."""
+    frames = thread.frames
+    limit = limit or len(frames)
     theirs = theirs[:limit]
-    ours = []
-    for frame in backtrace.frames[:limit]:
-        sym = frame.symbolize()
-        ours.append((frame.pc, sym[0] if sym else "??"))
+    ours = [(f.pc, f.symbol or "??") for f in frames[:limit]]
     lines = ["%-4s %-48s %s" % ("#", host.lower(), "ehbt")]
     first_diff = None
     for i in range(max(len(theirs), len(ours))):
@@ -274,14 +315,14 @@ def compare_lines(backtrace, theirs, arch, host="GDB", limit=0):
         if not same and first_diff is None:
             first_diff = i
             mark = "  <-- first difference"
-        left = "%s %s" % (report.padded_address(g[0], arch), g[1]) if g else "-"
-        right = "%s %s" % (report.padded_address(e[0], arch), e[1]) if e else "-"
+        left = "%s %s" % (_ehbt.padded_address(g[0], arch), g[1]) if g else "-"
+        right = "%s %s" % (_ehbt.padded_address(e[0], arch), e[1]) if e else "-"
         lines.append("%-4d %-48s %s%s" % (i, left, right, mark))
     if first_diff is None:
         lines.append("%s and ehbt agree on all %d frames %s shows." % (host, len(theirs), host))
     else:
         lines.append("%s and ehbt agree on the first %d frames." % (host, first_diff))
-    end = report.stop_line(backtrace)
+    end = thread.stop_line()
     if end:
         lines.append("ehbt: " + end)
     return lines

@@ -75,6 +75,11 @@ void bind_core(pyb::module_& m) {
   m.def(
       "signal_name", [](int number) { return signal_name(number); }, pyb::arg("number"),
       "'SIGSEGV' for 11; 'SIG<n>' when unknown.");
+  m.def(
+      "signal_has_fault_address", [](int number) { return signal_has_fault_address(number); },
+      pyb::arg("number"),
+      "Whether the siginfo of signal `number` holds a fault address (si_addr): SIGILL, "
+      "SIGTRAP, SIGBUS, SIGFPE, SIGSEGV.");
 
   pyb::class_<ImageStore, std::shared_ptr<ImageStore>>(
       m, "ImageStore", "Opened images shared across targets (one parse of libc per batch).")

@@ -207,6 +207,18 @@ void bind_report(pyb::module_& m) {
       "({name: DWARF number} of the registers a debugger front end reads and restores, the "
       "program counter's name, the stack pointer's name) for `arch`.");
   m.def(
+      "register_aliases",
+      [](const pyb::handle& arch, const std::string& name) {
+        pyb::list out;
+        for (std::string_view alias : rep::register_aliases(arch_from_py(arch), name)) {
+          out.append(std::string(alias));
+        }
+        return pyb::tuple(out);
+      },
+      pyb::arg("arch"), pyb::arg("name"),
+      "Other names a debugger gives the register `name` (from general_registers): LLDB's "
+      "('fp',) for aarch64's 'x29', GDB's ('pc',) for s390x's 'pswa'; () for most.");
+  m.def(
       "padded_address",
       [](uint64_t value, const pyb::handle& arch) {
         std::optional<Arch> a;

@@ -20,7 +20,8 @@ const ArchInfo kAArch64Info{Arch::AArch64, "aarch64", EM_AARCH64, false, 8, 31, 
 
 namespace {
 
-constexpr uint16_t kX29 = 29, kX30 = 30, kSp = 31;
+constexpr uint16_t kX29 = 29, kX30 = 30, kSp = 31, kPc = 32;
+constexpr std::string_view kSpName = "sp", kPcName = "pc";
 
 // `mov x8, #139; svc #0` (139 = __NR_rt_sigreturn), the vDSO's __kernel_rt_sigreturn, as
 // little-endian instruction words d2801168 d4000001.
@@ -65,11 +66,38 @@ class AArch64Ops final : public ArchOps {
     for (uint16_t r = 72; r <= 79; ++r) add_callee_saved(r);  // d8-d15
   }
 
-  std::string reg_name(uint16_t reg) const override {
+  // AArch64 DWARF (aadwarf64): 0-30 x0-x30, 31 sp, 32 pc, 33 ELR_mode, 34 RA_SIGN_STATE,
+  // 46 VG, 64-95 v0-v31.
+  std::string register_name(uint16_t reg) const override {
     if (reg < kSp) return "x" + std::to_string(reg);
-    if (reg == kSp) return "sp";
     if (reg >= 64 && reg < 96) return "v" + std::to_string(reg - 64);
-    return ArchOps::reg_name(reg);
+    switch (reg) {
+      case kSp:
+        return std::string(kSpName);
+      case kPc:
+        return std::string(kPcName);
+      case 33:
+        return "elr_mode";
+      case 34:
+        return "ra_sign_state";
+      case 46:
+        return "vg";
+      default:
+        return "";
+    }
+  }
+
+  DebuggerRegisters debugger_registers() const override {
+    return {kPc, kPcName, kSpName};  // x0..x30, sp
+  }
+
+  std::span<const std::string_view> register_aliases(std::string_view name) const override {
+    // LLDB's primary names of x29, x30 and sp (its register info lists x29/x30/x31 second).
+    static constexpr std::array<std::string_view, 1> kFp{"fp"}, kLr{"lr"}, kX31{"x31"};
+    if (name == "x29") return kFp;
+    if (name == "x30") return kLr;
+    if (name == kSpName) return kX31;
+    return {};
   }
 
   uint64_t strip_return_address(uint64_t ra) const override { return ra & kVaMask; }

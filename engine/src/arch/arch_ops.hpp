@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/expected.hpp"
@@ -143,8 +144,33 @@ class ArchOps {
   const GregsetLayout& gregset() const { return gregset_; }
   const SFrameRules& sframe() const { return sframe_; }
 
-  // "rbx", "x29", "r15"; "reg 99" for numbers without a name. For stop details only.
-  virtual std::string reg_name(uint16_t reg) const { return "reg " + std::to_string(reg); }
+  // The assembler's name of DWARF register `reg` ("rbx", "x29", "xmm3", "pswa"), which GDB
+  // and LLDB use too; "" when the architecture's DWARF mapping names no such register. The
+  // one table of register names: stop details (reg_name) and the report layer
+  // (report::register_name) both read it.
+  virtual std::string register_name(uint16_t reg) const = 0;
+  // "rbx", "x29", "r15"; "reg 99" for numbers without a name. For stop details.
+  std::string reg_name(uint16_t reg) const {
+    std::string name = register_name(reg);
+    return name.empty() ? "reg " + std::to_string(reg) : name;
+  }
+
+  // The registers a debugger front end reads from frame 0 and restores in a caller: DWARF
+  // numbers 0..count-1, and the names debuggers give the program counter and the stack
+  // pointer (which need not be DWARF columns of the same name: "rip" is 16, "pswa" 65).
+  struct DebuggerRegisters {
+    uint16_t count = 0;
+    std::string_view pc;
+    std::string_view sp;
+  };
+  virtual DebuggerRegisters debugger_registers() const = 0;
+  // Other names a debugger gives the register called `name` here: LLDB names aarch64's x29,
+  // x30 and sp "fp", "lr" and "x31"; GDB unwinds s390x's pc through a pseudo register "pc"
+  // beside pswa. Empty for most registers.
+  virtual std::span<const std::string_view> register_aliases(std::string_view name) const {
+    (void)name;
+    return {};
+  }
 
   // A return address as stored -> the code address it designates.
   virtual uint64_t strip_return_address(uint64_t ra) const { return ra; }

@@ -59,8 +59,12 @@ constexpr std::array<GregSlot, 9> kGregs = {{{kEax, 4 * 6},
                                              {kEflags, 4 * 14}}};
 constexpr GregsetLayout kGregset{17 * 4, 4, kGregs, 4 * 12};
 
-constexpr std::array<const char*, 10> kRegNames = {"eax", "ecx", "edx", "ebx", "esp",
-                                                   "ebp", "esi", "edi", "eip", "eflags"};
+// i386 psABI numbering (GCC and GDB agree): 0-7 the general registers, 8 eip, 9 eflags,
+// 11-18 st0-st7, 21-28 xmm0-xmm7, 29-36 mm0-mm7, 40-45 es cs ss ds fs gs.
+constexpr std::array<std::string_view, 10> kRegNames = {"eax", "ecx", "edx", "ebx", "esp",
+                                                        "ebp", "esi", "edi", "eip", "eflags"};
+constexpr uint16_t kEip = 8;
+constexpr std::array<std::string_view, 6> kSegNames = {"es", "cs", "ss", "ds", "fs", "gs"};
 
 class I386Ops final : public ArchOps {
  public:
@@ -69,9 +73,17 @@ class I386Ops final : public ArchOps {
     for (uint16_t r : {kEbx, kEsi, kEdi, kEbp, kEsp}) add_callee_saved(r);
   }
 
-  std::string reg_name(uint16_t reg) const override {
-    if (reg < kRegNames.size()) return kRegNames[reg];
-    return ArchOps::reg_name(reg);
+  std::string register_name(uint16_t reg) const override {
+    if (reg < kRegNames.size()) return std::string(kRegNames[reg]);
+    if (reg >= 11 && reg <= 18) return "st" + std::to_string(reg - 11);
+    if (reg >= 21 && reg <= 28) return "xmm" + std::to_string(reg - 21);
+    if (reg >= 29 && reg <= 36) return "mm" + std::to_string(reg - 29);
+    if (reg >= 40 && reg <= 45) return std::string(kSegNames[reg - 40]);
+    return "";
+  }
+
+  DebuggerRegisters debugger_registers() const override {
+    return {kEip, kRegNames[kEip], kRegNames[kEsp]};  // eax..edi
   }
 
   // Every 32-bit address can hold user code (a compat task on a 64-bit kernel has all 4 GiB).

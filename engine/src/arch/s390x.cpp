@@ -17,7 +17,11 @@ const ArchInfo kS390xInfo{Arch::S390x, "s390x", EM_S390, true, 8, 15, 11, 14, 66
 
 namespace {
 
-constexpr uint16_t kR14 = 14, kR15 = 15;
+constexpr uint16_t kR14 = 14, kR15 = 15, kPswa = 65;
+constexpr std::array<std::string_view, 16> kGprNames = {"r0",  "r1",  "r2",  "r3", "r4",  "r5",
+                                                        "r6",  "r7",  "r8",  "r9", "r10", "r11",
+                                                        "r12", "r13", "r14", "r15"};
+constexpr std::string_view kPswaName = "pswa";
 
 // The trampolines are a single `svc` instruction: 0a NN with NN the syscall number
 // (173 = __NR_rt_sigreturn, 119 = __NR_sigreturn).
@@ -69,9 +73,28 @@ class S390xOps final : public ArchOps {
     for (uint16_t r = 24; r <= 31; ++r) add_callee_saved(r);   // f8-f15
   }
 
-  std::string reg_name(uint16_t reg) const override {
-    if (reg <= kR15) return "r" + std::to_string(reg);
-    return ArchOps::reg_name(reg);
+  // s390x ELF ABI DWARF numbering: 0-15 r0-r15, 16-31 the floating-point registers in the
+  // ABI's interleaved order, 32-47 cr0-cr15, 48-63 a0-a15, 64 pswm, 65 pswa.
+  std::string register_name(uint16_t reg) const override {
+    static constexpr std::array<int, 16> kFpr{0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15};
+    if (reg <= kR15) return std::string(kGprNames[reg]);
+    if (reg <= 31) return "f" + std::to_string(kFpr[reg - 16]);
+    if (reg <= 47) return "cr" + std::to_string(reg - 32);
+    if (reg <= 63) return "a" + std::to_string(reg - 48);
+    if (reg == 64) return "pswm";
+    if (reg == kPswa) return std::string(kPswaName);
+    return "";
+  }
+
+  DebuggerRegisters debugger_registers() const override {
+    return {kR15 + 1, kPswaName, kGprNames[kR15]};  // r0..r15
+  }
+
+  std::span<const std::string_view> register_aliases(std::string_view name) const override {
+    // GDB's s390 unwinds a caller's pc through its pseudo register "pc" (pswa's address bits).
+    static constexpr std::array<std::string_view, 1> kPc{"pc"};
+    return name == kPswaName ? std::span<const std::string_view>(kPc)
+                             : std::span<const std::string_view>();
   }
 
   bool plausible_pc(uint64_t pc) const override { return pc % 2 == 0; }

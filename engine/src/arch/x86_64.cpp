@@ -59,9 +59,14 @@ constexpr GregsetLayout kGregset{27 * 8, 8, kGregs, 8 * 16};
 // SFRAME_ABI_AMD64_ENDIAN_LITTLE; the call leaves the RA at CFA-8 in every frame.
 constexpr SFrameRules kSFrame{.abi_little = 3, .fixed_ra_offset = -8, .plt_pcmask = true};
 
-constexpr std::array<const char*, 17> kRegNames = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
-                                                   "rbp", "rsp", "r8",  "r9",  "r10", "r11",
-                                                   "r12", "r13", "r14", "r15", "rip"};
+// DWARF register names (psABI figure 3.36): 0-15 the general registers, 16 the return
+// address column (rip), 17-32 xmm0-15, 33-40 st0-7, 41-48 mm0-7, 49 rflags, 50-55 es cs ss ds
+// fs gs, 58/59 fs.base/gs.base.
+constexpr std::array<std::string_view, 17> kRegNames = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi",
+                                                        "rbp", "rsp", "r8",  "r9",  "r10", "r11",
+                                                        "r12", "r13", "r14", "r15", "rip"};
+constexpr uint16_t kRip = 16;
+constexpr std::array<std::string_view, 6> kSegNames = {"es", "cs", "ss", "ds", "fs", "gs"};
 
 // The legacy vsyscall page is user-executable although it lies in the kernel half.
 constexpr uint64_t kVsyscallStart = 0xffffffffff600000ull;
@@ -76,9 +81,20 @@ class X86_64Ops final : public ArchOps {
       add_callee_saved(r);
   }
 
-  std::string reg_name(uint16_t reg) const override {
-    if (reg < kRegNames.size()) return kRegNames[reg];
-    return ArchOps::reg_name(reg);
+  std::string register_name(uint16_t reg) const override {
+    if (reg < kRegNames.size()) return std::string(kRegNames[reg]);
+    if (reg <= 32) return "xmm" + std::to_string(reg - 17);
+    if (reg <= 40) return "st" + std::to_string(reg - 33);
+    if (reg <= 48) return "mm" + std::to_string(reg - 41);
+    if (reg == 49) return "rflags";
+    if (reg >= 50 && reg <= 55) return std::string(kSegNames[reg - 50]);
+    if (reg == 58) return "fs.base";
+    if (reg == 59) return "gs.base";
+    return "";
+  }
+
+  DebuggerRegisters debugger_registers() const override {
+    return {kRip, kRegNames[kRip], kRegNames[kRsp]};  // rax..r15
   }
 
   bool plausible_pc(uint64_t pc) const override {

@@ -26,11 +26,6 @@ constexpr int kSigquit = 3, kSigill = 4, kSigtrap = 5, kSigabrt = 6, kSigbus = 7
               kSigsegv = 11, kSigxcpu = 24, kSigxfsz = 25, kSigsys = 31;
 
 // The signals whose kernel-raised siginfo is _sigfault.
-bool fault_signal(int signo) {
-  return signo == kSigill || signo == kSigtrap || signo == kSigbus || signo == kSigfpe ||
-         signo == kSigsegv;
-}
-
 }  // namespace
 
 std::optional<SigInfoNote> decode_siginfo(Arch arch, std::span<const std::byte> desc,
@@ -81,7 +76,7 @@ bool signal_dumps_core(int signo) {
 namespace ehbt {
 
 bool signal_carries_address(int number, std::optional<int> code, uint64_t address) {
-  if (!code || !core::fault_signal(number)) return false;
+  if (!code || !signal_has_fault_address(number)) return false;
   // Raised by the kernel for the fault itself (SEGV_MAPERR, TRAP_BRKPT, ...): _sigfault.
   if (*code > 0 && *code != core::kSiKernel) return true;
   // force_sig() (x86's general-protection fault and int3, a bad sigreturn frame, ...) sends

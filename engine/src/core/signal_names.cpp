@@ -27,4 +27,10 @@ std::string signal_name(int number) {
   return "SIG" + std::to_string(number);
 }
 
+bool signal_has_fault_address(int number) {
+  // SIGILL 4, SIGTRAP 5, SIGBUS 7, SIGFPE 8, SIGSEGV 11: the same numbers on every arch ehbt
+  // reads (the generic numbering).
+  return number == 4 || number == 5 || number == 7 || number == 8 || number == 11;
+}
+
 }  // namespace ehbt
