@@ -33,7 +33,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs")
-OUT = os.path.join(HERE, "out")
+# EHBT_CORES_OUT writes the cores elsewhere (a worktree whose cores/out is shared and read-only
+# makes its new case there); the tests read cores/out.
+OUT = os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out")
 GDB_EXPECT = os.path.join(HERE, "gdb_expect.py")
 
 CFLAGS = ["-O2", "-g", "-fomit-frame-pointer", "-Wall", "-Wextra"]

@@ -213,35 +213,6 @@ TEST_F(Scan, FramePointerResultMustFollowACall) {
   EXPECT_EQ(bt.frames[1].source, FrameSource::Scan);
 }
 
-// The frame-pointer step checks that its caller's call may lead to the frame's function. A
-// call within the frame's own module passes without knowing where that function starts (a
-// sibling call may lead on to it), so the start, a symbol lookup that can be a pass over a
-// large table, is not asked for; seen from a function of another module, the same call must
-// lead to that function's start or through a PLT stub, and the start is asked for once.
-TEST_F(Scan, FollowsCallAsksForTheFunctionStartOnlyForACallIntoAnotherModule) {
-  const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, modules_, Limits{}};
-  const Module* own = modules_.find(at("leaf"));
-  ASSERT_NE(own, nullptr);
-  int asked = 0;
-  auto hint_starting_at = [&asked](uint64_t start) {
-    arch::CodeHint hint;
-    hint.find_function_start_with([&asked, start]() -> std::optional<uint64_t> {
-      ++asked;
-      return start;
-    });
-    return hint;
-  };
-  // ret_mid follows mid's `call leaf`.
-  EXPECT_TRUE(unwind::follows_call(ctx, at("ret_mid"), own, hint_starting_at(at("other"))));
-  EXPECT_EQ(asked, 0);
-
-  Module elsewhere;  // a module the set does not hold: the frame's function is not in ours
-  EXPECT_FALSE(unwind::follows_call(ctx, at("ret_mid"), &elsewhere, hint_starting_at(0x1000)));
-  EXPECT_EQ(asked, 1);
-  EXPECT_TRUE(unwind::follows_call(ctx, at("ret_mid"), &elsewhere, hint_starting_at(at("leaf"))));
-  EXPECT_EQ(asked, 2);
-}
-
 TEST_F(Scan, JitFrameZeroStepsByFramePointerAndIsNamed) {
   modules_.add_anonymous_code(kJit, kJit + 0x100);
   auto map = std::make_shared<PerfMap>(

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Is there a call instruction just before a return address? The question a stack scan asks
-// of every candidate word (and the frame-pointer walk of code without CFI), decoded from the
+// of every candidate word (and the proof of every frame found without a table), decoded from the
 // target's code bytes: x86-64 and i386 `call rel32` and `call r/m` (ModRM /2), aarch64 `bl`/`blr`
 // (and the pointer-authenticating `blraa`/`blrab` family), s390x `brasl` and `basr` (also
 // `bras`, `bas`). A direct call also gives its target, to check against the function the
