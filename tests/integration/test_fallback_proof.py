@@ -92,6 +92,8 @@ def check_no_invented_frame(exp, rc, doc, counts=None):
         if t["tid"] not in want:
             continue
         true_pcs, stop = want[t["tid"]]
+        if stop == "any":
+            continue  # a stack overflow: GDB's frames are a prefix, the rest is unknown
         got = [int(f["pc"], 16) for f in t["frames"]]
         if counts is not None:
             counts["fallback"] += sum(f.get("source") in ("frame_pointer", "scan")
@@ -164,9 +166,13 @@ def hidden_module_runs(exp, dest):
     where the path the core names is not also on this host, which ehbt would use: the qemu
     cores' libraries); the executable is hidden by giving another program's as --exe."""
     exe, sysroot = ce.relocate(exp, dest)
+    sysroot.mkdir(exist_ok=True)  # none made when every frame is in the executable
     extra_roots = [exp["debug_sysroot"]] if exp.get("debug_sysroot") else []
-    other = next(p for p in sorted((OUT / exp["arch"] / "bin").iterdir())
-                 if p.is_file() and p.name != os.path.basename(exp["exe"]))
+    # Another fixture program of the same architecture (chain's, or noreturn's for chain).
+    other = next((OUT / exp["arch"] / "bin" / n for n in ("chain", "noreturn", "drap", "threads")
+                  if n != exp["program"] and (OUT / exp["arch"] / "bin" / n).is_file()), None)
+    if other is None:
+        pytest.fail("no other program in %s" % (OUT / exp["arch"] / "bin"))
     yield os.path.basename(exp["exe"]), [sysroot] + extra_roots, other
     for core_path in sorted(ce.modules_in_frames(exp)):
         if os.path.exists(core_path):
@@ -184,18 +190,24 @@ def test_hiding_one_module_at_a_time_invents_no_frame(ehbt_bin, tmp_path):
     """The property: over every GDB fixture core and every module of its frames, with that
     module's file (so its tables) gone, the fallbacks walk on; each frame they give is one of
     GDB's, in order, and a walk that lost frames does not end outermost."""
-    counts = {"walks": 0, "fallback": 0, "invented": 0, "early": 0}
+    counts = {"walks": 0, "not_hidden": 0, "fallback": 0, "invented": 0, "early": 0}
     errors = []
     for arch, name in FIXTURES:
         exp = load(arch, name)
         for i, (hidden, roots, exe) in enumerate(hidden_module_runs(exp, tmp_path / arch / name)):
             rc, doc = run(ehbt_bin, exp, sysroots=roots, exe=exe)
             counts["walks"] += 1
-            # The module really is hidden: the report says its file was not used.
+            # The module really is hidden: the report says its file was not used. (Where ehbt
+            # still found a file, e.g. the buildid case's moved executable by its build-id,
+            # nothing is hidden and the run is only counted.)
             mods = [m for m in doc["modules"] if os.path.basename(m["path"] or "") == hidden]
-            assert mods and all(m["file"] is None for m in mods), (arch, name, hidden, mods)
+            assert mods, (arch, name, hidden)
+            if any(m["file"] is not None for m in mods):
+                counts["not_hidden"] += 1
+                continue
             errors += ["[%s hidden] %s" % (hidden, e)
                        for e in check_no_invented_frame(exp, rc, doc, counts)]
-    print("\nfallback proof: %(walks)d walks, %(fallback)d fallback frames, %(invented)d "
-          "threads with a frame not in the truth, %(early)d threads ending early" % counts)
+    print("\nfallback proof: %(walks)d walks (%(not_hidden)d hid nothing), "
+          "%(fallback)d fallback frames, %(invented)d threads with a frame not in the truth, "
+          "%(early)d threads ending early" % counts)
     assert errors == [], "\n".join(errors)
