@@ -211,3 +211,17 @@ def test_hiding_one_module_at_a_time_invents_no_frame(ehbt_bin, tmp_path):
           "%(fallback)d fallback frames, %(invented)d threads with a frame not in the truth, "
           "%(early)d threads ending early" % counts)
     assert errors == [], "\n".join(errors)
+
+
+def test_makecontext_coroutine_ends_at_the_planted_return(ehbt_bin):
+    """cores/programs/coroutine.c: exactly fx_co_crash, fx_co_body and makecontext's planted
+    return address (__start_context's first instruction, looked up at pc, not pc - 1); nothing
+    from the coroutine's .bss stack after it (no scan walks off the stack into main's saved
+    context), and the walk does not claim outermost."""
+    exp = load("x86_64", "coroutine")
+    rc, doc = run(ehbt_bin, exp)
+    t = next(t for t in doc["threads"] if t["crashing"])
+    want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
+    assert [int(f["pc"], 16) for f in t["frames"]] == want, ce.describe(t["frames"])
+    assert [f["source"] for f in t["frames"]][1:] == ["eh_frame", "eh_frame"], t["frames"]
+    assert t["stop_reason"] != "outermost" and rc == 1, (t["stop_reason"], t["stop_detail"])

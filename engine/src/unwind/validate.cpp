@@ -88,6 +88,13 @@ bool reaches_by_tail_jumps(const ScanContext& ctx, uint64_t from, uint64_t calle
 
 }  // namespace
 
+std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
+  CodeBytes code(ctx.mem, ctx.modules);
+  std::byte last{};
+  if (ra == 0 || code.read(ra - 1, std::span(&last, 1)) != 1) return std::nullopt;
+  return arch::call_before(ctx.ops.info().arch, code, ra).has_value();
+}
+
 std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
                                         uint64_t cfa) {
   // 3. The caller's frame lies above the callee's, in stack the walk can read. (At a

@@ -42,6 +42,10 @@ struct Callee {
   std::optional<uint64_t> function_start;
 };
 
+// Whether a call instruction ends at `ra` (code from target memory, else the module's file);
+// nothing when those bytes cannot be read.
+std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra);
+
 // Nothing when the candidate (caller pc `ra`, caller CFA `cfa`) is proven; else which check
 // failed and why.
 std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
