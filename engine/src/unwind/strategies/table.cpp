@@ -49,6 +49,9 @@ Attempt planted_return(StepContext& ctx, dwarf::ImageCfi& cfi, dwarf::ErrorCode 
   if (frame.lookup_pc() == frame.pc) return std::nullopt;
   if (code != dwarf::ErrorCode::NoEntry && code != dwarf::ErrorCode::NotCovered)
     return std::nullopt;
+  // A signal restorer is planted too (sa_restorer; Go's runtime.sigreturn has a row of its
+  // own): SigreturnTrampoline reads the kernel's frame there.
+  if (ctx.ops.sigreturn_at(ctx.mem, frame.pc) != arch::Sigreturn::None) return std::nullopt;
   const uint64_t link = ctx.module->to_link(frame.pc);
   dwarf::SectionKind from = dwarf::SectionKind::EhFrame;
   auto found = cfi.find_row_ref(link, &from, ctx.options.use_debug_frame);
