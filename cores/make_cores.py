@@ -389,6 +389,10 @@ NATIVE_CHAIN = ["fx_level3", "fx_level2", "fx_level1", "main"]
 CASE_LIST = [
     Case("chain", ["chain.c"], NATIVE_CHAIN, 11, arches=WITH_I386,
          note="plain PIE, null write three calls deep"),
+    Case("coroutine", ["coroutine.c"], ["fx_co_crash", "fx_co_body"], 11,
+         arches=("x86_64",), stop="early",
+         note="makecontext coroutine on a .bss stack; __start_context (planted, not called) "
+              "is outermost"),
     Case("noreturn", ["noreturn.c"], ["fx_noreturn_last", "fx_noreturn_caller", "main"], 6,
          checks=[check_noreturn], arches=WITH_I386,
          note="return address of a call to abort() lies past fx_noreturn_last's end"),
@@ -895,8 +899,9 @@ def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", ext
                 raise CaseError("GDB did not reach the outermost frame of thread %s: %s"
                                 % (t["tid"], t["gdb_stop"]))
             # None: the cross libcs have no symbols for their thread entry (thread_start).
+            # __start_context: where makecontext's coroutines return (glibc ends it).
             if last not in ("_start", "clone3", "clone", "__clone", "thread_start",
-                            "__thread_start", "__clone3", None):
+                            "__thread_start", "__clone3", "__start_context", None):
                 raise CaseError("thread %s ends in %s" % (t["tid"], last))
     if case.name == "plt":
         f0 = raw["threads"][0]["frames"][0]
@@ -919,6 +924,22 @@ def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", ext
         extra_note = ("frames up to fx_smash_victim as GDB shows them (they match the known call "
                       "structure); GDB then shows the garbage return address 0x4141414141414141 as "
                       "a frame, which is not a frame: expected stop is any non-outermost reason")
+    if case.name == "coroutine":
+        # By construction: fx_co_crash, fx_co_body, then the return address makecontext planted
+        # (__start_context in libc: a function's first instruction). What lies past it is the
+        # coroutine's .bss, not frames (GDB without libc's debug info shows them); this libc's
+        # __start_context CFI does not end the walk, so the expected stop is a non-outermost one.
+        keep = start + len(case.chain) + 1
+        planted = ct["frames"][keep - 1:keep]
+        if not planted or "libc.so.6" not in planted[0]["module_aliases"]:
+            raise CaseError("the frame after fx_co_body is not in libc: %s" % planted)
+        ct["frames"] = ct["frames"][:keep]
+        ct["compare_frames"] = keep
+        ct["garbage_pc"] = "0x0"
+        source = "construction"
+        extra_note = ("frames up to makecontext's planted return address (__start_context) as "
+                      "GDB shows them; GDB then reads the coroutine's .bss as frames, which "
+                      "are not: expected stop is any non-outermost reason, no frame after it")
     if case.name == "threads":
         seen = sorted(n for t in threads if not t["crashing"] for n in frame_names(t["frames"])
                       if n and n.startswith("fx_thread_"))

@@ -20,8 +20,9 @@
 namespace ehbt::test {
 
 // x86-64. inner keeps a frame pointer (CFA = rbp + 16); middle is rsp-based; nocfi has a
-// frame pointer and no FDE at all (for the frame-pointer fallback). .Lentry_end and
-// .Linner_end mark where those functions end, for tables encoded by hand after the chain.
+// frame pointer and no FDE at all (for the frame-pointer fallback), called by middle_fp.
+// .Lentry_end and .Linner_end mark where those functions end, for tables encoded by hand after the
+// chain.
 inline constexpr const char* kX86_64ChainAsm = R"(
 	.text
 	.globl entry, middle, inner, inner_body, ret_entry, ret_middle, nocfi, ret_nocfi
@@ -90,6 +91,32 @@ ret_nocfi:
 	popq %rbp
 	ret
 	.size nocfi, .-nocfi
+
+	// middle's frame (the same CFI) calling nocfi, for walks where the frame-pointer
+	// fallback must prove that nocfi's caller called it (unwind/validate.hpp).
+	.globl middle_fp, ret_middle_fp
+	.type middle_fp,@function
+middle_fp:
+	.cfi_startproc
+	pushq %rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset rbx, -16
+	pushq %r12
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset r12, -24
+	subq $24, %rsp
+	.cfi_adjust_cfa_offset 24
+	call nocfi
+ret_middle_fp:
+	addq $24, %rsp
+	.cfi_adjust_cfa_offset -24
+	popq %r12
+	.cfi_adjust_cfa_offset -8
+	popq %rbx
+	.cfi_adjust_cfa_offset -8
+	ret
+	.cfi_endproc
+	.size middle_fp, .-middle_fp
 )";
 
 // aarch64. middle signs its return address (paciasp = hint #25) and says so with

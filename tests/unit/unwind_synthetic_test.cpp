@@ -82,7 +82,7 @@ TEST_F(X86_64Chain, WalkWithoutRegistersFindsTheSameFrames) {
   s.put(a - 8, nocfi_rbp);
   s.put(a, at("ret_nocfi"));
   s.put(nocfi_rbp, 0x5555);
-  s.put(nocfi_rbp + 8, at("ret_middle"));
+  s.put(nocfi_rbp + 8, at("ret_middle_fp"));
   s.put(a + 48, 0x1212);
   s.put(a + 56, 0x3333);
   s.put(a + 64, at("ret_entry"));
@@ -97,7 +97,7 @@ TEST_F(X86_64Chain, WalkWithoutRegistersFindsTheSameFrames) {
   Backtrace bt = Unwinder().unwind(regs, s.mem, modules_, lean);
   EXPECT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
   ASSERT_EQ(bt.frames.size(), 4u) << bt.detail;
-  const uint64_t pcs[] = {at("inner_body"), at("ret_nocfi"), at("ret_middle"), at("ret_entry")};
+  const uint64_t pcs[] = {at("inner_body"), at("ret_nocfi"), at("ret_middle_fp"), at("ret_entry")};
   const uint64_t cfas[] = {a + 8, a + 24, a + 72, a + 88};
   const FrameSource sources[] = {FrameSource::Context, FrameSource::EhFrame,
                                  FrameSource::FramePointer, FrameSource::EhFrame};
@@ -122,7 +122,7 @@ TEST_F(X86_64Chain, WalkWithoutRegistersFindsTheSameFrames) {
 }
 
 TEST_F(X86_64Chain, FramePointerFallbackWhereNoFdeCovers) {
-  // inner called from nocfi (no FDE), nocfi "called" from middle, middle from entry.
+  // inner called from nocfi (no FDE), nocfi from middle_fp, middle_fp "called" from entry.
   const uint64_t a = kStack + 0x800;
   const uint64_t nocfi_rbp = a + 8;  // nocfi: push rbp; mov rsp,rbp; call -> rbp = A + 8
   Stack s(false);
@@ -130,7 +130,7 @@ TEST_F(X86_64Chain, FramePointerFallbackWhereNoFdeCovers) {
   s.put(a - 8, nocfi_rbp);  // inner saved nocfi's rbp
   s.put(a, at("ret_nocfi"));
   s.put(nocfi_rbp, 0x5555);  // nocfi saved middle's rbp
-  s.put(nocfi_rbp + 8, at("ret_middle"));
+  s.put(nocfi_rbp + 8, at("ret_middle_fp"));
   // middle's frame: rsp = nocfi's CFA = A + 24, CFA = A + 72.
   s.put(a + 48, 0x1212);
   s.put(a + 56, 0x3333);
@@ -147,7 +147,7 @@ TEST_F(X86_64Chain, FramePointerFallbackWhereNoFdeCovers) {
   EXPECT_EQ(bt.frames[1].pc, at("ret_nocfi"));
   EXPECT_EQ(bt.frames[1].source, FrameSource::EhFrame);
   EXPECT_EQ(bt.frames[1].cfa, a + 24);
-  EXPECT_EQ(bt.frames[2].pc, at("ret_middle"));
+  EXPECT_EQ(bt.frames[2].pc, at("ret_middle_fp"));
   EXPECT_EQ(bt.frames[2].source, FrameSource::FramePointer);
   EXPECT_EQ(bt.frames[2].regs.get(6), 0x5555u);
   EXPECT_EQ(bt.frames[2].cfa, a + 72);

@@ -76,6 +76,13 @@ struct Limits {
   // 512), and frames found by scanning per thread.
   uint32_t max_scan_words = 512;
   uint32_t max_scan_frames = 64;
+  // Proof of a frame found without a table (unwind/validate.hpp): a direct call whose target
+  // is not the callee's function may reach it by tail jumps; links of that chain followed,
+  // functions searched in all, and bytes of one function searched for a jump (real sibling
+  // chains are one or two links; functions past 64 KiB are rare and searched only that far).
+  uint32_t max_tail_jumps = 4;
+  uint32_t max_tail_jump_functions = 64;
+  uint32_t max_tail_jump_bytes = 64u << 10;
   // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
   uint32_t max_cached_pages = 4096;
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the

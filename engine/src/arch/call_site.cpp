@@ -97,6 +97,78 @@ std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_addr
   return std::nullopt;
 }
 
+std::optional<uint64_t> direct_jump(Arch arch, std::span<const std::byte> code, std::size_t off,
+                                    uint64_t addr) {
+  auto b = [&](std::size_t i) { return static_cast<uint8_t>(code[off + i]); };
+  const std::size_t left = off < code.size() ? code.size() - off : 0;
+  switch (arch) {
+    case Arch::X86_64:
+    case Arch::I386: {
+      const bool wide = arch == Arch::X86_64;
+      uint64_t to = 0;
+      if (left >= 5 && b(0) == 0xe9) {
+        const uint32_t rel = static_cast<uint32_t>(b(1)) | static_cast<uint32_t>(b(2)) << 8 |
+                             static_cast<uint32_t>(b(3)) << 16 | static_cast<uint32_t>(b(4)) << 24;
+        to = addr + 5 + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(rel)));
+      } else if (left >= 2 && b(0) == 0xeb) {
+        to = addr + 2 + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int8_t>(b(1))));
+      } else {
+        return std::nullopt;
+      }
+      return wide ? to : to & UINT32_MAX;
+    }
+    case Arch::AArch64: {
+      if (left < 4) return std::nullopt;
+      const uint32_t insn = static_cast<uint32_t>(b(0)) | static_cast<uint32_t>(b(1)) << 8 |
+                            static_cast<uint32_t>(b(2)) << 16 | static_cast<uint32_t>(b(3)) << 24;
+      if ((insn & 0xfc000000u) != 0x14000000u) return std::nullopt;  // b imm26
+      int64_t imm = insn & 0x03ffffffu;
+      if (imm & 0x02000000) imm -= 0x04000000;
+      return addr + static_cast<uint64_t>(imm * 4);
+    }
+    case Arch::S390x: {
+      if (left >= 6 && b(0) == 0xc0 && b(1) == 0xf4) {  // brcl 15,ri
+        const uint32_t rel = static_cast<uint32_t>(b(2)) << 24 | static_cast<uint32_t>(b(3)) << 16 |
+                             static_cast<uint32_t>(b(4)) << 8 | b(5);
+        return addr + static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(rel)) * 2);
+      }
+      if (left >= 4 && b(0) == 0xa7 && b(1) == 0xf4) {  // j ri (brc 15)
+        const int64_t disp = static_cast<int16_t>(static_cast<uint16_t>(b(2) << 8 | b(3)));
+        return addr + static_cast<uint64_t>(disp * 2);
+      }
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off) {
+  const std::size_t left = off < code.size() ? code.size() - off : 0;
+  auto b = [&](std::size_t i) { return static_cast<uint8_t>(code[off + i]); };
+  switch (arch) {
+    case Arch::X86_64:
+    case Arch::I386:
+      return left >= 2 && b(0) == 0xff && (b(1) & 0xf8) == 0xe0;  // ff /4, mod 3
+    case Arch::AArch64:
+      return left >= 4 && (b(0) & 0x1f) == 0 && (b(1) & 0xfc) == 0 && b(2) == 0x1f &&
+             b(3) == 0xd6;  // br xN: d61f0000 | n << 5
+    case Arch::S390x:
+      return left >= 2 && b(0) == 0x07 && (b(1) & 0xf0) == 0xf0 && (b(1) & 0x0f) != 0;
+  }
+  return false;
+}
+
+unsigned jump_alignment(Arch arch) {
+  switch (arch) {
+    case Arch::AArch64:
+      return 4;
+    case Arch::S390x:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
 ScanLayout scan_layout(Arch arch, uint64_t slot) {
   switch (arch) {
     case Arch::X86_64:

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Is there a call instruction just before a return address? The question a stack scan asks
-// of every candidate word (and the frame-pointer walk of code without CFI), decoded from the
+// of every candidate word (and the proof of every frame found without a table), decoded from the
 // target's code bytes: x86-64 and i386 `call rel32` and `call r/m` (ModRM /2), aarch64 `bl`/`blr`
 // (and the pointer-authenticating `blraa`/`blrab` family), s390x `brasl` and `basr` (also
 // `bras`, `bas`). A direct call also gives its target, to check against the function the
 // scan came from.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/memory.hpp"
@@ -23,6 +25,16 @@ struct CallSite {
 // The call instruction that ends right at `return_address`, or nothing (unreadable bytes,
 // no call there). Reads at most 16 bytes below the address.
 std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_address);
+
+// The destination of an unconditional direct jump (a tail call) starting at `code[off]`, the
+// instruction's address being `addr`: x86 `jmp rel32`/`jmp rel8`, aarch64 `b`, s390x
+// `brcl 15`/`j`. Instruction alignment: jump_alignment(arch) bytes.
+std::optional<uint64_t> direct_jump(Arch arch, std::span<const std::byte> code, std::size_t off,
+                                    uint64_t addr);
+unsigned jump_alignment(Arch arch);
+// Whether `code[off]` starts a jump through a register (x86 `jmp *%reg`, aarch64 `br xN`,
+// s390x `br %rN`): a tail jump whose destination the code does not say.
+bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off);
 
 // Where a stack scan that found a return address in `slot` puts the caller: its stack
 // pointer and the CFA of the frame scanned from.

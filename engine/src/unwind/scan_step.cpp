@@ -63,21 +63,6 @@ bool compatible_target(const ScanContext& ctx, uint64_t target,
   return is_plt_symbol(sym->name);
 }
 
-// Looser than compatible_target, for the frame-pointer step, whose record is evidence of its
-// own: a direct call to another function of the same module may have reached this one by a
-// sibling call (`jmp`), but a direct call into another module, other than to a PLT stub,
-// cannot lead here (that needs a PLT stub of its own), so the record is someone else's.
-bool may_lead_to(const ScanContext& ctx, uint64_t target, const Module* module,
-                 const arch::CodeHint& code) {
-  const Module* m = ctx.modules.find(target);
-  if (m == nullptr || !m->image || m == module) return true;
-  const std::optional<uint64_t> function_start = code.function_start();
-  if (!function_start || target == *function_start || ctx.modules.find(*function_start) == m)
-    return true;
-  auto sym = m->image->symbolize(m->to_link(target));
-  return sym && is_plt_symbol(sym->name);
-}
-
 // A return address into executable code of a known module (the link-time check uses ra - 1:
 // the call may be the last instruction of its function) right after a compatible call.
 bool valid_return_address(const ScanContext& ctx, uint64_t ra,
@@ -226,15 +211,6 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
   }
   return std::nullopt;
-}
-
-bool follows_call(const ScanContext& ctx, uint64_t ra, const Module* module,
-                  const arch::CodeHint& code) {
-  const Module* m = ctx.modules.find(ra - 1);
-  if (m == nullptr) return true;  // JIT code, or no modules known: nothing to judge
-  if (!code_readable(ctx, *m, ra - 1)) return true;
-  auto call = call_in_module(ctx, *m, ra);
-  return call && (!call->target || may_lead_to(ctx, *call->target, module, code));
 }
 
 }  // namespace ehbt::unwind

@@ -43,12 +43,4 @@ std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& f
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
                                                   std::optional<uint64_t> function_start);
 
-// Whether `ra`, a return address a heuristic found, follows a call instruction, and a direct
-// call there may lead to the function the heuristic stepped from (in `module`, starting at
-// code.function_start() when known): to it, to the same module (a sibling call may go on to
-// it) or to a PLT stub; true when it cannot be judged (JIT code, unreadable bytes of a module
-// without a file). The function's start is asked for only for a call into another module.
-bool follows_call(const ScanContext& ctx, uint64_t ra, const Module* module,
-                  const arch::CodeHint& code);
-
 }  // namespace ehbt::unwind

@@ -18,7 +18,7 @@ bool in_plt_stub(const Image& image, uint64_t link_addr) {
 
 Attempt entry_step(StepContext& ctx) {
   auto rec = ctx.ops.entry_step(ctx.frame.regs, ctx.mem);
-  if (!rec) return std::nullopt;
+  if (!rec || disprove(ctx, *rec, "function entry")) return std::nullopt;
   auto out = finish(ctx, std::move(*rec), FrameSource::Scan, false);
   if (out) return out;
   return std::nullopt;

@@ -4,26 +4,22 @@
 #include <string>
 
 #include "unwind/describe.hpp"
-#include "unwind/scan_step.hpp"
 
 namespace ehbt::unwind {
 
 Attempt FramePointerOnly::attempt(StepContext& ctx) {
   auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, ctx.code_hint());
   if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
+  if (auto no = disprove(ctx, *rec, "frame pointer")) return stop(StopReason::NoUnwindInfo, *no);
   return finish(ctx, std::move(*rec), FrameSource::FramePointer, false);
 }
 
 Attempt FramePointerChain::attempt(StepContext& ctx) {
-  const arch::CodeHint& hint = ctx.code_hint();
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, hint);
+  auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, ctx.code_hint());
   if (!rec) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
-  } else if (const uint64_t ra = rec->regs.pc();
-             ra != 0 && !follows_call(scan, ra, ctx.module, hint)) {
-    ctx.fp_why =
-        "frame pointer: caller pc " + hex(ra) + " follows no call that may lead to this function";
+  } else if (auto no = disprove(ctx, *rec, "frame pointer")) {
+    ctx.fp_why = std::move(*no);
   } else {
     auto out = finish(ctx, std::move(*rec), FrameSource::FramePointer, false);
     if (out) return out;

@@ -8,6 +8,7 @@ namespace ehbt::unwind {
 Attempt ProvableLeaf::attempt(StepContext& ctx) {
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   if (auto leaf = infer_leaf(scan, ctx.frame, ctx.code_hint())) {
+    if (disprove(ctx, *leaf, "leaf")) return std::nullopt;
     auto out = finish(ctx, std::move(*leaf), FrameSource::Scan, false);
     if (out) return out;
   }
@@ -26,6 +27,10 @@ Attempt StackScan::attempt(StepContext& ctx) {
   auto found = scan_stack(scan, ctx.frame, ctx.code_hint().function_start());
   if (!found) {
     ctx.scan_why = std::move(found.error());
+    return std::nullopt;
+  }
+  if (auto no = disprove(ctx, *found, "scan")) {
+    ctx.scan_why = std::move(*no);
     return std::nullopt;
   }
   auto out = finish(ctx, std::move(*found), FrameSource::Scan, false);

@@ -2,6 +2,8 @@
 #include "unwind/strategies/step_context.hpp"
 
 #include "unwind/describe.hpp"
+#include "unwind/scan_step.hpp"
+#include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
 
@@ -57,6 +59,20 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
   if (caller.jit) return std::nullopt;  // JIT code: code, though in no module
   if (ctx.ops.sigreturn_at(ctx.mem, pc) != arch::Sigreturn::None) return std::nullopt;
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
+}
+
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec,
+                                    const char* what) {
+  const uint64_t ra = rec.regs.pc();
+  if (ra == 0) return std::nullopt;
+  const unsigned sp_reg = ctx.ops.info().sp_reg;
+  Callee callee;
+  callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
+  callee.function_start = ctx.code_hint().function_start();
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (auto no = disprove_caller(scan, callee, ra, rec.cfa))
+    return std::string(what) + ": " + no->detail;
+  return std::nullopt;
 }
 
 StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc) {

@@ -83,6 +83,11 @@ StopInfo recover_failure(const arch::RecoverFailure& f, const char* what);
 std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool from_signal,
                                         const Module* hint = nullptr);
 
+// The proof a fallback's candidate must pass (unwind/validate.hpp), against the frame stepped
+// from: nothing when proven, else why not (prefixed with `what`, the strategy). A zero return
+// address is left to finish(), which ends the walk there.
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what);
+
 // Fills ctx.caller from a heuristic or signal-frame recovery and validates it.
 StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc);
 

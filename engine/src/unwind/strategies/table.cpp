@@ -5,7 +5,9 @@
 
 #include "unwind/apply_row.hpp"
 #include "unwind/describe.hpp"
+#include "unwind/scan_step.hpp"
 #include "unwind/strategies/signal.hpp"
+#include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
 
@@ -36,6 +38,34 @@ StepOutcome row_step(StepContext& ctx, const dwarf::Row& row, FrameSource source
   return *cfa;
 }
 
+namespace {
+
+// A return address that is a function's first instruction, no call before it: planted, not
+// left by a call (makecontext puts __start_context there, whose CFI ends the walk). It is
+// looked up at pc, not pc - 1 (which lies before the function: no FDE covers it). Asked only
+// where pc - 1 has no row, so a walk the tables cover never pays for it.
+Attempt planted_return(StepContext& ctx, dwarf::ImageCfi& cfi, dwarf::ErrorCode code) {
+  const Frame& frame = ctx.frame;
+  if (frame.lookup_pc() == frame.pc) return std::nullopt;
+  if (code != dwarf::ErrorCode::NoEntry && code != dwarf::ErrorCode::NotCovered)
+    return std::nullopt;
+  // A signal restorer is planted too (sa_restorer; Go's runtime.sigreturn has a row of its
+  // own): SigreturnTrampoline reads the kernel's frame there.
+  if (ctx.ops.sigreturn_at(ctx.mem, frame.pc) != arch::Sigreturn::None) return std::nullopt;
+  const uint64_t link = ctx.module->to_link(frame.pc);
+  dwarf::SectionKind from = dwarf::SectionKind::EhFrame;
+  auto found = cfi.find_row_ref(link, &from, ctx.options.use_debug_frame);
+  if (!found || (*found)->start != link) return std::nullopt;
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (follows_a_call(scan, frame.pc) != std::optional<bool>(false)) return std::nullopt;
+  // find_row_ref's reference stays valid: nothing else looks up a row before the step.
+  return row_step(
+      ctx, **found,
+      from == dwarf::SectionKind::DebugFrame ? FrameSource::DebugFrame : FrameSource::EhFrame);
+}
+
+}  // namespace
+
 Attempt CfiRow::attempt(StepContext& ctx) {
   const Frame& frame = ctx.frame;
   const Module* module = ctx.module;
@@ -51,6 +81,7 @@ Attempt CfiRow::attempt(StepContext& ctx) {
           from == dwarf::SectionKind::DebugFrame ? FrameSource::DebugFrame : FrameSource::EhFrame);
     }
     const dwarf::ErrorCode code = found.error().code;
+    if (auto at_pc = planted_return(ctx, cfi, code)) return at_pc;
     if (code != dwarf::ErrorCode::NoEntry && code != dwarf::ErrorCode::NotCovered) {
       return stop(dwarf::to_stop_reason(code), std::string(dwarf::to_string(code)) + " for " +
                                                    describe_pc(frame.lookup_pc(), module) +

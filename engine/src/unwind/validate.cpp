@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "unwind/validate.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "arch/call_site.hpp"
+#include "util/hex.hpp"
+
+namespace ehbt::unwind {
+namespace {
+
+using util::hex;
+
+// Code bytes: target memory, else the file of the module holding them (a core leaves
+// read-only text out; a debugger's memory callback may not serve it).
+class CodeBytes final : public Memory {
+ public:
+  CodeBytes(Memory& mem, const ModuleSet& modules) : mem_(mem), modules_(modules) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
+    const std::size_t n = mem_.read(addr, out);
+    if (n == out.size()) return n;
+    const Module* m = modules_.find(addr);
+    if (m == nullptr || !m->image) return n;
+    return m->image->read(m->to_link(addr), out);
+  }
+
+ private:
+  Memory& mem_;
+  const ModuleSet& modules_;
+};
+
+bool is_plt_symbol(std::string_view name) {
+  constexpr std::string_view kPlt = "@plt";
+  return name.size() > kPlt.size() && name.substr(name.size() - kPlt.size()) == kPlt;
+}
+
+// The symbol starting exactly at `addr` (runtime address), with its runtime start.
+std::optional<Symbol> function_at(const ModuleSet& modules, uint64_t addr) {
+  const Module* m = modules.find(addr);
+  if (m == nullptr || !m->image) return std::nullopt;
+  auto sym = m->image->symbolize(m->to_link(addr));
+  if (!sym || sym->start + m->bias != addr) return std::nullopt;
+  sym->start = addr;
+  return sym;
+}
+
+// Whether the function at `from` reaches `callee` by direct unconditional jumps, at most
+// Limits::max_tail_jumps of them, searching each function's body (its symbol's size, else
+// Limits::max_tail_jump_bytes) for a jump out of it.
+bool reaches_by_tail_jumps(const ScanContext& ctx, uint64_t from, uint64_t callee) {
+  const Arch arch = ctx.ops.info().arch;
+  const unsigned align = arch::jump_alignment(arch);
+  CodeBytes code(ctx.mem, ctx.modules);
+  std::vector<uint64_t> frontier{from}, seen{from};
+  std::vector<std::byte> body;
+  for (uint32_t depth = 0; depth < ctx.limits.max_tail_jumps && !frontier.empty(); ++depth) {
+    std::vector<uint64_t> next;
+    for (const uint64_t start : frontier) {
+      // The body: the symbol's size; without one, as far as the cap (every jump is then a
+      // candidate: where the function ends is unknown).
+      uint64_t size = ctx.limits.max_tail_jump_bytes, inside = 0;
+      if (auto sym = function_at(ctx.modules, start); sym && sym->size != 0)
+        size = inside = std::min<uint64_t>(sym->size, size);
+      body.assign(size, std::byte{0});
+      body.resize(code.read(start, body));
+      for (std::size_t off = 0; off < body.size(); off += align) {
+        // A jump through a register may go anywhere, the callee too (musl's
+        // __libc_start_main jumps to libc_start_main_stage2 that way): it cannot disprove.
+        if (arch::register_jump(arch, body, off)) return true;
+        auto to = arch::direct_jump(arch, body, off, start + off);
+        if (!to || (*to >= start && *to - start < inside)) continue;  // a jump inside it
+        if (*to == callee) return true;
+        if (std::find(seen.begin(), seen.end(), *to) != seen.end()) continue;
+        if (seen.size() >= ctx.limits.max_tail_jump_functions) return false;
+        if (!function_at(ctx.modules, *to)) continue;  // only a function's start goes on
+        seen.push_back(*to);
+        next.push_back(*to);
+      }
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
+  CodeBytes code(ctx.mem, ctx.modules);
+  std::byte last{};
+  if (ra == 0 || code.read(ra - 1, std::span(&last, 1)) != 1) return std::nullopt;
+  return arch::call_before(ctx.ops.info().arch, code, ra).has_value();
+}
+
+std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
+                                        uint64_t cfa) {
+  // 3. The caller's frame lies above the callee's, in stack the walk can read. (At a
+  // function's entry on aarch64 and s390x the CFA may equal sp: nothing was pushed.)
+  if (cfa < callee.sp) {
+    return Disproof{ProofFailure::StackOrder,
+                    "caller CFA " + hex(cfa) + " is below the stack pointer " + hex(callee.sp)};
+  }
+  const unsigned word = ctx.ops.info().address_size;
+  uint64_t probe = 0;
+  if (!ctx.mem.read_uint(cfa - word, word, false, probe)) {
+    return Disproof{ProofFailure::StackOrder,
+                    "caller CFA " + hex(cfa) + " is outside the stack (unreadable below it)"};
+  }
+  // 1. A return address: a call instruction ends right there.
+  CodeBytes code(ctx.mem, ctx.modules);
+  std::byte last{};
+  if (ra == 0 || code.read(ra - 1, std::span(&last, 1)) != 1) {
+    const Module* m = ra != 0 ? ctx.modules.find(ra - 1) : nullptr;
+    return Disproof{ProofFailure::CodeUnreadable,
+                    "cannot read the code before caller pc " + hex(ra) +
+                        (m != nullptr && !m->missing.empty() ? ": " + m->missing : "")};
+  }
+  auto call = arch::call_before(ctx.ops.info().arch, code, ra);
+  if (!call) {
+    return Disproof{ProofFailure::NoCallBefore,
+                    "caller pc " + hex(ra) + " follows no call instruction"};
+  }
+  // 2. A direct call leads to the callee's function.
+  if (!call->target || !callee.function_start || *call->target == *callee.function_start)
+    return std::nullopt;
+  if (auto sym = function_at(ctx.modules, *call->target); sym && is_plt_symbol(sym->name))
+    return std::nullopt;
+  if (reaches_by_tail_jumps(ctx, *call->target, *callee.function_start)) return std::nullopt;
+  return Disproof{ProofFailure::WrongTarget,
+                  "the call at " + hex(call->at) + " goes to " + hex(*call->target) +
+                      ", which does not lead to the function at " + hex(*callee.function_start) +
+                      " (in " + std::to_string(ctx.limits.max_tail_jumps) + " tail jumps)"};
+}
+
+}  // namespace ehbt::unwind

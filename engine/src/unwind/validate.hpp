@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one proof every frame found without an unwind table must pass (the frame-pointer chain,
+// leaf inference, the stack scan, the function-entry rule of a PLT stub or a bad call): a
+// heuristic's caller is a frame only when
+//   1. its pc is a return address: the instruction before it decodes as a call (code bytes
+//      from target memory, else the module's file; bytes nobody can read prove nothing);
+//   2. a direct call there leads to the callee: to its function's start (when known), to a
+//      PLT stub, or to a function that reaches it by a chain of direct tail jumps of at most
+//      Limits::max_tail_jumps links (a function on the way that jumps through a register may
+//      reach anything: it proves nothing wrong);
+//   3. its CFA is not below the callee's stack pointer, and the word below it is memory the
+//      walk can read (a caller's frame is never below its callee's; the walk's own check
+//      that CFAs increase then applies as for every frame).
+// Table frames never come here: the validator costs nothing on a walk the tables cover.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "unwind/scan_step.hpp"
+
+namespace ehbt::unwind {
+
+// Which check a candidate failed.
+enum class ProofFailure : uint8_t {
+  CodeUnreadable,  // the bytes before the caller pc are in no memory and no file
+  NoCallBefore,    // no call instruction ends at the caller pc
+  WrongTarget,     // a direct call to a function that does not lead to the callee
+  StackOrder,      // the caller's CFA is below the callee's sp, or not readable stack
+};
+
+struct Disproof {
+  ProofFailure failure;
+  std::string detail;  // names the addresses and the check, for the stop detail
+};
+
+// The callee: the frame stepped from, its stack pointer and, when known, its function's
+// first instruction.
+struct Callee {
+  uint64_t sp = 0;
+  std::optional<uint64_t> function_start;
+};
+
+// Whether a call instruction ends at `ra` (code from target memory, else the module's file);
+// nothing when those bytes cannot be read.
+std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra);
+
+// Nothing when the candidate (caller pc `ra`, caller CFA `cfa`) is proven; else which check
+// failed and why.
+std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
+                                        uint64_t cfa);
+
+}  // namespace ehbt::unwind

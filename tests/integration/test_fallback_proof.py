@@ -1,0 +1,231 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Frames found without an unwind table must prove themselves (engine/src/unwind/validate.hpp):
+with the executable replaced by another program's, with `--source frame_pointer` on an intact
+core, and with one module's tables hidden at a time, every frame ehbt prints must be a frame of
+the fixture's truth, in order, and a walk that lost a frame never ends `outermost`.
+
+The truth: cores/out/<arch>/<name>.expected.json (frames recorded from GDB with full debug
+info), never ehbt's own output. EHBT_CORES_OUT names another fixture directory (as for
+cores/make_cores.py)."""
+import glob
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+import cores_expect as ce
+
+OUT = pathlib.Path(os.environ.get("EHBT_CORES_OUT") or ce.OUT)
+
+
+def gdb_fixtures():
+    """(arch, name) of every fixture whose truth is GDB's, per thread (ehbt-expected/1)."""
+    found = []
+    for path in sorted(glob.glob(str(OUT / "*" / "*.expected.json"))):
+        try:
+            with open(path) as f:
+                exp = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if exp.get("format") == "ehbt-expected/1" and exp.get("source") == "gdb":
+            found.append((exp["arch"], exp["program"]))
+    return found
+
+
+FIXTURES = gdb_fixtures()
+
+
+def load(arch, name):
+    with open(OUT / arch / (name + ".expected.json")) as f:
+        exp = json.load(f)
+    if not (OUT / arch / (name + ".core")).exists():
+        pytest.skip("no core for %s/%s" % (arch, name))
+    return exp
+
+
+def run(ehbt_bin, exp, *extra, sysroots=None, exe=None):
+    default_sysroots, default_exe = ce.default_args(exp)
+    cmd = [str(ehbt_bin), "core", str(OUT / exp["arch"] / (exp["program"] + ".core")), "--json",
+           "--all-threads"]
+    for s in default_sysroots if sysroots is None else sysroots:
+        cmd += ["--sysroot", str(s)]
+    if exe or default_exe:
+        cmd += ["--exe", str(exe or default_exe)]
+    cmd += list(extra)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), (cmd, proc.returncode, proc.stderr)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def truth(exp):
+    """{tid: [pc, ...]} as GDB saw them (compare_frames bounds an overflow's endless stack)."""
+    out = {}
+    for t in exp["threads"]:
+        n = t["compare_frames"] or len(t["frames"])
+        out[t["tid"]] = ([int(f["pc"], 16) for f in t["frames"][:n]], t["stop"])
+    return out
+
+
+def invented(got_pcs, true_pcs):
+    """The first of ehbt's frames that is not the next one of the truth in order (a frame may
+    be left out: a walk that stopped early), as (index, pc), or None."""
+    j = 0
+    for i, pc in enumerate(got_pcs):
+        while j < len(true_pcs) and true_pcs[j] != pc:
+            j += 1
+        if j == len(true_pcs):
+            return i, hex(pc)
+        j += 1
+    return None
+
+
+def check_no_invented_frame(exp, rc, doc, counts=None):
+    """Every frame in the truth, in order; a thread that lost frames does not end outermost and
+    the exit status says so. Returns the error list."""
+    errors = []
+    where = "%s/%s" % (exp["arch"], exp["program"])
+    want = truth(exp)
+    for t in doc["threads"]:
+        if t["tid"] not in want:
+            continue
+        true_pcs, stop = want[t["tid"]]
+        if stop == "any":
+            continue  # a stack overflow: GDB's frames are a prefix, the rest is unknown
+        got = [int(f["pc"], 16) for f in t["frames"]]
+        if counts is not None:
+            counts["fallback"] += sum(f.get("source") in ("frame_pointer", "scan")
+                                      for f in t["frames"])
+        bad = invented(got, true_pcs)
+        if bad:
+            if counts is not None:
+                counts["invented"] += 1
+            errors.append("%s thread %d: frame %d %s is not in the truth:\n%s" % (
+                where, t["tid"], bad[0], bad[1], ce.describe(t["frames"])))
+        short = len(got) < len(true_pcs) or got != true_pcs[:len(got)]
+        if short and stop == "outermost":
+            if counts is not None:
+                counts["early"] += 1
+            if t["stop_reason"] == "outermost":
+                errors.append("%s thread %d: %d of %d frames, yet outermost" % (
+                    where, t["tid"], len(got), len(true_pcs)))
+            if rc != 1:
+                errors.append("%s: exit %d with thread %d cut short" % (where, rc, t["tid"]))
+    return errors
+
+
+def exe_frames(exp):
+    """{tid: frames up to and including the first frame in the executable}: past it nothing
+    can be proven when the executable is another program's."""
+    exe_base = os.path.basename(exp["exe"])
+    out = {}
+    for t in exp["threads"]:
+        pcs = []
+        for f in t["frames"]:
+            pcs.append(int(f["pc"], 16))
+            if exe_base in f["module_aliases"]:
+                break
+        out[t["tid"]] = pcs
+    return out
+
+
+X86 = [name for arch, name in FIXTURES if arch == "x86_64"]
+
+
+@pytest.mark.parametrize("name", [n for n in ("chain", "noreturn", "sighandler", "threads")
+                                  if n in X86] or ["chain"])
+def test_replaced_executable_gives_no_invented_frame(ehbt_bin, name):
+    exp = load("x86_64", name)
+    other = OUT / "x86_64" / "bin" / ("noreturn" if name == "chain" else "chain")
+    rc, doc = run(ehbt_bin, exp, exe=other)
+    assert rc == 1, doc["threads"][0]
+    assert check_no_invented_frame(exp, rc, doc) == []
+    # The crashing thread: exactly GDB's frames up to the first one in the executable (whose
+    # code the core does not hold), then a stop naming the cause. (Another thread may go on
+    # by a proven scan: a worker's start_thread called it through a pointer.)
+    want = exe_frames(exp)
+    t = next(t for t in doc["threads"] if t["crashing"])
+    got = [int(f["pc"], 16) for f in t["frames"]]
+    assert got == want[t["tid"]], (t["tid"], ce.describe(t["frames"]))
+    assert t["stop_reason"] == "no_module", t
+    assert "is another build" in t["stop_detail"], t["stop_detail"]
+
+
+@pytest.mark.parametrize("arch,name", FIXTURES or [("x86_64", "chain")])
+def test_frame_pointer_source_gives_no_invented_frame(ehbt_bin, arch, name):
+    exp = load(arch, name)
+    rc, doc = run(ehbt_bin, exp, "--source", "frame_pointer")
+    assert check_no_invented_frame(exp, rc, doc) == []
+
+
+def hidden_module_runs(exp, dest):
+    """(what is hidden, --sysroot list, --exe) per module of the truth's frames: a sysroot that
+    holds every other module's file (ce.relocate's copies), with one left out at a time (only
+    where the path the core names is not also on this host, which ehbt would use: the qemu
+    cores' libraries); the executable is hidden by giving another program's as --exe."""
+    exe, sysroot = ce.relocate(exp, dest)
+    sysroot.mkdir(exist_ok=True)  # none made when every frame is in the executable
+    extra_roots = [exp["debug_sysroot"]] if exp.get("debug_sysroot") else []
+    # Another fixture program of the same architecture (chain's, or noreturn's for chain).
+    other = next((OUT / exp["arch"] / "bin" / n for n in ("chain", "noreturn", "drap", "threads")
+                  if n != exp["program"] and (OUT / exp["arch"] / "bin" / n).is_file()), None)
+    if other is None:
+        pytest.fail("no other program in %s" % (OUT / exp["arch"] / "bin"))
+    yield os.path.basename(exp["exe"]), [sysroot] + extra_roots, other
+    for core_path in sorted(ce.modules_in_frames(exp)):
+        if os.path.exists(core_path):
+            continue  # a host library (x86_64 cores): ehbt falls back to the host's file
+        root = pathlib.Path(str(dest) + "-no-" + os.path.basename(core_path))
+        shutil.copytree(sysroot, root, symlinks=True)
+        for p in {core_path, os.path.realpath(core_path)}:
+            hidden = root / p.lstrip("/")
+            if hidden.exists() or hidden.is_symlink():
+                hidden.unlink()
+        yield os.path.basename(core_path), [root] + extra_roots, exe
+
+
+def test_hiding_one_module_at_a_time_invents_no_frame(ehbt_bin, tmp_path):
+    """The property: over every GDB fixture core and every module of its frames, with that
+    module's file (so its tables) gone, the fallbacks walk on; each frame they give is one of
+    GDB's, in order, and a walk that lost frames does not end outermost."""
+    counts = {"walks": 0, "no_exe": 0, "not_hidden": 0, "fallback": 0, "invented": 0, "early": 0}
+    errors = []
+    for arch, name in FIXTURES:
+        exp = load(arch, name)
+        if not all(os.path.isfile(f) for f in [exp["exe_file"], *ce.modules_in_frames(exp).values()]):
+            counts["no_exe"] += 1  # a fixture directory being remade: its files moved
+            continue
+        for i, (hidden, roots, exe) in enumerate(hidden_module_runs(exp, tmp_path / arch / name)):
+            rc, doc = run(ehbt_bin, exp, sysroots=roots, exe=exe)
+            counts["walks"] += 1
+            # The module really is hidden: the report says its file was not used. (Where ehbt
+            # still found a file, e.g. the buildid case's moved executable by its build-id,
+            # nothing is hidden and the run is only counted.)
+            mods = [m for m in doc["modules"] if os.path.basename(m["path"] or "") == hidden]
+            assert mods, (arch, name, hidden)
+            if any(m["file"] is not None for m in mods):
+                counts["not_hidden"] += 1
+                continue
+            errors += ["[%s hidden] %s" % (hidden, e)
+                       for e in check_no_invented_frame(exp, rc, doc, counts)]
+    print("\nfallback proof: %(walks)d walks (%(not_hidden)d hid nothing; %(no_exe)d fixtures "
+          "without their files), "
+          "%(fallback)d fallback frames, %(invented)d threads with a frame not in the truth, "
+          "%(early)d threads ending early" % counts)
+    assert errors == [], "\n".join(errors)
+
+
+def test_makecontext_coroutine_ends_at_the_planted_return(ehbt_bin):
+    """cores/programs/coroutine.c: exactly fx_co_crash, fx_co_body and makecontext's planted
+    return address (__start_context's first instruction, looked up at pc, not pc - 1); nothing
+    from the coroutine's .bss stack after it (no scan walks off the stack into main's saved
+    context), and the walk does not claim outermost."""
+    exp = load("x86_64", "coroutine")
+    rc, doc = run(ehbt_bin, exp)
+    t = next(t for t in doc["threads"] if t["crashing"])
+    want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
+    assert [int(f["pc"], 16) for f in t["frames"]] == want, ce.describe(t["frames"])
+    assert [f["source"] for f in t["frames"]][1:] == ["eh_frame", "eh_frame"], t["frames"]
+    assert t["stop_reason"] != "outermost" and rc == 1, (t["stop_reason"], t["stop_detail"])

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// The proof of a frame found without a table (unwind/validate.hpp), on assembled x86-64 code:
+// a return address after a call or after none, a direct call to the callee, to another
+// function, to a PLT-less chain of tail jumps within and beyond Limits::max_tail_jumps, code
+// nobody can read, and a caller CFA below the callee's sp or outside the stack. Expected
+// outcomes follow from the code's construction.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "arch/arch_ops.hpp"
+#include "support/unwind_fixtures.hpp"
+#include "unwind/validate.hpp"
+#include "util/hex.hpp"
+
+namespace ehbt {
+namespace {
+
+// Each caller_* calls something and its ret_* label is the return address; hop reaches callee
+// by one tail jump at the end of its body; t1..t5 are a chain of five jumps to callee.
+constexpr const char* kValidateAsm = R"(
+	.text
+	.globl caller_direct, ret_direct, caller_wrong, ret_wrong, caller_hop, ret_hop
+	.globl caller_chain, ret_chain, caller_indirect, ret_indirect, no_call, after_nop
+	.globl callee, other, hop, t1, t2, t3, t4, t5
+	.skip 16, 0x90  # the call decoder reads 8 bytes before a return address
+	.type caller_direct,@function
+caller_direct:
+	call callee
+ret_direct:
+	ret
+	.size caller_direct, .-caller_direct
+
+	.type caller_wrong,@function
+caller_wrong:
+	call other
+ret_wrong:
+	ret
+	.size caller_wrong, .-caller_wrong
+
+	.type caller_hop,@function
+caller_hop:
+	call hop
+ret_hop:
+	ret
+	.size caller_hop, .-caller_hop
+
+	.type caller_chain,@function
+caller_chain:
+	call t1
+ret_chain:
+	ret
+	.size caller_chain, .-caller_chain
+
+	.type caller_indirect,@function
+caller_indirect:
+	call *%rax
+ret_indirect:
+	ret
+	.size caller_indirect, .-caller_indirect
+
+	.type no_call,@function
+no_call:
+	nop
+	nop
+	nop
+	nop
+	nop
+after_nop:
+	ret
+	.size no_call, .-no_call
+
+	.type hop,@function
+hop:
+	movl $1, %eax
+	testl %eax, %eax
+	jmp callee
+	.size hop, .-hop
+
+	.type t1,@function
+t1:	jmp t2
+	.size t1, .-t1
+	.type t2,@function
+t2:	jmp t3
+	.size t2, .-t2
+	.type t3,@function
+t3:	jmp t4
+	.size t3, .-t3
+	.type t4,@function
+t4:	jmp t5
+	.size t4, .-t4
+	.type t5,@function
+t5:	jmp callee
+	.size t5, .-t5
+
+	.type callee,@function
+callee:
+	ret
+	.size callee, .-callee
+
+	.type other,@function
+other:
+	ret
+	.size other, .-other
+)";
+
+constexpr uint64_t kBias = 0x555555554000;
+constexpr uint64_t kStack = 0x7ffe0000;
+constexpr uint64_t kSp = kStack + 0x800;
+
+class Validate : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { chain_ = test::build_chain("", kValidateAsm, &why_); }
+  void SetUp() override {
+    if (!chain_) GTEST_FAIL() << why_;
+    modules_.add(test::place_image(chain_->image, kBias, "/synthetic/validate"));
+    mem_.add(kStack, std::vector<std::byte>(0x1000));
+  }
+  uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
+
+  // What the proof says of caller pc `ra` with CFA `cfa`, for a callee at `callee`'s start.
+  std::optional<unwind::Disproof> check(uint64_t ra, std::optional<uint64_t> callee,
+                                        uint64_t cfa = kSp + 16) {
+    const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, modules_, limits_};
+    return unwind::disprove_caller(ctx, unwind::Callee{kSp, callee}, ra, cfa);
+  }
+
+  static std::optional<test::ChainImage> chain_;
+  static std::string why_;
+  ModuleSet modules_;
+  BufferMemory mem_;
+  Limits limits_;
+};
+std::optional<test::ChainImage> Validate::chain_;
+std::string Validate::why_;
+
+TEST_F(Validate, ReturnAddressAfterADirectCallToTheCallee) {
+  EXPECT_EQ(check(at("ret_direct"), at("callee")), std::nullopt);
+  // Without the callee's start, any call proves a return address.
+  EXPECT_EQ(check(at("ret_wrong"), std::nullopt), std::nullopt);
+  // An indirect call cannot name its target: the call alone is the proof.
+  EXPECT_EQ(check(at("ret_indirect"), at("callee")), std::nullopt);
+}
+
+TEST_F(Validate, NoCallBeforeTheCallerPc) {
+  auto no = check(at("after_nop"), at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::NoCallBefore);
+  // A function's first instruction (what the bogus frame-pointer frame was) is no return
+  // address either: `ret` of the function before it ends there.
+  no = check(at("callee"), at("other"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::NoCallBefore);
+}
+
+TEST_F(Validate, DirectCallToAnotherFunction) {
+  auto no = check(at("ret_wrong"), at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+  EXPECT_NE(no->detail.find("goes to " + util::hex(at("other"))), std::string::npos) << no->detail;
+}
+
+TEST_F(Validate, TailJumpChainWithinAndBeyondTheCap) {
+  // hop's body ends in `jmp callee`: one link.
+  EXPECT_EQ(check(at("ret_hop"), at("callee")), std::nullopt);
+  // t1 -> t2 -> t3 -> t4 -> t5 -> callee: five jumps.
+  limits_.max_tail_jumps = 5;
+  EXPECT_EQ(check(at("ret_chain"), at("callee")), std::nullopt);
+  limits_.max_tail_jumps = 4;
+  auto no = check(at("ret_chain"), at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+  // t4 is three jumps from t1: within the cap of 4.
+  EXPECT_EQ(check(at("ret_chain"), at("t4")), std::nullopt);
+  // The functions searched are capped too.
+  limits_.max_tail_jumps = 5;
+  limits_.max_tail_jump_functions = 3;
+  no = check(at("ret_chain"), at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+}
+
+TEST_F(Validate, CodeNobodyCanRead) {
+  // No module, no memory: the bytes before the caller pc cannot be read.
+  auto no = check(0x10000020, at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::CodeUnreadable);
+  // The same code in a module without a file and not in memory.
+  ModuleSet fileless;
+  Module m;
+  m.start = kBias;
+  m.end = kBias + 0x10000;
+  m.missing = "validate not found";
+  fileless.add(std::move(m));
+  const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, fileless, limits_};
+  no = unwind::disprove_caller(ctx, unwind::Callee{kSp, at("callee")}, at("ret_direct"), kSp + 16);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::CodeUnreadable);
+  EXPECT_NE(no->detail.find("validate not found"), std::string::npos) << no->detail;
+}
+
+TEST_F(Validate, CallerCfaMustLieAboveTheCalleeInTheStack) {
+  // Equal is allowed: at a function's entry with the return address in a register (aarch64,
+  // s390x) the CFA is the stack pointer.
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kSp), std::nullopt);
+  auto no = check(at("ret_direct"), at("callee"), kSp - 64);  // below
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::StackOrder);
+  no = check(at("ret_direct"), at("callee"), kStack + 0x2000);  // past the stack's end
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::StackOrder);
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kStack + 0x1000), std::nullopt);  // its top
+}
+
+}  // namespace
+}  // namespace ehbt
