@@ -128,6 +128,17 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
     return std::nullopt;
   if (auto sym = function_at(ctx.modules, *call->target); sym && is_plt_symbol(sym->name))
     return std::nullopt;
+  // A direct call into another module than the callee's (not to a PLT stub, checked above)
+  // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer
+  // called through a register). Decided before the tail-jump search, which, for a function of
+  // unknown size, reads up to its cap of code and may meet some unrelated register jump.
+  if (const Module* to = ctx.modules.find(*call->target),
+      *in = ctx.modules.find(*callee.function_start);
+      to != nullptr && in != nullptr && to->image && to != in) {
+    return Disproof{ProofFailure::WrongTarget,
+                    "the call at " + hex(call->at) + " goes to " + hex(*call->target) +
+                        " in another module than the function at " + hex(*callee.function_start)};
+  }
   if (reaches_by_tail_jumps(ctx, *call->target, *callee.function_start)) return std::nullopt;
   return Disproof{ProofFailure::WrongTarget,
                   "the call at " + hex(call->at) + " goes to " + hex(*call->target) +
