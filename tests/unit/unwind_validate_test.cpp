@@ -23,7 +23,7 @@ constexpr const char* kValidateAsm = R"(
 	.text
 	.globl caller_direct, ret_direct, caller_wrong, ret_wrong, caller_hop, ret_hop
 	.globl caller_chain, ret_chain, caller_indirect, ret_indirect, no_call, after_nop
-	.globl callee, other, hop, t1, t2, t3, t4, t5
+	.globl callee, other, hop, t1, t2, t3, t4, t5, caller_jumper, ret_jumper, jumper
 	.skip 16, 0x90  # the call decoder reads 8 bytes before a return address
 	.type caller_direct,@function
 caller_direct:
@@ -103,6 +103,18 @@ callee:
 other:
 	ret
 	.size other, .-other
+
+	.type caller_jumper,@function
+caller_jumper:
+	call jumper
+ret_jumper:
+	ret
+	.size caller_jumper, .-caller_jumper
+
+	.type jumper,@function
+jumper:
+	jmp *%rax
+	.size jumper, .-jumper
 )";
 
 constexpr uint64_t kBias = 0x555555554000;
@@ -179,6 +191,20 @@ TEST_F(Validate, TailJumpChainWithinAndBeyondTheCap) {
   no = check(at("ret_chain"), at("callee"));
   ASSERT_TRUE(no);
   EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+}
+
+TEST_F(Validate, RegisterJumpProvesNothingButAnotherModuleDoes) {
+  // jumper ends in `jmp *%rax`: it may reach any function of its own module.
+  EXPECT_EQ(check(at("ret_jumper"), at("callee")), std::nullopt);
+  // The same code placed a second time: a direct call in that copy goes to its own jumper,
+  // and nothing but an import (a PLT stub, a pointer) leaves a module for another.
+  constexpr uint64_t kOther = 0x7f0000000000;
+  modules_.add(test::place_image(chain_->image, kOther, "/synthetic/validate-copy"));
+  const uint64_t ret_in_copy = kOther + chain_->built.sym("ret_jumper");
+  auto no = check(ret_in_copy, at("callee"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+  EXPECT_NE(no->detail.find("another module"), std::string::npos) << no->detail;
 }
 
 TEST_F(Validate, CodeNobodyCanRead) {
