@@ -123,6 +123,20 @@ def return_addresses(exe, callee):
     return found
 
 
+def triage_env(build_dir):
+    """The environment ehbt-triage runs in under test: the build's package and CLI, and none of
+    the fault-injection knobs a developer may have left set (EHBT_TRIAGE_ENGINE=cli, when set,
+    stays: it runs the tests through the CLI fallback)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(package_dir(build_dir))
+    cli = pathlib.Path(build_dir) / "engine" / "tools" / "ehbt"
+    if cli.exists():
+        env["EHBT_BIN"] = str(cli)
+    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT"):
+        env.pop(k, None)
+    return env
+
+
 def gdb_env(build_dir):
     env = dict(os.environ)
     env["EHBT_PYTHONPATH"] = str(package_dir(build_dir))

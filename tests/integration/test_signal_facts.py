@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from ehbt_py import import_ehbt
+from ehbt_py import import_ehbt, triage_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRIAGE = ROOT / "triage" / "ehbt-triage"
@@ -205,17 +205,6 @@ def test_python_target_report_names_the_sender(sent, build_dir):
     assert doc["signal"]["sender"] == {"pid": pid, "uid": uid}
 
 
-def _triage_env(build_dir):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(build_dir / "engine" / "python")
-    cli = build_dir / "engine" / "tools" / "ehbt"
-    if cli.exists():
-        env["EHBT_BIN"] = str(cli)
-    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT"):
-        env.pop(k, None)
-    return env
-
-
 def test_triage_buckets_sent_signals_by_neither_pid_nor_address(kill_core, pid1_core,
                                                                 build_dir, tmp_path):
     spool = tmp_path / "spool"
@@ -225,7 +214,7 @@ def test_triage_buckets_sent_signals_by_neither_pid_nor_address(kill_core, pid1_
     shutil.copy(pid1_core[0], spool / "b.core")
     proc = subprocess.run(["/usr/bin/python3", str(TRIAGE), "--db", str(tmp_path / "t.sqlite"),
                            "--jsonl", str(tmp_path / "out.jsonl"), "-j", "1", str(spool)],
-                          env=_triage_env(build_dir), capture_output=True, text=True,
+                          env=triage_env(build_dir), capture_output=True, text=True,
                           timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     records = {os.path.basename(r["core"]): r

@@ -29,6 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRIAGE = ROOT / "triage" / "ehbt-triage"
 sys.path.insert(0, str(ROOT / "triage"))
 
+from ehbt_py import triage_env  # noqa: E402
 from ehbt_triage import content_hash  # noqa: E402
 from ehbt_triage import forked  # noqa: E402
 from ehbt_triage import signature as sigmod  # noqa: E402
@@ -155,15 +156,7 @@ def core_dir(cores):
 
 @pytest.fixture(scope="module")
 def tool_env(build_dir):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(build_dir / "engine" / "python")
-    cli = build_dir / "engine" / "tools" / "ehbt"
-    if cli.exists():
-        env["EHBT_BIN"] = str(cli)
-    # EHBT_TRIAGE_ENGINE=cli in the environment runs every test through the CLI fallback.
-    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT"):
-        env.pop(k, None)
-    return env
+    return triage_env(build_dir)
 
 
 def triage(env, *args, cwd=None, extra_env=None, timeout=600):
