@@ -19,7 +19,7 @@ packages=(
   lldb-16 python3-lldb-16
   python3-distributed python3-dask python3-psycopg postgresql util-linux
   libzstd-dev liblzma-dev liblz4-dev zlib1g-dev libssl-dev zstd xz-utils lz4 gzip
-  libdebuginfod-dev debuginfod
+  libdebuginfod-dev debuginfod libdw-dev dwz python3.11-dbg
   golang-go musl-tools rustc nodejs
 )
 
