@@ -247,7 +247,7 @@ def check_schema(doc, core_path):
         assert isinstance(t["stop_detail"], str)
         for i, f in enumerate(t["frames"]):
             assert set(f) == {"index", "pc", "cfa", "source", "module", "module_offset",
-                              "symbol", "symbol_offset"}
+                              "symbol", "symbol_offset", "location", "inlined"}
             assert f["index"] == i
             assert HEX.match(f["pc"])
             assert f["cfa"] is None or HEX.match(f["cfa"])

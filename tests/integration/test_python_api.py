@@ -352,7 +352,7 @@ def test_target_report_document(ehbt, crash_core):
     assert thread["crashing"] is True and thread["stop_reason"] == "outermost"
     f0 = thread["frames"][0]
     assert set(f0) == {"index", "pc", "cfa", "source", "module", "module_offset", "symbol",
-                       "symbol_offset"}
+                       "symbol_offset", "location", "inlined"}
     assert f0["symbol"] == "crash_here" and f0["source"] == "context"
     syms = h.symbol_addresses(exe)
     # module_offset is the address nm uses: symbol address + symbol offset.

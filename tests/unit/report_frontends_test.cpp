@@ -166,7 +166,8 @@ TEST(ReportFrontends, CompactJsonIsTheDocumentOnOneLine) {
             R"("threads":[{"tid":77,"crashing":true,"stop_reason":"bad_pc",)"
             R"("stop_detail":"pc 0x0","frames":[{"index":0,"pc":"0x555555555129",)"
             R"("cfa":"0x7fffffffe010","source":"context","module":"/opt/app/bin/server",)"
-            R"("module_offset":"0x1129","symbol":null,"symbol_offset":null}]}]})"
+            R"("module_offset":"0x1129","symbol":null,"symbol_offset":null,)"
+            R"("location":null,"inlined":[]}]}]})"
             "\n");
 }
 

@@ -16,7 +16,7 @@ BacktraceReport sample() {
   r.core = "/tmp/core.1";
   r.arch = "x86_64";
   r.executable = "/opt/app/bin/server";
-  r.signal = SignalLine{11, "SIGSEGV", 1, 0};
+  r.signal = SignalLine{11, "SIGSEGV", 1, 0, std::nullopt};
   r.modules.push_back({"/opt/app/bin/server", "/sys/opt/app/bin/server", 0x55d4c0a00000,
                        0x55d4c0a00000, "ab12", true});
   r.modules.push_back({"[vdso]", "", 0x7ffd00000000, 0x7ffd00000000, "", std::nullopt});
@@ -135,10 +135,11 @@ TEST(ReportRender, JsonDocument) {
       "      \"frames\": [\n"
       "        {\"index\": 0, \"pc\": \"0x55d4c0a01234\", \"cfa\": \"0x7ffd4b2a1f90\", "
       "\"source\": \"context\", \"module\": \"/opt/app/bin/server\", \"module_offset\": "
-      "\"0x1234\", \"symbol\": \"fx_level3\", \"symbol_offset\": \"0x14\"},\n"
+      "\"0x1234\", \"symbol\": \"fx_level3\", \"symbol_offset\": \"0x14\", "
+      "\"location\": null, \"inlined\": []},\n"
       "        {\"index\": 1, \"pc\": \"0x1000\", \"cfa\": null, \"source\": "
       "\"frame_pointer\", \"module\": null, \"module_offset\": null, \"symbol\": null, "
-      "\"symbol_offset\": null}\n"
+      "\"symbol_offset\": null, \"location\": null, \"inlined\": []}\n"
       "      ]\n"
       "    }\n"
       "  ]\n"
@@ -202,13 +203,63 @@ TEST(ReportRender, WarningsAndUnknownsInText) {
   EXPECT_EQ(render_warnings(r), "");
 }
 
+// A frame with calls inlined at its pc reads as GDB's frames: the inlined calls first
+// (innermost first, the shared address on the first only), then the physical function at its
+// call site, numbered on through the rest of the thread; a position replaces "from module".
+BacktraceReport with_inlined_calls() {
+  BacktraceReport r = sample();
+  r.threads.resize(1);
+  ThreadReport& t = r.threads[0];
+  t.stop = StopReason::Outermost;
+  t.frames[0].inlined = {{"leaf", SourcePosition{"/src/leaf.h", 7, 3}},
+                         {"middle", SourcePosition{"/src/mid.c", 12, 0}}};
+  t.frames[0].location = SourcePosition{"/src/a.c", 20, 5};
+  t.frames[1].source = FrameSource::Scan;
+  t.frames[1].inlined = {{"", std::nullopt}};  // a call whose name and line are unknown
+  t.frames[2].index = 2;
+  t.frames[2].symbol = "main";
+  t.frames[2].location = SourcePosition{"/src/a.c", 31, 0};
+  return r;
+}
+
+TEST(ReportRender, InlinedCallsAndLinesReadAsGdbFrames) {
+  TextOptions plain;
+  plain.header = false;
+  EXPECT_EQ(render_text(with_inlined_calls(), plain),
+            "\n"
+            "Thread 4242 (crashed: SIGSEGV, SEGV_MAPERR at 0x0):\n"
+            "#0  0x000055d4c0a01234 in leaf () at /src/leaf.h:7\n"
+            "#1  middle () at /src/mid.c:12\n"
+            "#2  fx_level3 () at /src/a.c:20\n"
+            "#3  0x0000000000001000 in ?? () [scan]\n"
+            "#4  ?? ()\n"
+            "#5  0x000055d4c0a01300 in main () at /src/a.c:31\n");
+  const BacktraceReport r = with_inlined_calls();
+  EXPECT_EQ(frame_numbers(r.threads[0]), (std::vector<uint32_t>{0, 3, 5}));
+}
+
+TEST(ReportRender, InlinedCallsAndLinesInJson) {
+  BacktraceReport r = with_inlined_calls();
+  r.threads[0].frames.resize(1);
+  JsonOptions compact;
+  compact.compact = true;
+  const std::string doc = render_json(r, compact);
+  EXPECT_NE(doc.find("\"symbol_offset\":\"0x14\",\"location\":{\"file\":\"/src/a.c\",\"line\":20,"
+                     "\"column\":5},\"inlined\":[{\"function\":\"leaf\",\"location\":{\"file\":"
+                     "\"/src/leaf.h\",\"line\":7,\"column\":3}},{\"function\":\"middle\","
+                     "\"location\":{\"file\":\"/src/mid.c\",\"line\":12,\"column\":null}}]}"),
+            std::string::npos)
+      << doc;
+}
+
 TEST(ReportRender, DescribesSignals) {
-  EXPECT_EQ(describe_signal({6, "SIGABRT", -6, std::nullopt}), "SIGABRT, SI_TKILL");
-  EXPECT_EQ(describe_signal({7, "SIGBUS", 2, 0xdead}), "SIGBUS, BUS_ADRERR at 0xdead");
-  EXPECT_EQ(describe_signal({11, "SIGSEGV", 0x80, 0}), "SIGSEGV, SI_KERNEL at 0x0");
-  EXPECT_EQ(describe_signal({40, "", 77, std::nullopt}), "SIG40, code 77");
+  EXPECT_EQ(describe_signal({6, "SIGABRT", -6, std::nullopt, std::nullopt}), "SIGABRT, SI_TKILL");
+  EXPECT_EQ(describe_signal({7, "SIGBUS", 2, 0xdead, std::nullopt}),
+            "SIGBUS, BUS_ADRERR at 0xdead");
+  EXPECT_EQ(describe_signal({11, "SIGSEGV", 0x80, 0, std::nullopt}), "SIGSEGV, SI_KERNEL at 0x0");
+  EXPECT_EQ(describe_signal({40, "", 77, std::nullopt, std::nullopt}), "SIG40, code 77");
   // An unknown code is not SI_USER (0): it is left out.
-  EXPECT_EQ(describe_signal({11, "SIGSEGV", std::nullopt, std::nullopt}), "SIGSEGV");
+  EXPECT_EQ(describe_signal({11, "SIGSEGV", std::nullopt, std::nullopt, std::nullopt}), "SIGSEGV");
 }
 
 // A deep trace reaches the sink in pieces of about kRenderChunk bytes, each cut after a whole

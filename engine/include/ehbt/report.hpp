@@ -22,6 +22,7 @@
 #include "ehbt/core.hpp"
 #include "ehbt/expected.hpp"
 #include "ehbt/image.hpp"
+#include "ehbt/source_location.hpp"
 #include "ehbt/unwinder.hpp"
 
 namespace ehbt::report {
@@ -43,6 +44,11 @@ struct FrameLine {
   std::optional<std::string> symbol;
   std::optional<uint64_t> symbol_offset;  // pc - symbol start
   bool jit = false;                       // JIT code: no module, named (if at all) from a perf map
+  // From debug info, when the frame's module has some (SourceInfo): the position in the
+  // physical function and the calls inlined at the pc, innermost first. Nothing and empty
+  // without debug info (and with CollectOptions::lines off).
+  std::optional<SourcePosition> location;
+  std::vector<InlinedCall> inlined;
   // (DWARF number, value) of the frame's general registers (general_registers()), ascending;
   // only the `full` text shows them. Empty when the walk kept no registers (the CLI's): an
   // empty vector allocates nothing.
@@ -111,6 +117,9 @@ struct CollectOptions {
   Limits limits;
   // Keep each frame's general registers (for the `full` text); the CLI does not.
   bool registers = false;
+  // Look up source lines and inlined calls where debug info exists (`--no-lines` turns it
+  // off: no debug file is then opened).
+  bool lines = true;
   // Let a live process run once its stacks are read (the CLI). A caller that keeps using the
   // target afterwards (the Python module) leaves it stopped.
   bool release_target = true;
@@ -179,6 +188,8 @@ inline constexpr std::size_t kRenderChunk = 64 * 1024;
 //   Thread 4242 "name" (crashed: SIGSEGV, SEGV_MAPERR at 0x0):
 //   #0  0x000055d4c0a01234 in fx_level3 () from /opt/app/bin/server
 //   #1  0x00007f0000001000 in ?? ()
+//   #2  0x000055d4c0a01300 in inner () at src/a.c:5      (inlined into outer at this pc)
+//   #3  outer () at src/a.c:20                           (the physical frame: no address)
 //   Backtrace stopped: memory_fault: <detail>
 std::string render_text(const BacktraceReport& report, const TextOptions& options = {});
 void render_text(const BacktraceReport& report, const RenderSink& sink,
@@ -199,8 +210,15 @@ int exit_status(const BacktraceReport& report);
 // The pieces of the text, for front ends that lay out their own pages.
 // "Thread 4242 "name" (crashed: SIGSEGV, SEGV_MAPERR at 0x0):"
 std::string thread_header(const ThreadReport& thread, const std::optional<SignalLine>& signal);
-// "#3  0x000055d4c0a01234 in check () from /opt/app/bin/server [scan]"
+// "#3  0x000055d4c0a01234 in check () from /opt/app/bin/server [scan]", or with debug info
+// "#3  0x000055d4c0a01234 in check () at src/check.c:42"; a frame with calls inlined at its pc
+// gives one line for each of them first, numbered on from `number` (GDB's frames), so the
+// result may hold several lines (no final newline). `number` is the first line's frame number:
+// frame.index plus the inlined calls of the frames before it (frame_numbers()).
+std::string frame_text(const BacktraceReport& report, const FrameLine& frame, uint32_t number);
 std::string frame_text(const BacktraceReport& report, const FrameLine& frame);
+// The GDB frame number of each frame's first text line: index plus every inlined call above.
+std::vector<uint32_t> frame_numbers(const ThreadReport& thread);
 // The `full` lines after a frame (without a final newline).
 std::string frame_detail(const BacktraceReport& report, const FrameLine& frame);
 // "Backtrace stopped: memory_fault: <detail>"; "" for a walk that reached its outermost frame.

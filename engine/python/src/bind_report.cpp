@@ -36,6 +36,13 @@ struct FrameView {
 
 const ModuleSet kNoModules;
 
+// (file, line, column) with column None when unknown, or None.
+pyb::object position_tuple(const std::optional<SourcePosition>& at) {
+  if (!at) return pyb::none();
+  pyb::object column = at->column != 0 ? pyb::object(pyb::int_(at->column)) : pyb::none();
+  return pyb::make_tuple(at->file, at->line, column);
+}
+
 void use_modules(PyReport& p, std::shared_ptr<const void> owner, const ModuleSet* set) {
   p.set_owner = std::move(owner);
   p.set = set;
@@ -238,6 +245,20 @@ void bind_report(pyb::module_& m) {
       .def_property_readonly("signal_trampoline",
                              [](const FrameView& f) { return f.get().signal_trampoline; })
       .def_property_readonly("jit", [](const FrameView& f) { return f.get().jit; })
+      .def_property_readonly(
+          "location", [](const FrameView& f) { return position_tuple(f.get().location); },
+          "(file, line, column) in the physical function from debug info (column None when "
+          "unknown), or None.")
+      .def_property_readonly(
+          "inlined",
+          [](const FrameView& f) {
+            pyb::list calls;
+            for (const ehbt::InlinedCall& c : f.get().inlined) {
+              calls.append(pyb::make_tuple(c.function, position_tuple(c.location)));
+            }
+            return calls;
+          },
+          "[(function, location)] of the calls inlined at the pc, innermost first.")
       .def_property_readonly("module",
                              [](const FrameView& f) -> std::optional<std::string> {
                                const auto& line = f.get();

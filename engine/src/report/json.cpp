@@ -10,6 +10,22 @@ std::optional<std::string> or_null(const std::string& s) {
   return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
+// {"file", "line", "column"} (column null when unknown), or null.
+void position_value(JsonWriter& w, const std::optional<SourcePosition>& at) {
+  if (!at) {
+    w.null();
+    return;
+  }
+  w.begin_object(true).field("file", at->file).field("line", int64_t{at->line});
+  w.key("column");
+  if (at->column != 0) {
+    w.value(int64_t{at->column});
+  } else {
+    w.null();
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string render_json(const BacktraceReport& r, const JsonOptions& options) {
@@ -101,6 +117,15 @@ void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOpt
       w.address_field("module_offset", f.module_offset)
           .field("symbol", f.symbol)
           .address_field("symbol_offset", f.symbol_offset);
+      w.key("location");
+      position_value(w, f.location);
+      w.key("inlined").begin_array();
+      for (const InlinedCall& call : f.inlined) {
+        w.begin_object(true).field("function", call.function).key("location");
+        position_value(w, call.location);
+        w.end_object();
+      }
+      w.end_array();
       if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
       w.end_object();
       // The writer keeps its nesting state apart from the text: emptying it is safe.

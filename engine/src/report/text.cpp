@@ -27,27 +27,54 @@ void append_padded_address(std::string& s, uint64_t v, bool narrow) {
   if (narrow && v <= UINT32_MAX) s.erase(at + 2, 8);
 }
 
-void append_frame(std::string& line, const BacktraceReport& r, const FrameLine& f, bool narrow) {
-  append_frame_number(line, f.index);
-  if (f.signal_trampoline) {
-    line += "<signal handler called>";
-  } else {
-    append_padded_address(line, f.pc, narrow);
-    line += " in ";
-    line += f.symbol ? std::string_view(*f.symbol) : std::string_view("??");
-    line += " ()";
-    if (const std::string* path = module_path(r, f)) {
-      line += " from ";
-      line += *path;
-    }
-    if (f.jit) line += " [jit]";
-  }
-  // Frames found without unwind tables are guesses; say so.
+// " at src/a.c:42", as GDB gives a position (no column: GDB prints none).
+void append_position(std::string& s, const SourcePosition& at) {
+  s += " at ";
+  s += at.file;
+  s += ':';
+  append_decimal(s, uint64_t{at.line});
+}
+
+// Frames found without unwind tables are guesses; say so.
+void append_source_tag(std::string& line, const FrameLine& f) {
   if (f.source == FrameSource::FramePointer || f.source == FrameSource::Scan) {
     line += " [";
     line += frame_source_name(f.source);
     line += "]";
   }
+}
+
+// A frame's lines, as GDB prints them: with calls inlined at the pc, first one line for each
+// of them (innermost first, the address on the first only, since they all share it), then the
+// physical function's line without an address. A position replaces "from module".
+void append_frame(std::string& line, const BacktraceReport& r, const FrameLine& f, bool narrow,
+                  uint32_t number) {
+  append_frame_number(line, number);
+  if (f.signal_trampoline) {
+    line += "<signal handler called>";
+    append_source_tag(line, f);
+    return;
+  }
+  append_padded_address(line, f.pc, narrow);
+  line += " in ";
+  for (const InlinedCall& call : f.inlined) {
+    line += call.function.empty() ? std::string_view("??") : std::string_view(call.function);
+    line += " ()";
+    if (call.location) append_position(line, *call.location);
+    if (&call == &f.inlined.front()) append_source_tag(line, f);
+    line += '\n';
+    append_frame_number(line, ++number);
+  }
+  line += f.symbol ? std::string_view(*f.symbol) : std::string_view("??");
+  line += " ()";
+  if (f.location) {
+    append_position(line, *f.location);
+  } else if (const std::string* path = module_path(r, f)) {
+    line += " from ";
+    line += *path;
+  }
+  if (f.jit) line += " [jit]";
+  if (f.inlined.empty()) append_source_tag(line, f);
 }
 
 void append_detail(std::string& out, const BacktraceReport& r, const FrameLine& f,
@@ -85,8 +112,10 @@ void append_thread(std::string& out, const BacktraceReport& r, const ThreadRepor
     out += thread_header(t, r.signal);
     out += '\n';
   }
+  uint32_t inlined_above = 0;  // GDB numbers inlined calls as frames of their own
   for (const FrameLine& f : t.frames) {
-    append_frame(out, r, f, narrow);
+    append_frame(out, r, f, narrow, f.index + inlined_above);
+    inlined_above += static_cast<uint32_t>(f.inlined.size());
     out += '\n';
     if (options.full) {
       append_detail(out, r, f, arch);
@@ -112,10 +141,25 @@ std::string padded_address(uint64_t value, std::optional<Arch> arch) {
   return s;
 }
 
-std::string frame_text(const BacktraceReport& r, const FrameLine& f) {
+std::string frame_text(const BacktraceReport& r, const FrameLine& f, uint32_t number) {
   std::string line;
-  append_frame(line, r, f, narrow_arch(arch_from_name(r.arch)));
+  append_frame(line, r, f, narrow_arch(arch_from_name(r.arch)), number);
   return line;
+}
+
+std::string frame_text(const BacktraceReport& r, const FrameLine& f) {
+  return frame_text(r, f, f.index);
+}
+
+std::vector<uint32_t> frame_numbers(const ThreadReport& t) {
+  std::vector<uint32_t> numbers;
+  numbers.reserve(t.frames.size());
+  uint32_t inlined_above = 0;
+  for (const FrameLine& f : t.frames) {
+    numbers.push_back(f.index + inlined_above);
+    inlined_above += static_cast<uint32_t>(f.inlined.size());
+  }
+  return numbers;
 }
 
 std::string frame_detail(const BacktraceReport& r, const FrameLine& f) {
