@@ -13,6 +13,10 @@
                  perf map copied beside the core. Expected: eu-stack's pcs (it follows V8's
                  frame-pointer chain; an independent unwinder) and the JS functions in the perf
                  map names, innermost first.
+  node_deopt     node without flags: process.abort() right after a deoptimisation, so that
+                 return addresses in the frame-pointer chain are the first instruction of
+                 Builtins_InterpreterEnterAtNextBytecode (planted by V8's deoptimiser; no
+                 call precedes them). Expected: eu-stack's pcs; the planted address from nm.
 
   scan_aarch64, scan_s390x
                  the stack scan on real cores of the other architectures, under qemu:
@@ -181,7 +185,27 @@ def make_node():
         "eu_stack_frames": len(frames), "gdb_frames": len(gdb_physical_frames(node, core))})
 
 
-CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node}
+def make_node_deopt():
+    node = shutil.which("node") or "/usr/bin/node"
+    core, _ = crash([node, os.path.join(PROGRAMS, "node_deopt.js")], "node_deopt")
+    frames = eu_stack_frames(node, core)
+    nm = subprocess.run(["nm", node], capture_output=True, text=True, check=True).stdout
+    entry = re.search(r"^([0-9a-f]+) [tT] Builtins_InterpreterEnterAtNextBytecode$", nm, re.M)
+    if not entry:
+        raise SystemExit("node_deopt: node has no Builtins_InterpreterEnterAtNextBytecode")
+    planted = "0x%x" % int(entry.group(1), 16)  # node is not PIE: link address = address
+    pcs = [f["pc"] for f in frames]
+    if planted not in pcs or frames[-1]["function"] != "_start":
+        raise SystemExit("node_deopt: eu-stack shows no deoptimised frame or no _start: %s"
+                         % pcs)
+    write("node_deopt", {
+        "format": "ehbt-expected-nocfi/1", "program": "node_deopt", "core": core, "exe": node,
+        "source": "eu-stack", "frames": frames, "planted_pc": planted,
+        "eu_stack_frames": len(frames), "gdb_frames": len(gdb_physical_frames(node, core))})
+
+
+CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node,
+         "node_deopt": make_node_deopt}
 
 
 NO_CFI = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"]

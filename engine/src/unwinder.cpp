@@ -150,6 +150,7 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     out.module = f.module;
     out.exact_pc = f.exact_pc;
     out.signal_trampoline = f.signal_trampoline;
+    out.planted = f.planted;
     out.jit = f.jit;
     out.jit_entry = f.jit_entry;
     if (keep) out.regs = f.regs;

@@ -23,8 +23,9 @@ import cores_expect as ce
 
 OUT = os.path.join(str(ce.ROOT), "cores", "out", "x86_64")
 SCRIPT = os.path.join(str(ce.ROOT), "cores", "make_nocfi_cores.py")
-CASES = ["musl_sigabort", "rust_abort", "node_abort"]
-TOOLS = {"musl_sigabort": ["musl-gcc"], "rust_abort": ["/usr/bin/rustc"], "node_abort": ["node"]}
+CASES = ["musl_sigabort", "rust_abort", "node_abort", "node_deopt"]
+TOOLS = {"musl_sigabort": ["musl-gcc"], "rust_abort": ["/usr/bin/rustc"], "node_abort": ["node"],
+         "node_deopt": ["node"]}
 
 
 def expected(name):
@@ -121,6 +122,26 @@ def test_node_jit_frames_named_from_perf_map(ehbt_bin):
     bt = crashing(bare)["frames"]
     assert [f["pc"] for f in bt] == [f["pc"] for f in frames]
     assert all(f["symbol"] is None for f in bt if f.get("jit"))
+
+
+def test_node_deoptimised_frames_with_planted_return_addresses(ehbt_bin):
+    """V8's deoptimiser plants the start of Builtins_InterpreterEnterAtNextBytecode as the
+    return address of the frames it rebuilds: no call precedes it, yet it is a frame. Every
+    frame eu-stack finds by the frame-pointer chain, in order, none skipped by a scan, and
+    the planted ones named by the function they start (looked up at pc, not pc - 1)."""
+    exp = expected("node_deopt")
+    rc, doc = ehbt(ehbt_bin, exp["core"])
+    t = crashing(doc)
+    assert rc == 0 and t["stop_reason"] == "outermost", (t["stop_reason"], t["stop_detail"])
+    frames = t["frames"]
+    assert [f["pc"] for f in frames] == [f["pc"] for f in exp["frames"]]
+    assert all(f["source"] != "scan" for f in frames)
+    planted = [f for f in frames if f["pc"] == exp["planted_pc"]]
+    assert planted
+    for f in planted:
+        assert (f["symbol"], f["symbol_offset"]) == (
+            "Builtins_InterpreterEnterAtNextBytecode", "0x0")
+    assert frames[-1]["symbol"] == "_start"
 
 
 def test_unreadable_perf_map_is_a_warning(ehbt_bin, tmp_path):

@@ -47,6 +47,9 @@ struct Frame {
   // The pc is exact (frame 0, or the frame a signal interrupted): look it up as is, not pc-1.
   bool exact_pc = true;
   bool signal_trampoline = false;  // this frame is a sigreturn trampoline
+  // The pc is a return address a runtime planted at a function's first instruction (V8's
+  // deoptimised frames, makecontext): nothing called from before it, so it is looked up as is.
+  bool planted = false;
   // Addition (JIT code): the pc lies in executable memory no module covers
   // (ModuleSet::is_jit_code).
   bool jit = false;
@@ -61,7 +64,9 @@ struct Frame {
   // byte back (the call may be the function's last instruction); a sigreturn trampoline was
   // entered by the kernel at its first byte, so it is looked up as is (glibc's __restore_rt
   // FDE starts one byte early for the unwinders that do subtract).
-  uint64_t lookup_pc() const { return exact_pc || signal_trampoline || pc == 0 ? pc : pc - 1; }
+  uint64_t lookup_pc() const {
+    return exact_pc || signal_trampoline || planted || pc == 0 ? pc : pc - 1;
+  }
 };
 
 struct Backtrace {

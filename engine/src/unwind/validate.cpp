@@ -86,7 +86,22 @@ bool reaches_by_tail_jumps(const ScanContext& ctx, uint64_t from, uint64_t calle
   return false;
 }
 
+// The functions runtimes plant as return addresses (validate.hpp: is_planted_return).
+constexpr std::string_view kPlantedReturns[] = {
+    "Builtins_InterpreterEnterAtNextBytecode",  // V8 (node 16+): deoptimised frames
+    "Builtins_InterpreterEnterAtBytecode",
+    "Builtins_InterpreterEnterBytecodeAdvance",  // the same, in older V8
+    "Builtins_InterpreterEnterBytecodeDispatch",
+    "__start_context",  // glibc makecontext: where a coroutine's entry function returns
+};
+
 }  // namespace
+
+bool is_planted_return(const ScanContext& ctx, uint64_t ra) {
+  auto sym = function_at(ctx.modules, ra);
+  return sym && std::find(std::begin(kPlantedReturns), std::end(kPlantedReturns), sym->name) !=
+                    std::end(kPlantedReturns);
+}
 
 std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
   CodeBytes code(ctx.mem, ctx.modules);
@@ -109,6 +124,7 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
     return Disproof{ProofFailure::StackOrder,
                     "caller CFA " + hex(cfa) + " is outside the stack (unreadable below it)"};
   }
+  if (callee.planted) return std::nullopt;
   // 1. A return address: a call instruction ends right there.
   CodeBytes code(ctx.mem, ctx.modules);
   std::byte last{};

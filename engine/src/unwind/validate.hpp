@@ -40,7 +40,19 @@ struct Disproof {
 struct Callee {
   uint64_t sp = 0;
   std::optional<uint64_t> function_start;
+  // The candidate is a planted return address (is_planted_return): no call precedes it, so
+  // only the stack check applies.
+  bool planted = false;
 };
+
+// Whether `ra` is the first instruction of a function that a runtime plants as a return
+// address, so that a callee "returns" into it though nothing called it: V8's deoptimizer sets
+// the return address of the interpreter frames it materialises to
+// Builtins_InterpreterEnterAtNextBytecode / ...AtBytecode (older V8:
+// InterpreterEnterBytecodeAdvance / ...Dispatch), and glibc's makecontext plants
+// __start_context. Only these named functions, at their exact start: a function's address on
+// the stack is otherwise a pointer, not a frame.
+bool is_planted_return(const ScanContext& ctx, uint64_t ra);
 
 // Whether a call instruction ends at `ra` (code from target memory, else the module's file);
 // nothing when those bytes cannot be read.

@@ -61,25 +61,33 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
 }
 
-std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec,
-                                    const char* what) {
+bool planted_return(StepContext& ctx, const arch::Recovered& rec) {
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  return rec.regs.pc() != 0 && is_planted_return(scan, rec.regs.pc());
+}
+
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
+                                    bool planted) {
   const uint64_t ra = rec.regs.pc();
   if (ra == 0) return std::nullopt;
   const unsigned sp_reg = ctx.ops.info().sp_reg;
   Callee callee;
   callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
   callee.function_start = ctx.code_hint().function_start();
+  callee.planted = planted;
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   if (auto no = disprove_caller(scan, callee, ra, rec.cfa))
     return std::string(what) + ": " + no->detail;
   return std::nullopt;
 }
 
-StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc) {
+StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc,
+                   bool planted) {
   Frame& caller = ctx.caller;
   caller.pc = rec.regs.pc();
   caller.source = source;
   caller.exact_pc = exact_pc;
+  caller.planted = planted;
   caller.signal_trampoline = false;
   caller.cfa = 0;
   caller.regs = std::move(rec.regs);

@@ -86,9 +86,17 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 // The proof a fallback's candidate must pass (unwind/validate.hpp), against the frame stepped
 // from: nothing when proven, else why not (prefixed with `what`, the strategy). A zero return
 // address is left to finish(), which ends the walk there.
-std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what);
+// `planted`: the return address is one a runtime planted (is_planted_return): only the stack
+// check applies.
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
+                                    bool planted = false);
 
-// Fills ctx.caller from a heuristic or signal-frame recovery and validates it.
-StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc);
+// Whether the recovered return address is one a runtime planted (validate.hpp).
+bool planted_return(StepContext& ctx, const arch::Recovered& rec);
+
+// Fills ctx.caller from a heuristic or signal-frame recovery and validates it. `exact_pc`: the
+// pc was interrupted (a signal frame); `planted`: a planted return address (Frame::planted).
+StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc,
+                   bool planted = false);
 
 }  // namespace ehbt::unwind

@@ -32,6 +32,7 @@ StepOutcome row_step(StepContext& ctx, const dwarf::Row& row, FrameSource source
   caller.source = source;
   caller.exact_pc = row.signal_frame;
   caller.signal_trampoline = false;
+  caller.planted = false;
   if (auto bad = validate_caller(ctx, *cfa, row.signal_frame, frame.module)) {
     return unexpected(std::move(*bad));
   }
