@@ -18,6 +18,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -465,3 +466,43 @@ def test_postgresql_store(tool_env, fixtures, tmp_path, watches, postgres):
     assert pg_rows(url, "SELECT COUNT(*) FROM cores c WHERE NOT EXISTS "
                         "(SELECT 1 FROM threads t WHERE t.core_id = c.id)") == [(0,)]
     assert str(present) in [p for (p,) in pg_rows(url, "SELECT path FROM cores")]
+
+
+# ---------------------------------------------------------------------------------------------
+# The systemd unit
+
+
+def test_systemd_unit_is_installed_hardened_and_valid(build_dir, tmp_path):
+    from ehbt_py import install_into
+    from ehbt_triage.cli import watch_parser
+
+    prefix = tmp_path / "prefix"
+    install_into(build_dir, prefix, "triage", "dist")
+    unit = prefix / "lib" / "systemd" / "system" / "ehbt-triage-watch.service"
+    text = unit.read_text()
+    keys = {}
+    for line in text.splitlines():
+        if "=" in line and not line.startswith("#"):
+            k, _, v = line.partition("=")
+            keys.setdefault(k, []).append(v)
+    argv = keys["ExecStart"][0].split()
+    assert argv[0] == str(prefix / "bin" / "ehbt-triage") and argv[1] == "watch"
+    # Its options are watch's own, its store and report in its state directory, and it
+    # watches the systemd-coredump spool, read-only.
+    args = watch_parser().parse_args([a.replace("%S", "/var/lib") for a in argv[2:]])
+    assert args.db == "/var/lib/ehbt-triage/store.sqlite"
+    assert args.html == "/var/lib/ehbt-triage/report.html"
+    assert args.dirs == ["/var/lib/systemd/coredump"]
+    assert keys["StateDirectory"] == ["ehbt-triage"]
+    assert keys["ReadOnlyPaths"] == ["/var/lib/systemd/coredump"]
+    for key, value in (("DynamicUser", "yes"), ("ProtectSystem", "strict"),
+                       ("ProtectHome", "yes"), ("PrivateNetwork", "yes"),
+                       ("NoNewPrivileges", "yes"), ("KillMode", "mixed"),
+                       ("ExecReload", "/bin/kill -HUP $MAINPID")):
+        assert keys[key] == [value], key
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("no systemd-analyze")
+    env = dict(os.environ, MANPATH=str(prefix / "share" / "man"))
+    proc = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -129,6 +129,16 @@ class WatchRun(Run):
         self.failed = collections.deque(maxlen=self.MAX_FAILED)
         self.quiet = set()  # paths from a scan: "seen before" is not worth a line each
 
+    def on_result(self, task, result):
+        if self.watcher.stop and str(result.get("error") or "").startswith("worker died"):
+            # Killed along with this process (a SIGTERM to the whole group, KillMode=
+            # control-group): abandoned like the other cores in flight, not a crash of the core.
+            info = self.info.pop(task, None)
+            if info is not None:
+                self.inflight.pop(info["sha256"], None)
+            return
+        super().on_result(task, result)
+
     def _seen_before(self, path, row):
         if path in self.quiet:
             # A scan (start-up, SIGHUP, lost events) finding a core the store has: counted,
