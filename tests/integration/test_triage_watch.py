@@ -380,7 +380,9 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    w = Watch(tool_env, spool, db, "--queue", "2", extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.1"})
+    # --max-images 1: every worker starts a fresh image store after each core (3 files each).
+    w = Watch(tool_env, spool, db, "--queue", "2", "--max-images", "1",
+              extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.1"})
     watches.append(w)
     n = 24
     for i in range(n):

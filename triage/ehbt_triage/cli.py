@@ -183,7 +183,7 @@ def report_parser():
 
 
 def watch_parser():
-    from .watch import DEFAULT_QUEUE, DEFAULT_REPORT_INTERVAL
+    from .watch import DEFAULT_MAX_IMAGES, DEFAULT_QUEUE, DEFAULT_REPORT_INTERVAL
 
     p = _Parser(
         prog="ehbt-triage watch",
@@ -217,6 +217,10 @@ def watch_parser():
     p.add_argument("--queue", metavar="N", type=_positive_int, default=DEFAULT_QUEUE,
                    help="most paths waiting for a worker (default %(default)s); past it, new "
                         "cores are found by a scan once the queue has drained")
+    p.add_argument("--max-images", metavar="N", type=_positive_int, default=DEFAULT_MAX_IMAGES,
+                   help="a worker keeps the executables and libraries it parsed for the next "
+                        "cores; once its cores have named more than N files it starts afresh, "
+                        "which bounds its memory (default %(default)s)")
     p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
                    help="look up the files a core names under DIR first (may repeat)")
     p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],

@@ -66,6 +66,7 @@ from .workers import WorkerPool
 
 DEFAULT_QUEUE = 10000
 DEFAULT_REPORT_INTERVAL = 5.0
+DEFAULT_MAX_IMAGES = 1000
 _DIR_MASK = (IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF
              | IN_ONLYDIR)
 _F_SETLEASE = 1024
@@ -209,7 +210,8 @@ class Watcher:
         self.engine_line = engine_line
         self.signer = Signer(args.top, args.skip)
         self.options = {"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
-                        "debuginfod": args.debuginfod, "key_version": store.key_version}
+                        "debuginfod": args.debuginfod, "key_version": store.key_version,
+                        "max_images": args.max_images}
         self.pool = WorkerPool(args.jobs, self.options, self.signer, timeout=args.timeout)
         self.open_outputs()
         self.state = WatchRun(self, args, store, self.signer, self.pool.paths, self.writer)

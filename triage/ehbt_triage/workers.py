@@ -189,6 +189,7 @@ def _analyse_plain(path, options, signer, plain):
         return {"error": "out of memory (RLIMIT_AS %d MiB)" % (options["memory_limit"] >> 20)}
     except Exception as e:  # an engine binding error we did not foresee: this core only
         return {"error": "%s: %s" % (type(e).__name__, e)}
+    engine.trim_store(doc, options.get("max_images"))
     thread = crashing_thread(doc)
     # The parent only inserts: every thread's rows are built here, and the document sent back
     # keeps the crashing thread alone (what the JSONL record and the cores row need), which
