@@ -74,14 +74,17 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _AT_EMPTY_PATH = 0x1000
 
 
-def drop_linked(spool, name, data):
+def drop_linked(spool, name, data, before_close=None):
     """As systemd-coredump usually writes a core: an O_TMPFILE file in the spool, linked under
-    its name once complete (linkat), and closed after that."""
+    its name once complete (linkat), and closed after that -- after before_close() when given
+    (systemd-coredump keeps the file open a while: it reads it back for the journal)."""
     fd = os.open(spool, os.O_TMPFILE | os.O_RDWR, 0o640)
     try:
         os.write(fd, data)
         if _libc.linkat(fd, b"", -100, os.fsencode(spool / name), _AT_EMPTY_PATH) != 0:
             raise OSError(ctypes.get_errno(), "linkat")
+        if before_close:
+            before_close()
     finally:
         os.close(fd)
     return spool / name
@@ -252,29 +255,40 @@ def test_cores_dropped_while_running(tool_env, fixtures, tmp_path, watches):
         os.close(fd)
     wait_for("partial.core stored", lambda: stored(db, partial), w)
 
+    # Linked in while its writer keeps it open: taken when the writer closes it (the kernel
+    # reports that close under the name "#INODE"), not before.
+    def still_open():
+        marker2 = drop_renamed(spool, "marker2.core", variant(overflow, 2))
+        wait_for("marker2 stored", lambda: stored(db, marker2), w)
+        assert stored(db, spool / "held.core") is None, "taken while its writer had it open"
+
+    held = drop_linked(spool, "held.core", variant(threads, 3), before_close=still_open)
+    wait_for("held.core stored", lambda: stored(db, held), w)
+
     # Still alive after the FIFO: said once, never opened.
     w.wait_log(r"event=rejected path=%s reason=\"a FIFO, not opened\"" % logged(fifo))
     w.wait_log(r"event=skipped path=%s " % logged(spool / "notes.txt"))
     assert w.stop() == 0, w.log()
 
-    rows = {p: stored(db, p) for p in (renamed, zst, linked, in_dir, partial, marker)}
+    rows = {p: stored(db, p) for p in (renamed, zst, linked, in_dir, partial, marker, held,
+                                       spool / "marker2.core")}
     assert rows[zst] is None  # seen before: the store keeps the first file's row
     for p, row in rows.items():
         if p != zst:
             assert row and row[0] == "ok", (p, row)
     for p, name in ((renamed, "chain"), (linked, "drap"), (in_dir, "threads"),
-                    (partial, "plt"), (marker, "overflow")):
+                    (partial, "plt"), (marker, "overflow"), (held, "threads")):
         assert fixtures[name][1] in rows[p][2], (p, rows[p][2])
     # The name's fields, as the test wrote them.
     assert rows[renamed][5:7] == ("my.app", 4242)
     assert rows[linked][5:7] == ("drap", 77)
-    # Exactly the five distinct cores, each once; nothing else (no FIFO, no temporary name,
+    # Exactly the seven distinct cores, each once; nothing else (no FIFO, no temporary name,
     # no half core).
-    assert integrity(db) == (5, 5, 5, 0, 0)
+    assert integrity(db) == (7, 7, 7, 0, 0)
     assert not sqlite_rows(db, "SELECT path FROM cores WHERE path LIKE '%never-renamed%' OR "
                                "path LIKE '%fifo%' OR status != 'ok'")
     page = (tmp_path / "r.html").read_text()
-    assert re.search(r"5 analysed core\(s\) in 5 bucket\(s\), 1 failed", page), page[:2000]
+    assert re.search(r"7 analysed core\(s\) in 5 bucket\(s\), 1 failed", page), page[:2000]
 
 
 # ---------------------------------------------------------------------------------------------
