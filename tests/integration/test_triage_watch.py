@@ -522,3 +522,46 @@ def test_systemd_unit_is_installed_hardened_and_valid(build_dir, tmp_path):
     proc = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True,
                           text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Log lines
+
+
+def test_log_lines_are_key_value_and_masked(tmp_path, monkeypatch):
+    from ehbt_triage.watch import Log
+
+    db = "postgresql://triage:S3cretPass@db.example:5432/triage"
+    out = tmp_path / "log"
+    with open(out, "w") as stream:
+        monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+        log = Log(db, stream)
+        log("core", status="ok", path='/spool/a b"c\\d', ms=1.25, bucket=3, none=None)
+        log("reload_failed", level="error", error="cannot reach %s" % db)
+        # JOURNAL_STREAM naming this very stream (device:inode): journald's priority prefix.
+        st = os.fstat(stream.fileno())
+        monkeypatch.setenv("JOURNAL_STREAM", "%d:%d" % (st.st_dev, st.st_ino))
+        Log(db, stream)("stopped", level="warning", abandoned=0)
+        monkeypatch.setenv("JOURNAL_STREAM", "%d:%d" % (st.st_dev, st.st_ino + 1))
+        Log(db, stream)("stopped", abandoned=1)
+    lines = out.read_text().splitlines()
+    assert lines[0] == ('ehbt-triage: event=core status=ok path="/spool/a b\\"c\\\\d" '
+                        'ms=1.250 bucket=3')
+    assert "S3cretPass" not in lines[1] and "triage:***@db.example" in lines[1], lines[1]
+    assert lines[2] == "<4>ehbt-triage: event=stopped abandoned=0"
+    assert lines[3] == "ehbt-triage: event=stopped abandoned=1"
+
+
+def test_a_store_that_cannot_be_opened_is_a_masked_usage_error(tool_env, tmp_path):
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    proc = subprocess.run(
+        ["/usr/bin/python3", str(TRIAGE), "watch", "--db",
+         "postgresql://triage:S3cretPass@127.0.0.1:1/triage", str(spool)],
+        env=tool_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "cannot open the database" in proc.stderr and "S3cretPass" not in proc.stderr
+    assert "triage:***@127.0.0.1" in proc.stderr, proc.stderr
+    proc = subprocess.run(["/usr/bin/python3", str(TRIAGE), "watch", str(tmp_path / "nothing")],
+                          env=tool_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such directory" in proc.stderr, proc.stderr

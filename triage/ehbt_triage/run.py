@@ -191,7 +191,7 @@ class Run:
                 result.get("stop_reason"), info=info, unreliable=info["unreliable"],
                 missing_modules=missing, warnings=info["warnings"]))
         self.event("ok", info["path"], bucket=bucket_id, signature=result["signature"],
-                   sha256=info["sha256"])
+                   sha256=info["sha256"], missing=len(missing) or None)
 
     def _seen_before(self, path, row):
         self.stats["seen"] += 1

@@ -85,7 +85,7 @@ class Log:
     def __init__(self, db=None, stream=None):
         self.db = db
         self.stream = stream or sys.stderr
-        self.journal = bool(os.environ.get("JOURNAL_STREAM"))
+        self.journal = _is_journal(self.stream)
 
     def __call__(self, event, level="info", **fields):
         parts = ["event=%s" % event]
@@ -108,6 +108,18 @@ class Log:
             self.stream.flush()
         except (OSError, ValueError):
             pass
+
+
+def _is_journal(stream):
+    """Whether `stream` is connected to the journal: systemd puts the device and inode of the
+    stream it connected into JOURNAL_STREAM ("DEV:INO"); a stream redirected elsewhere by a
+    child of the service is not it."""
+    dev, _, ino = os.environ.get("JOURNAL_STREAM", "").partition(":")
+    try:
+        st = os.fstat(stream.fileno())
+        return (st.st_dev, st.st_ino) == (int(dev), int(ino))
+    except (ValueError, OSError, AttributeError):
+        return False
 
 
 class _NoProgress:
@@ -479,9 +491,11 @@ class Watcher:
         self.report(force=True)
         self.log("reloaded", db=describe(self.db))
 
-    def loop(self):
-        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        signal.set_wakeup_fd(wake_w)
+    def catch_signals(self):
+        """SIGTERM, SIGINT and SIGHUP only set a flag (the loop acts on it between two cores,
+        so no core is ever half stored) and wake the loop through a pipe."""
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wake_w)
 
         def on_stop(signum, frame):
             self.stop = True
@@ -492,6 +506,9 @@ class Watcher:
         signal.signal(signal.SIGTERM, on_stop)
         signal.signal(signal.SIGINT, on_stop)
         signal.signal(signal.SIGHUP, on_hup)
+
+    def loop(self):
+        wake_r, wake_w = self.wake_r, self.wake_w
         try:
             while not self.stop:
                 if self.hup:
@@ -589,6 +606,7 @@ def watch(args):
                       "binary was found (set EHBT_BIN)")
     w = Watcher(args, dirs, log)
     w.db = db
+    w.catch_signals()
     try:
         w.start(store, engine_line)
     except OSError as e:
