@@ -17,7 +17,8 @@
 2. Throughput: --burst distinct small cores renamed into the spool at once; cores/s from the
    first rename to the last row committed; then `eu-stack --core CORE --executable EXE` on
    the same files one after the other (one process per core, as a user's loop runs it), and
-   the ratio. The same for --python-burst CPython cores.
+   the ratio; also the CPU time per core of both (the watch process and its workers; the
+   eu-stack processes), which depends less on what else the machine runs than wall time. The same for --python-burst CPython cores.
 3. Memory: --memory synthetic cores (fixture cores made distinct by a tail of bytes the engine
    does not read, under new names), fed in batches of 200 and deleted once stored (so that
    the disk holds a batch only); the RSS of the watch process and the sum over its workers at
@@ -164,6 +165,24 @@ class Watch:
             children = []
         return rss(self.proc.pid), sum(rss(c) for c in children)
 
+    def cpu_seconds(self):
+        """user+system CPU seconds of the watch process and its live workers."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu(pid):
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / tick
+            except OSError:
+                return 0.0
+        try:
+            with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            children = []
+        return cpu(self.proc.pid) + sum(cpu(c) for c in children)
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait(120)
@@ -209,6 +228,7 @@ def burst(watch, spool, cores, label):
         os.link(src, tmp) if os.stat(src).st_dev == os.stat(spool).st_dev else \
             shutil.copyfile(src, tmp)
         staged.append((tmp, os.path.join(spool, name), exe))
+    cpu0 = watch.cpu_seconds()
     t0 = time.time()
     for tmp, dest, _exe in staged:
         os.rename(tmp, dest)
@@ -218,15 +238,21 @@ def burst(watch, spool, cores, label):
     if bad:
         sys.exit("%d cores not ok: %s" % (len(bad), bad[:3]))
     t_end = max(t for _s, t, _ms in results)
-    return len(dests) / (t_end - t0), [(d, exe) for (_t, d, exe) in staged]
+    cpu_ms = (watch.cpu_seconds() - cpu0) * 1000.0 / len(dests)
+    return len(dests) / (t_end - t0), cpu_ms, [(d, exe) for (_t, d, exe) in staged]
 
 
 def eustack_rate(cores):
+    """(cores/s, CPU ms per core) of one eu-stack process per core, in turn."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     for core, exe in cores:
         subprocess.run(["eu-stack", "--core", core, "--executable", exe],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return len(cores) / (time.monotonic() - t0)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return len(cores) / wall, cpu * 1000.0 / len(cores)
 
 
 def memory(watch, spool, work, total, kinds):
@@ -299,15 +325,17 @@ def main():
                 print("latency, CPython cores (%d, %d threads): median %.1f ms, p90 %.1f ms, "
                       "first (cold) %.1f ms" % (len(ms), args.threads + 1, med, p90, ms[0]))
             if args.burst:
-                rate, placed = burst(watch, spool, small[args.latency:], "small")
-                eu = eustack_rate(placed)
-                print("burst of %d small cores: watch %.1f cores/s, eu-stack loop %.1f cores/s,"
-                      " ratio %.1fx" % (len(placed), rate, eu, rate / eu))
+                rate, cpu, placed = burst(watch, spool, small[args.latency:], "small")
+                eu, eu_cpu = eustack_rate(placed)
+                print("burst of %d small cores: watch %.1f cores/s (%.2f CPU ms/core), eu-stack "
+                      "loop %.1f cores/s (%.2f CPU ms/core), ratio %.1fx wall, %.1fx CPU" % (
+                          len(placed), rate, cpu, eu, eu_cpu, rate / eu, eu_cpu / cpu))
             if args.python_burst:
-                rate, placed = burst(watch, spool, pyc[args.python:], "py")
-                eu = eustack_rate(placed)
-                print("burst of %d CPython cores: watch %.1f cores/s, eu-stack loop %.1f "
-                      "cores/s, ratio %.1fx" % (len(placed), rate, eu, rate / eu))
+                rate, cpu, placed = burst(watch, spool, pyc[args.python:], "py")
+                eu, eu_cpu = eustack_rate(placed)
+                print("burst of %d CPython cores: watch %.1f cores/s (%.2f CPU ms/core), "
+                      "eu-stack loop %.1f cores/s (%.2f CPU ms/core), ratio %.1fx wall, %.1fx "
+                      "CPU" % (len(placed), rate, cpu, eu, eu_cpu, rate / eu, eu_cpu / cpu))
         finally:
             watch.stop()
         if args.memory:
