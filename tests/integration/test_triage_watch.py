@@ -399,8 +399,14 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
               extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.1"})
     watches.append(w)
     n = 24
-    for i in range(n):
-        drop_renamed(spool, "q-%02d.core" % i, variant(fixtures["chain"][0], i))
+    # Stopped while the burst lands, so that its events all wait in the kernel's queue and
+    # arrive at once, more than --queue.
+    w.signal(signal.SIGSTOP)
+    try:
+        for i in range(n):
+            drop_renamed(spool, "q-%02d.core" % i, variant(fixtures["chain"][0], i))
+    finally:
+        w.signal(signal.SIGCONT)
     wait_for("every core stored", lambda: core_count(db) == n, w)
     assert "event=queue_full" in w.log()
     assert w.stop() == 0
