@@ -414,6 +414,21 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
     assert sqlite_rows(db, "SELECT count FROM buckets") == [(n,)]
 
 
+def test_lost_events_are_made_good_by_a_scan(tool_env, fixtures, tmp_path, watches):
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, extra_env={"EHBT_TRIAGE_TEST_LOSE_EVENTS": "lost"})
+    watches.append(w)
+    lost = drop_renamed(spool, "lost.core", fixtures["chain"][0].read_bytes())
+    wait_for("lost.core stored", lambda: stored(db, lost), w)
+    assert "event=overflow" in w.log()
+    kept = drop_renamed(spool, "kept.core", fixtures["drap"][0].read_bytes())
+    wait_for("kept.core stored", lambda: stored(db, kept), w)
+    assert w.stop() == 0
+    assert integrity(db) == (2, 2, 2, 0, 0)
+
+
 def test_sighup_reopens_the_jsonl_and_rewrites_the_report(tool_env, fixtures, tmp_path,
                                                           watches):
     spool = tmp_path / "coredump"

@@ -130,6 +130,13 @@ class _NoProgress:
         pass
 
 
+def _test_lost_events():
+    """EHBT_TRIAGE_TEST_LOSE_EVENTS=TEXT: the events of names containing TEXT are lost and an
+    IN_Q_OVERFLOW comes instead (for the test of the rescan; a real overflow needs more events
+    than fs.inotify.max_queued_events, a setting of the whole machine)."""
+    return os.environ.get("EHBT_TRIAGE_TEST_LOSE_EVENTS", "")
+
+
 class WatchRun(Run):
     """Run's callbacks with bounded bookkeeping: counts per bucket (as many as buckets), the
     last failed inputs for the report, one log line per core."""
@@ -340,7 +347,10 @@ class Watcher:
         self.enqueue(path, origin)
 
     def on_events(self):
+        lose = _test_lost_events()
         for wd, mask_, _cookie, name in self.inotify.read_events():
+            if lose and lose in name:
+                mask_, name = IN_Q_OVERFLOW, ""  # as the kernel says it lost events
             if mask_ & IN_Q_OVERFLOW:
                 self.log("overflow", level="warning", note="events were lost; scanning")
                 self.rescan = True
