@@ -181,6 +181,10 @@ class WatchRun(Run):
     def event(self, kind, path, **fields):
         w = self.watcher
         w.changed = True
+        if kind != "failed" and any(p == path for p, _ in self.failed):
+            # Taken again and analysed (a file rewritten since): no longer a failed input.
+            self.failed = collections.deque(((p, r) for p, r in self.failed if p != path),
+                                            maxlen=self.MAX_FAILED)
         # Visible at once when nothing else is waiting: the line says it is committed.
         if not w.pool.waiting() and not w.queue:
             self.store.flush()
