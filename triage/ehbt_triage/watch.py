@@ -208,7 +208,7 @@ class Watcher:
         self.rescan = False
         self.active = {}  # path -> task, given to the pool and not over
         self.again = set()  # active paths that changed meanwhile: queued again when over
-        self.waiting_writer = {}  # (dev, ino) -> path of files still open for writing
+        self.waiting_writer = {}  # path -> inode of files that appeared still being written
         self.taken = {}  # path -> monotonic time it was taken (for the log's ms=)
         self.wds = {}  # watch descriptor -> directory
         self.counts = collections.Counter()
@@ -346,7 +346,7 @@ class Watcher:
         busy = self._writer_open(path)
         if busy or (busy is None and created and st.st_size == 0):
             if len(self.waiting_writer) < self.cap:
-                self.waiting_writer[(st.st_dev, st.st_ino)] = path
+                self.waiting_writer[path] = st.st_ino
             return
         self.enqueue(path, origin)
 
@@ -377,23 +377,18 @@ class Watcher:
                     ino = int(name[1:])
                 except ValueError:
                     continue
-                for key, waiting in list(self.waiting_writer.items()):
-                    if key[1] == ino and os.path.dirname(waiting) == d:
-                        del self.waiting_writer[key]
+                for waiting, waiting_ino in list(self.waiting_writer.items()):
+                    if waiting_ino == ino and os.path.dirname(waiting) == d:
+                        del self.waiting_writer[waiting]
                         self.enqueue(waiting, "event")
                 continue
             if is_temporary(name):
                 continue
             if mask_ & (IN_CLOSE_WRITE | IN_MOVED_TO):
-                self._drop_waiting(path)
+                self.waiting_writer.pop(path, None)
                 self.enqueue(path, "event")
             elif mask_ & IN_CREATE:
                 self._maybe_take(path, "event", created=True)
-
-    def _drop_waiting(self, path):
-        for key, waiting in list(self.waiting_writer.items()):
-            if waiting == path:
-                del self.waiting_writer[key]
 
     def _scan_now(self, d):
         """A directory that appeared: what was written into it before its watch existed."""
