@@ -28,7 +28,7 @@ WIDTH = 73
 # Subcommands with their own --help, each documented in a COMMANDS section. `ehbt` lists its
 # commands in its --help (commands:); argparse has no such list, so ehbt-triage's are named
 # here, and tests/package/test_man.py checks that each one's help is in the page.
-SUBCOMMANDS = {"ehbt-triage": ["report"]}
+SUBCOMMANDS = {"ehbt-triage": ["report", "watch"]}
 SUMMARY = {
     "ehbt-triage": "batch core-dump triage into crash signatures and buckets",
 }

@@ -132,7 +132,8 @@ def triage_env(build_dir):
     cli = pathlib.Path(build_dir) / "engine" / "tools" / "ehbt"
     if cli.exists():
         env["EHBT_BIN"] = str(cli)
-    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT"):
+    for k in ("EHBT_TRIAGE_TEST_DELAY", "EHBT_TRIAGE_TEST_FAULT", "EHBT_TRIAGE_MEMORY_LIMIT",
+              "EHBT_TRIAGE_TEST_LOSE_EVENTS"):
         env.pop(k, None)
     return env
 

@@ -69,6 +69,10 @@ def test_ehbt_triage(prefix, words, want):
     (["ehbt-triage", "report", "--by", "c"], ["core-time"]),
     (["ehbt-triage", "report", "--j"], []),  # a triage option, not one of report's
     (["ehbt-triage", "x.core", "rep"], []),  # only the first argument selects report
+    (["ehbt-triage", "wat"], ["watch"]),
+    (["ehbt-triage", "watch", "--q"], ["--queue"]),
+    (["ehbt-triage", "watch", "--rep"], ["--report-interval"]),
+    (["ehbt-triage", "watch", "--sch"], []),  # a batch option, not one of watch's
 ])
 def test_ehbt_triage_report(prefix, tmp_path, words, want):
     assert sorted(complete(prefix, "ehbt-triage", words, cwd=tmp_path)) == want

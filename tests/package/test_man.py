@@ -83,6 +83,9 @@ def test_triage_page_matches_help(prefix):
     block = help_text([triage, "report"])
     assert "  --since AGE" in "\n".join(block)
     assert contains_block(page, block), "`ehbt-triage report --help` is not a block of the page"
+    block = help_text([triage, "watch"])
+    assert "  --report-interval SECONDS" in "\n".join(block)
+    assert contains_block(page, block), "`ehbt-triage watch --help` is not a block of the page"
 
 
 def rendered(argv, env=None):

@@ -6,9 +6,10 @@ read (each listed with its reason) or were analysed without some of the files th
 (missing modules: the signatures are less than they could be), 2 usage error (bad option, bad
 --skip regex, a PATH that does not exist, a database or output file that cannot be opened).
 
-Two commands share the program: ``ehbt-triage [options] PATH...`` (triage, unchanged) and
-``ehbt-triage report [--since 7d] ...`` (a query over an existing store). A first argument
-that is exactly ``report`` selects the query; a core or directory literally named ``report``
+Three commands share the program: ``ehbt-triage [options] PATH...`` (triage, unchanged),
+``ehbt-triage report [--since 7d] ...`` (a query over an existing store) and
+``ehbt-triage watch [DIR...]`` (a resident processor, watch.py). A first argument that is
+exactly ``report`` or ``watch`` selects that command; a core or directory literally named so
 is triaged by writing it ``./report`` (or after ``--``).
 """
 
@@ -117,10 +118,12 @@ def parser():
                     "a signature (the crashing thread's top frames after the frames that only "
                     "report the crash), groups equal signatures into buckets, and keeps "
                     "everything in a SQLite database (or a shared PostgreSQL one) across runs. "
-                    "`ehbt-triage report --help`: what changed recently in a store.",
+                    "`ehbt-triage report --help`: what changed recently in a store; "
+                    "`ehbt-triage watch --help`: the resident processor.",
         epilog="Exit status: 0 every core processed, 1 some cores could not be read or were "
                "analysed without some of their files (missing modules), 2 usage error. "
-               "A PATH literally named `report` must be written ./report.")
+               "A PATH literally named `report` or `watch` must be written ./report or "
+               "./watch.")
     p.add_argument("--version", action="version", version="ehbt-triage " + version())
     p.add_argument("paths", metavar="PATH", nargs="*",
                    help="core files (plain, or compressed with zstd, xz, lz4 or gzip), or "
@@ -179,12 +182,73 @@ def report_parser():
     return p
 
 
+def watch_parser():
+    from .watch import DEFAULT_MAX_IMAGES, DEFAULT_QUEUE, DEFAULT_REPORT_INTERVAL
+
+    p = _Parser(
+        prog="ehbt-triage watch",
+        description="A resident crash processor: watches the spool directories (and every "
+                    "directory made below them) with inotify, and analyses each core as it "
+                    "is closed by its writer, renamed into place or linked in complete "
+                    "(systemd-coredump's temporary .#core... names are not taken), with the "
+                    "same workers, signatures and store rules as a batch run. On start it "
+                    "first catches up with the cores that arrived while it was not running; "
+                    "a core the store has is never counted twice. One log line per event "
+                    "on stderr (key=value). SIGTERM or SIGINT: stops, abandoning the cores "
+                    "being analysed (the next start does them), exit status 0. SIGHUP: "
+                    "reopens the store and the --jsonl file, reads the skip list again, "
+                    "replaces each worker when it is next idle, rewrites the report and "
+                    "scans the directories.",
+        epilog="Exit status: 0 stopped by a signal, 2 usage error (a directory, store or "
+               "output that cannot be used). docs/triage.md, \"Running as a service\": the "
+               "systemd unit ehbt-triage-watch.service.")
+    p.add_argument("dirs", metavar="DIR", nargs="*",
+                   help="directories to watch (default: the systemd-coredump spool %s)"
+                        % DEFAULT_DIR)
+    p.add_argument("--db", metavar="FILE|URL", default=None, help=_DB_HELP)
+    p.add_argument("--html", metavar="FILE",
+                   help="keep a self-contained HTML report of the store in FILE, rewritten "
+                        "when something changed, at most every --report-interval seconds")
+    p.add_argument("--report-interval", metavar="SECONDS", type=_positive_float,
+                   default=DEFAULT_REPORT_INTERVAL,
+                   help="the least time between two rewrites of --html (default %(default)gs)")
+    p.add_argument("--jsonl", metavar="FILE",
+                   help="append one JSON object per core to FILE (reopened on SIGHUP)")
+    p.add_argument("--queue", metavar="N", type=_positive_int, default=DEFAULT_QUEUE,
+                   help="most paths waiting for a worker (default %(default)s); past it, new "
+                        "cores are found by a scan once the queue has drained")
+    p.add_argument("--max-images", metavar="N", type=_positive_int, default=DEFAULT_MAX_IMAGES,
+                   help="a worker keeps the executables and libraries it parsed for the next "
+                        "cores; once its cores have named more than N files it starts afresh, "
+                        "which bounds its memory (default %(default)s)")
+    p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
+                   help="look up the files a core names under DIR first (may repeat)")
+    p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
+                   help="look for separate debug files in DIR first (may repeat)")
+    p.add_argument("--debuginfod", action="store_true",
+                   help="fetch missing files by build-id from the servers in DEBUGINFOD_URLS")
+    p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
+                   help="worker processes (default: the number of CPUs)")
+    p.add_argument("--top", metavar="N", type=_positive_int, default=DEFAULT_TOP,
+                   help="frames in a signature (default %(default)s)")
+    p.add_argument("--skip", metavar="REGEX", action="append", default=[], type=_regex,
+                   help="also skip leading frames whose symbol fully matches REGEX (may repeat)")
+    p.add_argument("--timeout", metavar="SECONDS", type=_positive_float, default=DEFAULT_TIMEOUT,
+                   help="per-core time limit; a core over it is recorded as failed and its "
+                        "worker replaced (default %(default)gs)")
+    return p
+
+
 def parse(argv):
     return parser().parse_args(argv)
 
 
 def is_report(argv):
     return bool(argv) and argv[0] == "report"
+
+
+def is_watch(argv):
+    return bool(argv) and argv[0] == "watch"
 
 
 def _mask_tracebacks(db):
@@ -212,6 +276,12 @@ def main(argv=None):
         args = report_parser().parse_args(argv[1:])
         _mask_tracebacks(args.db)
         return report_command(args)
+    if is_watch(argv):
+        from .watch import watch
+
+        args = watch_parser().parse_args(argv[1:])
+        _mask_tracebacks(args.db)
+        return watch(args)
     from .run import run
 
     args = parse(argv)

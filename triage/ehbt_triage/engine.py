@@ -133,6 +133,29 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
         target.close()
 
 
+_opened = set()  # the files the worker's image store has opened (as the documents name them)
+
+
+def trim_store(doc, max_images):
+    """Drops the worker's image store once the cores it served named more than `max_images`
+    files (None or 0: never). A resident `watch` sees new binaries for weeks (every upgrade
+    brings new builds) and the store keeps every image it opened, so this is what bounds a
+    worker's memory; the next core starts a fresh store, paying its images' parse once more.
+    The files are counted from the documents (each module's file), which is what the store
+    opened, without asking the store."""
+    global _store
+    if not max_images:
+        return False
+    for m in doc.get("modules") or ():
+        if m.get("file"):
+            _opened.add(m["file"])
+    if len(_opened) > max_images:
+        _store = None
+        _opened.clear()
+        return True
+    return False
+
+
 def find_cli():
     """The ehbt binary: $EHBT_BIN, beside this tool when installed, in a build tree named by
     PYTHONPATH (<build>/engine/python -> <build>/engine/tools/ehbt), then PATH."""

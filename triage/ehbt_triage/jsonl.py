@@ -24,8 +24,9 @@ import json
 
 
 class JsonlWriter:
-    def __init__(self, path):
-        self.f = open(path, "w", encoding="utf-8")
+    def __init__(self, path, append=False):
+        # append: `watch` adds to the file across restarts (and reopens it on SIGHUP).
+        self.f = open(path, "a" if append else "w", encoding="utf-8")
 
     def write(self, obj):
         self.f.write(json.dumps(obj, sort_keys=True) + "\n")

@@ -58,23 +58,31 @@ def core_info(path, sha256, size, mtime, compression=None):
 
 
 class Run:
-    def __init__(self, args, store, signer, paths, writer, compression=None):
+    """The parent's side of analysing cores, whatever feeds them: the pool's callbacks (settle,
+    likely_known, on_hash, on_result) and what each outcome writes (store, JSONL). A batch run
+    (this class) also collects what its summary lists; `ehbt-triage watch` (watch.py) runs the
+    same code for every core and overrides only the hooks that collect (_count, _note_failed,
+    _note_missing, event), so that it stays small however long it runs.
+
+    `paths` maps a pool task to its path (a list for a batch, the pool's own dict for watch)."""
+
+    def __init__(self, args, store, signer, paths, writer, compression=None, progress=None):
         self.args = args
         self.store = store
         self.signer = signer
         self.paths = paths
-        self.compression = compression or {}
+        self.compression = compression if compression is not None else {}
         self.missing = []  # (path, [module paths]) of ok cores analysed without some files
         self.writer = writer
-        self.info = {}  # task -> {path, sha256, size, core_time}
-        self.inflight = {}  # sha256 -> task being analysed in this run
-        self.duplicates = []  # tasks whose content another task of this run is analysing
+        self.info = {}  # task being analysed -> {path, sha256, size, core_time, ...}
+        self.inflight = {}  # sha256 -> task being analysed
+        self.duplicates = {}  # sha256 -> [(path, info)] of copies of a core being analysed
         self.core_ids = []  # ok cores of this run (analysed or seen before)
         self.bucket_run_counts = {}
         self.failed = []  # (path, reason)
         self.stats = {"ok": 0, "seen": 0, "failed": 0}
         self.worker_rss_kib = 0  # the largest peak RSS a worker reported
-        self.progress = report_text.Progress(len(paths))
+        self.progress = progress or report_text.Progress(len(paths))
         self.likely = {}  # task -> likely_known's answer, found by settle on the way
 
     # -- worker callbacks ----------------------------------------------------------------------
@@ -117,8 +125,8 @@ class Run:
     def on_hash(self, task, sha256, size, mtime, file_id=None):
         path = self.paths[task]
         self.likely.pop(task, None)  # not asked for when the pool does not speculate
-        self.info[task] = core_info(path, sha256, size, mtime, self.compression.get(path))
-        self.info[task]["file_id"] = file_id
+        info = core_info(path, sha256, size, mtime, self.compression.get(path))
+        info["file_id"] = file_id
         row = self.store.core_by_hash(sha256)
         if row is not None and row["status"] == "ok":
             if file_id and row["path"] == path and row.get("file_id") != file_id:
@@ -126,21 +134,24 @@ class Run:
             self._seen_before(path, row)
             return False
         if sha256 in self.inflight:
-            self.duplicates.append(task)
+            self.duplicates.setdefault(sha256, []).append((path, info))
             return False
         self.inflight[sha256] = task
+        self.info[task] = info
         return True
 
     def on_result(self, task, result):
         path = self.paths[task]
-        info = self.info.get(task)
-        if info is not None:
-            self.inflight.pop(info["sha256"], None)
+        info = self.info.pop(task, None)
+        self.likely.pop(task, None)
         self.worker_rss_kib = max(self.worker_rss_kib, result.get("worker_rss_kib") or 0)
         if result.get("error"):
             self._failed(path, info, result["error"])
         else:
             self._ok(info, result)
+        if info is not None:
+            self.inflight.pop(info["sha256"], None)
+            self._resolve(info["sha256"])
         self.progress.update()
 
     # -- outcomes ------------------------------------------------------------------------------
@@ -149,6 +160,15 @@ class Run:
         self.core_ids.append(core_id)
         self.bucket_run_counts[bucket_id] = self.bucket_run_counts.get(bucket_id, 0) + 1
         self.progress.done += 1
+
+    def _note_missing(self, path, missing):
+        self.missing.append((path, missing))
+
+    def _note_failed(self, path, reason):
+        self.failed.append((path, reason))
+
+    def event(self, kind, path, **fields):
+        """One core's outcome (ok, seen_before, failed): a batch says it in its summary."""
 
     def _ok(self, info, result):
         doc = result["doc"]
@@ -162,7 +182,7 @@ class Run:
         self.stats["ok"] += 1
         self._count(core_id, bucket_id)
         if missing:
-            self.missing.append((info["path"], missing))
+            self._note_missing(info["path"], missing)
         if self.writer:
             thread = crashing_thread(doc) or {}
             self.writer.write(jsonl.record(
@@ -170,6 +190,8 @@ class Run:
                 result["signature"], bucket_id, thread.get("tid"), thread.get("frames", []),
                 result.get("stop_reason"), info=info, unreliable=info["unreliable"],
                 missing_modules=missing, warnings=info["warnings"]))
+        self.event("ok", info["path"], bucket=bucket_id, signature=result["signature"],
+                   sha256=info["sha256"], missing=len(missing) or None)
 
     def _seen_before(self, path, row):
         self.stats["seen"] += 1
@@ -177,7 +199,7 @@ class Run:
         self._count(row["id"], row["bucket_id"])
         missing = _json_list(row.get("missing_modules"))
         if missing:
-            self.missing.append((path, missing))
+            self._note_missing(path, missing)
         if self.writer:
             tid, stop, frames = self.store.crashing_frames(row["id"])
             for f in frames:
@@ -190,10 +212,11 @@ class Run:
                 row["signature"], row["bucket_id"], tid, frames, stop, info=info,
                 unreliable=row.get("unreliable"), missing_modules=missing,
                 warnings=_json_list(row.get("warnings"))))
+        self.event("seen_before", path, bucket=row["bucket_id"], sha256=row["sha256"])
 
     def _failed(self, path, info, reason):
         reason = _one_line(reason)
-        self.failed.append((path, reason))
+        self._note_failed(path, reason)
         self.stats["failed"] += 1
         self.progress.failed += 1
         self.progress.done += 1
@@ -204,17 +227,22 @@ class Run:
                 info = core_info(path, None, None, None, self.compression.get(path))
             self.writer.write(jsonl.record(path, info["sha256"], "failed", error=reason,
                                            info=info))
+        self.event("failed", path, error=reason, sha256=info["sha256"] if info else None)
+
+    def _resolve(self, sha256):
+        """Copies of a core whose analysis is over: seen before now (or failed with it)."""
+        for path, _info in self.duplicates.pop(sha256, ()):
+            row = self.store.core_by_hash(sha256)
+            if row is not None and row["status"] == "ok":
+                self._seen_before(path, row)
+            else:
+                self._failed(path, None, "copy of a core that failed: %s"
+                             % (row["error"] if row else "not analysed"))
 
     def resolve_duplicates(self):
-        """Copies of a core analysed in this same run: they count as seen before now."""
-        for task in self.duplicates:
-            info = self.info[task]
-            row = self.store.core_by_hash(info["sha256"])
-            if row is not None and row["status"] == "ok":
-                self._seen_before(info["path"], row)
-            else:
-                self._failed(info["path"], None, "copy of a core that failed: %s"
-                             % (row["error"] if row else "not analysed"))
+        """Copies whose original never reported (none, unless the run was cut short)."""
+        for sha256 in list(self.duplicates):
+            self._resolve(sha256)
 
 
 def _one_line(reason):

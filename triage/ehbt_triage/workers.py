@@ -50,6 +50,7 @@ The same worker_main also runs as the long-lived helper of a dask worker (helper
 analysis function, two executors.
 """
 
+import collections
 import ctypes
 import gc
 import os
@@ -188,6 +189,7 @@ def _analyse_plain(path, options, signer, plain):
         return {"error": "out of memory (RLIMIT_AS %d MiB)" % (options["memory_limit"] >> 20)}
     except Exception as e:  # an engine binding error we did not foresee: this core only
         return {"error": "%s: %s" % (type(e).__name__, e)}
+    engine.trim_store(doc, options.get("max_images"))
     thread = crashing_thread(doc)
     # The parent only inserts: every thread's rows are built here, and the document sent back
     # keeps the crashing thread alone (what the JSONL record and the cores row need), which
@@ -205,6 +207,12 @@ def worker_main(conn, options, signer, die_with_parent=True):
     """The loop of one worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # A `watch` parent's SIGHUP (reload) and wake-up pipe are its own, not its workers'.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:
+        pass  # not the main thread (a dask helper runs it as its own process anyway)
     if die_with_parent:
         _die_with_parent()
     _keep_heap()
@@ -361,6 +369,7 @@ class _Slot:
         self.spec = False  # the task was sent as "spec"
         self.hashed = False  # its "hash" arrived
         self.draining = False  # its outcome is recorded; the worker still finishes its analysis
+        self.generation = 0  # WorkerPool.generation when its worker was started
 
     def free(self):
         self.task = self.deadline = None
@@ -396,6 +405,12 @@ class WorkerPool:
         on_hash(task, sha256, size, mtime) -> True to analyse, False to skip ("seen before")
         on_result(task, result)  result: {"error": str|None, "doc", "signature", ...}
         on_tick()                at least every `tick` seconds while waiting
+
+    Two ways to feed it, one engine: run(paths, ...) for a batch (every core known up front),
+    or start(...) once, then submit(path) and step() for as long as cores keep coming (`watch`:
+    a resident process whose workers keep their warm image stores across cores). A task is an
+    integer given by submit, in submission order; `paths` maps each task not finished yet to
+    its path (finished tasks are forgotten, so a pool that runs for weeks stays small).
     """
 
     def __init__(self, jobs, options, signer, timeout=DEFAULT_TIMEOUT, tick=0.25):
@@ -411,6 +426,10 @@ class WorkerPool:
         self.slots = [_Slot() for _ in range(self.jobs)]
         # Whether a CPU is left for each worker's key thread (see the module doc).
         self.options["key_thread"] = self.jobs < _usable_cpus()
+        self.generation = 0  # raised by renew(): workers of an older one are replaced
+        self.paths = {}
+        self._pending = collections.deque()
+        self._next = 0
 
     def _start(self, slot):
         # What exists now is moved out of the collector's reach before the fork (gc.freeze,
@@ -420,6 +439,7 @@ class WorkerPool:
         gc.freeze()
         proc = forked.Child(worker_main, (self.options, self.signer))
         slot.proc, slot.conn = proc, proc.conn
+        slot.generation = self.generation
 
     def _kill(self, slot):
         if slot.proc is not None:
@@ -430,8 +450,18 @@ class WorkerPool:
         slot.proc = slot.conn = None
         slot.free()
 
+    def _stop_idle(self, slot):
+        """Ends an idle worker politely (it may be mid-way through nothing)."""
+        try:
+            slot.conn.send(None)
+        except OSError:
+            pass
+        slot.proc.join(2)
+        self._kill(slot)
+
     def close(self):
-        """Stops every worker (idle ones politely, busy ones by SIGKILL)."""
+        """Stops every worker (idle ones politely, busy ones by SIGKILL: their cores are not
+        recorded, and a later run or a restarted watch does them)."""
         for slot in self.slots:
             if slot.proc is not None and slot.task is None:
                 try:
@@ -443,40 +473,89 @@ class WorkerPool:
                 slot.proc.join(2)
             self._kill(slot)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
-            settle=None):
+    def renew(self, options=None, signer=None):
+        """New options or signer for the workers from now on (watch's SIGHUP): each worker is
+        replaced by a fresh one when it is next idle, so no core is interrupted."""
+        if options is not None:
+            keep = {k: self.options[k] for k in ("memory_limit", "timeout", "key_thread")}
+            self.options = dict(options, **keep)
+        if signer is not None:
+            self.signer = signer
+        self.generation += 1
+        for slot in self.slots:
+            if slot.proc is not None and slot.task is None:
+                self._stop_idle(slot)
+
+    # -- feeding -------------------------------------------------------------------------------
+
+    def start(self, on_hash, on_result, likely_known=None, settle=None):
         """likely_known(task) -> True when the store probably has the core already: it is
         hashed before it is analysed; any other core is analysed while it is hashed ("spec").
         None: every core is hashed first. settle(task) -> True when the parent has dealt with
         the core itself (its file proven unchanged since it was stored): no worker sees it."""
-        self._paths = paths
-        self._pending = list(range(len(paths)))
-        self._pending.reverse()  # pop() from the end keeps the input order
+        self._on_hash, self._on_result = on_hash, on_result
         self._likely_known = likely_known
         self._settle = settle
         self._retried = set()  # cores given again without speculation after a worker died
+
+    def submit(self, path):
+        """Queues one core; returns its task number."""
+        task = self._next
+        self._next += 1
+        self.paths[task] = path
+        self._pending.append(task)
+        return task
+
+    def waiting(self):
+        """Tasks submitted and not given to a worker yet."""
+        return len(self._pending)
+
+    def busy(self):
+        return bool(self._pending) or any(s.task is not None for s in self.slots)
+
+    def step(self, extra=(), timeout=None):
+        """Gives idle workers their next cores, waits until a worker says something, one dies
+        or misses its deadline, one of the `extra` handles (file descriptors or objects with
+        fileno()) is readable, or `timeout` (None: `tick` while workers are busy, else no
+        limit) passes; handles what the workers said. Returns the readable `extra` handles."""
+        for slot in self.slots:
+            if slot.task is None:
+                self._assign(slot)
+        return self._wait_once(extra, timeout)
+
+    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
+            settle=None):
+        """A batch: every path, then the workers are stopped (see start for the callbacks)."""
+        self.start(on_hash, on_result, likely_known, settle)
+        for path in paths:
+            self.submit(path)
         try:
-            while self._pending or any(s.task is not None for s in self.slots):
-                for slot in self.slots:
-                    if slot.task is None:
-                        self._assign(slot)
-                self._wait_once(paths, on_hash, on_result)
+            while self.busy():
+                self.step()
                 on_tick()
         finally:
             self.close()
 
+    def _forget(self, task):
+        """The task is over: nothing of it is kept."""
+        self.paths.pop(task, None)
+        self._retried.discard(task)
+
     def _next_task(self):
         """The next pending core no worker is needed for, or None."""
         while self._pending:
-            task = self._pending.pop()
+            task = self._pending.popleft()
             if self._settle is None or task in self._retried or not self._settle(task):
                 return task
+            self._forget(task)
         return None
 
     def _assign(self, slot):
         """Gives the idle slot the next pending core (starting a worker if it has none)."""
         if slot.task is not None:
             return
+        if slot.proc is not None and slot.generation != self.generation:
+            self._stop_idle(slot)  # renew(): a fresh worker with the new options
         task = self._next_task()
         if task is None:
             return
@@ -489,23 +568,30 @@ class WorkerPool:
         slot.spec = (self._likely_known is not None
                      and task not in self._retried and not self._likely_known(task))
         try:
-            slot.conn.send(("spec" if slot.spec else "core", task, self._paths[task]))
+            slot.conn.send(("spec" if slot.spec else "core", task, self.paths[task]))
         except OSError:
             pass  # it died; the sentinel check reports it
 
-    def _wait_once(self, paths, on_hash, on_result):
+    def _wait_once(self, extra=(), timeout=None):
         busy = [s for s in self.slots if s.task is not None]
-        if not busy:
-            return
         now = time.monotonic()
-        wait_for = max(0.0, min(min(s.deadline for s in busy) - now, self.tick))
-        handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy]
-        forked.wait(handles, timeout=wait_for)
+        if busy:
+            wait_for = max(0.0, min(min(s.deadline for s in busy) - now, self.tick))
+            if timeout is not None:
+                wait_for = min(wait_for, timeout)
+        elif not extra:
+            return []
+        else:
+            wait_for = timeout
+        handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy] + list(extra)
+        ready = forked.wait(handles, timeout=wait_for)
         for slot in busy:
-            self._service(slot, paths, on_hash, on_result)
+            self._service(slot)
+        return [h for h in ready if any(h is e for e in extra)]
 
-    def _service(self, slot, paths, on_hash, on_result):
+    def _service(self, slot):
         """Reads what the slot's worker sent; notices death and expired deadlines."""
+        on_hash, on_result = self._on_hash, self._on_result
         while slot.task is not None:
             try:
                 if not slot.conn.poll():
@@ -527,10 +613,12 @@ class WorkerPool:
                 if not go:
                     self._finished(slot)
             elif kind == "fail":
-                self._finished(slot)
+                # Reported before the slot lets go of the task (and forgets its path).
                 on_result(task, {"error": msg[2], "unhashed": True})
+                self._finished(slot)
             elif kind == "idle":
                 slot.free()
+                self._forget(task)
                 self._assign(slot)
             elif kind == "done":
                 # The worker gets its next core before this one is stored: it hashes and
@@ -540,6 +628,7 @@ class WorkerPool:
                 self._assign(slot)
                 if not dropped:
                     on_result(task, msg[2])
+                self._forget(task)
         if slot.task is None:
             return
         if not slot.proc.is_alive():
@@ -551,14 +640,17 @@ class WorkerPool:
                 # Died analysing before the key arrived: hashed first this time, so that a
                 # core that crashes the engine is stored as failed under its key.
                 self._retried.add(task)
-                self._pending.append(task)
-            elif not draining:
-                on_result(task, {"error": reason})
+                self._pending.appendleft(task)
+            else:
+                if not draining:
+                    on_result(task, {"error": reason})
+                self._forget(task)
         elif time.monotonic() >= slot.deadline:
             task, draining = slot.task, slot.draining
             self._kill(slot)
             if not draining:
                 on_result(task, {"error": "timed out after %gs" % self.timeout})
+            self._forget(task)
 
     def _finished(self, slot):
         """The task's outcome is known (skipped, or failed to hash): a speculating worker is
@@ -567,5 +659,7 @@ class WorkerPool:
         if slot.spec:
             slot.draining = True
         else:
+            task = slot.task
             slot.free()
+            self._forget(task)
             self._assign(slot)
