@@ -6,7 +6,9 @@ under qemu), `ehbt core --json` must give, for every frame Go's own traceback li
 runtime.gopanic down), the traceback's function, file, line and inline chain exactly (the
 traceback prints inlined calls as frames of their own, with their file:line); the frames
 above it (the SIGABRT raise, Go's signal handler), which the traceback does not print, must
-have the innermost position `go tool addr2line` gives on the unstripped binary."""
+have the innermost position `go tool addr2line` gives on the unstripped binary. The same on
+the Go cores of test_go_cores.py (gocrash.go: runtime.panicmem inlined into runtime.sigpanic
+on x86-64; unstripped, stripped, and stripped position-independent)."""
 import json
 import os
 import re
@@ -19,7 +21,11 @@ import cores_expect as ce
 
 GO_CORES = ce.CORES / "make_go_cores.py"
 NAMES = ["goinline", "goinlinestripped"]
-CASES = NAMES + ["aarch64/" + n for n in NAMES]
+CASES = NAMES + ["aarch64/" + n for n in NAMES] + ["go", "gostripped", "gopie"] + [
+    "aarch64/go", "aarch64/gostripped"]
+# The unstripped build of the same code (go tool addr2line's input).
+REFERENCE = {"goinline": "goinline", "goinlinestripped": "goinline", "go": "go",
+             "gostripped": "go", "gopie": "gopie.unstripped"}
 
 
 def expected(arch, name):
@@ -59,9 +65,17 @@ def traceback_frames(path):
 
 
 def addr2line(exe, pcs):
-    out = subprocess.run(["/usr/bin/go", "tool", "addr2line", exe], capture_output=True,
-                         text=True, input="".join("0x%x\n" % pc for pc in pcs), check=True)
+    """The innermost file:line of each pc: Go's own addr2line (from .gopclntab), or for a
+    position-independent build, which it cannot read, binutils' addr2line on the DWARF line
+    table Go's compiler wrote."""
+    pie = exe.endswith("gopie.unstripped")
+    cmd = ["addr2line", "-e", exe] if pie else ["/usr/bin/go", "tool", "addr2line", exe]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         input="".join("0x%x\n" % pc for pc in pcs))
     lines = out.stdout.splitlines()
+    if pie:
+        assert len(lines) == len(pcs)
+        return [re.sub(r" \(discriminator \d+\)$", "", line) for line in lines]
     assert len(lines) == 2 * len(pcs)
     return [lines[2 * i + 1] for i in range(len(pcs))]
 
@@ -99,24 +113,26 @@ def test_go_lines_equal_go_traceback(ehbt_bin, case):
         got = [(c["function"], position(c["location"])) for c in f["inlined"]]
         want = [(fn, (file, line, None)) for fn, file, line in g["inlined"]]
         assert got == want, (f["symbol"], got, want)
-    # The point of the case: two calls inlined at the fault, one at main's call.
-    by_name = {f["symbol"]: f for f in tail}
-    assert [c["function"] for c in by_name["main.fxInOuter"]["inlined"]] == [
-        "main.fxInLeaf", "main.fxInMid"]
-    assert [c["function"] for c in by_name["main.main"]["inlined"]] == ["main.fxInWrap"]
+    if name in NAMES:
+        # The point of the case: two calls inlined at the fault, one at main's call.
+        by_name = {f["symbol"]: f for f in tail}
+        assert [c["function"] for c in by_name["main.fxInOuter"]["inlined"]] == [
+            "main.fxInLeaf", "main.fxInMid"]
+        assert [c["function"] for c in by_name["main.main"]["inlined"]] == ["main.fxInWrap"]
 
     # Above runtime.gopanic (the re-raised SIGABRT in Go's signal handler): the innermost
     # position at each frame's lookup pc (the pc for frame 0, the trampoline and the frame
     # the signal interrupted; pc - 1 for return addresses), as Go's addr2line gives it.
-    reference = os.path.join(os.path.dirname(exp["exe"]), "goinline")
+    reference = os.path.join(os.path.dirname(exp["exe"]), REFERENCE[name])
     above = [f for f in frames[:start] if f["module"] is not None and f["symbol"] is not None]
     assert len(above) >= 3, frames[:start]
     lookups = []
     for f in above:
         i = frames.index(f)
-        exact = i == 0 or f["source"] == "signal" or f.get("signal_trampoline") or \
-            (i > 0 and frames[i - 1]["symbol"] in ("runtime.sigpanic",))
-        lookups.append(int(f["pc"], 16) - (0 if exact else 1))
+        # The trampoline is the frame whose caller was found through the signal frame.
+        trampoline = i + 1 < len(frames) and frames[i + 1]["source"] == "signal"
+        exact = i == 0 or f["source"] == "signal" or trampoline
+        lookups.append(int(f["module_offset"], 16) - (0 if exact else 1))
     for f, want in zip(above, addr2line(reference, lookups)):
         innermost = f["inlined"][0]["location"] if f["inlined"] else f["location"]
         assert innermost is not None, f

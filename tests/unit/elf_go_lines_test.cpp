@@ -329,13 +329,17 @@ TEST_F(GoLines, CorruptTablesGiveNothingOrAnswers) {
   }
   ASSERT_NE(fault, 0u);
   // Inline trees somewhere they cannot be: nothing for the inlined pc.
-  const GoInlineTrees nowhere{image.get(), uint64_t{1} << 60};
+  const GoInlineTrees nowhere{uint64_t{1} << 60, [&image](uint64_t a, std::span<std::byte> o) {
+                                return image->read(a, o);
+                              }};
   EXPECT_FALSE(go_source_info(*table, nowhere, fault, Limits{}).has_value());
   EXPECT_FALSE(go_source_info(*table, std::nullopt, fault, Limits{}).has_value());
 
   std::vector<std::byte> bytes = gopclntab_bytes(*dir_ / "goinline");
   ASSERT_GT(bytes.size(), 4096u);
-  const GoInlineTrees trees{image.get(), *go_func_data(*image)};
+  const GoInlineTrees trees{*go_func_data(*image), [&image](uint64_t a, std::span<std::byte> o) {
+                              return image->read(a, o);
+                            }};
   std::vector<uint64_t> pcs;
   for (const TraceFrame& t : trace) {
     if (t.pc != 0) pcs.push_back(t.pc - 1);

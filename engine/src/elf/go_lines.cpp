@@ -35,7 +35,7 @@ std::optional<InlineEntry> read_entry(const GoPclntab& table, const GoInlineTree
   std::array<std::byte, 20> raw{};
   const std::span<std::byte> bytes(raw.data(), size);
   const uint64_t at = trees.gofunc + tree + static_cast<uint64_t>(index) * size;
-  if (trees.image->read(at, bytes) != size) return std::nullopt;
+  if (trees.read(at, bytes) != size) return std::nullopt;
   util::ByteReader r(bytes, table.big_endian());
   int64_t name = 0, parent_pc = 0;
   if (!r.seek(go120 ? 4 : 12) || !r.read_sint(4, name) || !r.read_sint(4, parent_pc)) {
@@ -84,7 +84,7 @@ std::optional<SourceInfo> go_source_info(const GoPclntab& table,
     }
     // Inlined code whose tree cannot be read: the position is an inlined function's, not the
     // physical function's, and who called whom is unknown. Say nothing rather than mislead.
-    if (!trees || trees->image == nullptr || !tree) return std::nullopt;
+    if (!trees || !trees->read || !tree) return std::nullopt;
     auto entry = read_entry(table, *trees, *tree, index);
     if (!entry || entry->parent_pc < 0) return std::nullopt;
     auto name = table.name_at(entry->name_offset);
@@ -101,7 +101,11 @@ std::optional<SourceInfo> go_source_info(const Image& image, uint64_t link_pc,
   const GoPclntab* table = go_pclntab(image);
   if (table == nullptr) return std::nullopt;
   std::optional<GoInlineTrees> trees;
-  if (auto gofunc = go_func_data(image)) trees = GoInlineTrees{&image, *gofunc};
+  if (auto gofunc = go_func_data(image)) {
+    trees = GoInlineTrees{*gofunc, [&image](uint64_t addr, std::span<std::byte> out) {
+                            return image.read(addr, out);
+                          }};
+  }
   return go_source_info(*table, trees, link_pc, limits);
 }
 

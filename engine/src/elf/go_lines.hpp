@@ -5,8 +5,11 @@
 // prints them: file names as the table records them (full paths), innermost call first.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
@@ -16,12 +19,12 @@
 namespace ehbt::elf {
 
 // What a Go pc's lookup needs besides the table: where the inline trees are. Go 1.18+ keeps
-// them in go:func.* (an offset from moduledata.gofunc, go_func_data()), read through `image`.
-// Without it (older layouts, position-independent builds) the lookup gives the pc's own
-// position and no inlined calls.
+// them in go:func.* (an offset from moduledata.gofunc, go_func_data()), read through `read`
+// (link-time addresses; an image's Image::read). Without them (older layouts, a moduledata
+// not found) the lookup gives positions only where nothing is inlined.
 struct GoInlineTrees {
-  const Image* image = nullptr;
   uint64_t gofunc = 0;
+  std::function<std::size_t(uint64_t link_addr, std::span<std::byte> out)> read;
 };
 
 // The source position of `link_pc` (the lookup pc: the pc itself for frame 0 and interrupted
