@@ -65,8 +65,9 @@ std::optional<SourceInfo> go_source_info(const GoPclntab& table,
   if (!f) return std::nullopt;
   auto lines = table.line_tables(*f);
   if (!lines) return std::nullopt;
-  // No index table (or an unreadable one): the function has nothing inlined.
-  const uint32_t index_table = table.pcdata_table(*f, kPcdataInlTreeIndex).value_or(0);
+  // 0: no index table, the function has nothing inlined.
+  const std::optional<uint32_t> index_table = table.pcdata_table(*f, kPcdataInlTreeIndex);
+  if (!index_table) return std::nullopt;
   const std::optional<uint32_t> tree = table.funcdata_offset(*f, kFuncdataInlTree);
 
   SourceInfo info;
@@ -74,18 +75,20 @@ std::optional<SourceInfo> go_source_info(const GoPclntab& table,
   for (uint32_t depth = 0; depth <= limits.max_go_inline_depth; ++depth) {
     auto at = position_at(table, *f, *lines, pc, limits);
     if (!at) return std::nullopt;
-    const int64_t index =
-        index_table == 0
-            ? -1
-            : table.pc_value(*f, index_table, pc, limits.max_go_pcvalue_steps).value_or(-1);
-    if (index < 0) {
+    std::optional<int64_t> index = -1;
+    if (*index_table != 0) {
+      // A table that does not cover a pc its line tables cover is malformed.
+      index = table.pc_value(*f, *index_table, pc, limits.max_go_pcvalue_steps);
+      if (!index) return std::nullopt;
+    }
+    if (*index < 0) {
       info.location = std::move(at);
       return info;
     }
     // Inlined code whose tree cannot be read: the position is an inlined function's, not the
     // physical function's, and who called whom is unknown. Say nothing rather than mislead.
     if (!trees || !trees->read || !tree) return std::nullopt;
-    auto entry = read_entry(table, *trees, *tree, index);
+    auto entry = read_entry(table, *trees, *tree, *index);
     if (!entry || entry->parent_pc < 0) return std::nullopt;
     auto name = table.name_at(entry->name_offset);
     if (!name) return std::nullopt;
