@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Go source lines (elf/go_lines.hpp) on tables built byte by byte here in the Go 1.18-1.19
-// and 1.20+ layouts, both byte orders: the real binaries of elf_go_lines_test are all Go 1.19
-// (Debian 12's toolchain), so 1.20's _func (startLine added) and inline tree entries
-// (funcID, nameOff, parentPc, startLine) are checked here, against the layouts of Go's
-// runtime/runtime2.go (_func), runtime/symtab.go (pcHeader, inlinedCall) and symtabinl.go,
-// and on trees that loop or point outside the function.
+// Go source lines (elf/go_lines.hpp) on tables built byte by byte here in the Go 1.16-1.17,
+// 1.18-1.19 and 1.20+ layouts, both byte orders: the real binaries of elf_go_lines_test are
+// all Go 1.19 (Debian 12's toolchain), so 1.16's (pointer-sized function table and _func
+// entry, funcdata as aligned pointers) and 1.20's (_func startLine; inline tree entries of
+// funcID, nameOff, parentPc, startLine) are checked here, against the layouts of Go's
+// runtime/runtime2.go (_func), runtime/symtab.go (pcHeader, inlinedCall, funcdata) and
+// symtabinl.go, and on trees that loop or point outside the function.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -39,7 +40,7 @@ class Builder {
 
   // Fills `table` (.gopclntab) and `tree` (the bytes at kGofunc).
   void build(std::vector<std::byte>& table, std::vector<std::byte>& tree) {
-    const bool go120 = v_ == Version::Go120;
+    const bool go116 = v_ == Version::Go116, go120 = v_ == Version::Go120;
     std::vector<uint8_t> names;
     const uint32_t outer = add(names, "main.outer"), mid = add(names, "main.mid"),
                    leaf = add(names, "main.leaf");
@@ -52,31 +53,45 @@ class Builder {
     const uint32_t pcfile = pcvalue(pctab, [](const Range& r) { return r.file; });
     const uint32_t pcln = pcvalue(pctab, [](const Range& r) { return r.line; });
     const uint32_t pcinl = pcvalue(pctab, [](const Range& r) { return r.inl; });
-    const uint64_t header = 8 + 8 * 8;
+    // 1.16: no textStart in the header, pointer-sized function table entries and _func entry.
+    const uint64_t header = 8 + (go116 ? 7 : 8) * 8;
     const uint64_t names_at = header, cutab_at = names_at + names.size(),
-                   files_at = cutab_at + cutab.size(), pctab_at = files_at + files.size(),
-                   ftab_at = pctab_at + pctab.size();
+                   files_at = cutab_at + cutab.size(), pctab_at = files_at + files.size();
+    while ((pctab_at + pctab.size()) % 8 != 0) pctab.push_back(0);  // records are aligned
+    const uint64_t ftab_at = pctab_at + pctab.size();
     std::vector<uint8_t> out;
-    put(out, 4, go120 ? 0xfffffff1 : 0xfffffff0);
+    put(out, 4, go116 ? 0xfffffffa : go120 ? 0xfffffff1 : 0xfffffff0);
     out.insert(out.end(), {0, 0, 1, 8});
-    put(out, 8, 1), put(out, 8, 2), put(out, 8, kText), put(out, 8, names_at);
-    put(out, 8, cutab_at), put(out, 8, files_at), put(out, 8, pctab_at), put(out, 8, ftab_at);
+    put(out, 8, 1), put(out, 8, 2);
+    if (!go116) put(out, 8, kText);
+    put(out, 8, names_at), put(out, 8, cutab_at), put(out, 8, files_at), put(out, 8, pctab_at);
+    put(out, 8, ftab_at);
     out.insert(out.end(), names.begin(), names.end());
     out.insert(out.end(), cutab.begin(), cutab.end());
     out.insert(out.end(), files.begin(), files.end());
     out.insert(out.end(), pctab.begin(), pctab.end());
-    // functab: {entryoff, funcoff} for the function, then the end pc.
-    put(out, 4, 0), put(out, 4, 16), put(out, 4, 0x40), put(out, 4, 0);
+    // functab: {entry, funcoff} for the function, then the end pc.
+    const unsigned w = go116 ? 8 : 4;
+    put(out, w, go116 ? kText : 0), put(out, w, 4 * w);
+    put(out, w, go116 ? kText + 0x40 : 0x40), put(out, w, 0);
     // _func
-    put(out, 4, 0), put(out, 4, outer), put(out, 4, 0), put(out, 4, 0);
+    put(out, w, go116 ? kText : 0), put(out, 4, outer), put(out, 4, 0), put(out, 4, 0);
     put(out, 4, 0), put(out, 4, pcfile), put(out, 4, pcln);
-    put(out, 4, 3);                       // npcdata: UnsafePoint, StackMapIndex, InlTreeIndex
+    // npcdata: UnsafePoint, StackMapIndex, InlTreeIndex (and 1.16: one more, so that the
+    // funcdata pointers after them need the alignment padding)
+    put(out, 4, go116 ? 4 : 3);
     put(out, 4, 1);                       // cuOffset
     if (go120) put(out, 4, 9);            // startLine
-    out.insert(out.end(), {0, 0, 0, 4});  // funcID, flag, pad, nfuncdata
+    out.insert(out.end(), {0, 0, 0, 4});  // funcID, flag (1.16: pad), pad, nfuncdata
     put(out, 4, 0), put(out, 4, 0), put(out, 4, pcinl);
-    put(out, 4, 0xffffffff), put(out, 4, 0xffffffff), put(out, 4, 0xffffffff);
-    put(out, 4, tree_off_);  // FUNCDATA_InlTree
+    if (go116) {
+      put(out, 4, 0), put(out, 4, 0xdddddddd);  // the 4th table, then padding to 8
+      put(out, 8, 0), put(out, 8, 0), put(out, 8, 0);
+      put(out, 8, kGofunc + tree_off_);  // FUNCDATA_InlTree: its address
+    } else {
+      put(out, 4, 0xffffffff), put(out, 4, 0xffffffff), put(out, 4, 0xffffffff);
+      put(out, 4, tree_off_);  // FUNCDATA_InlTree: an offset from gofunc
+    }
     table.assign(reinterpret_cast<std::byte*>(out.data()),
                  reinterpret_cast<std::byte*>(out.data()) + out.size());
 
@@ -162,7 +177,9 @@ class GoInlineTree : public ::testing::TestWithParam<Layout> {
     auto table = GoPclntab::parse(table_bytes_);
     EXPECT_TRUE(table.has_value());
     if (!table) return std::nullopt;
-    GoInlineTrees trees{kGofunc, [this](uint64_t addr, std::span<std::byte> out) -> std::size_t {
+    // 1.18+: funcdata are offsets from gofunc; 1.16: addresses.
+    const uint64_t gofunc = GetParam().version == Version::Go116 ? 0 : kGofunc;
+    GoInlineTrees trees{gofunc, [this](uint64_t addr, std::span<std::byte> out) -> std::size_t {
                           if (addr < kGofunc || addr - kGofunc >= tree_bytes_.size()) return 0;
                           const std::size_t n = std::min<std::size_t>(
                               out.size(), tree_bytes_.size() - (addr - kGofunc));
@@ -252,10 +269,9 @@ TEST_P(OutsideTree, GivesNothing) {
   EXPECT_TRUE(lookup(kText + 0x5).has_value());
 }
 
-const Layout kLayouts[] = {{Version::Go118, false},
-                           {Version::Go118, true},
-                           {Version::Go120, false},
-                           {Version::Go120, true}};
+const Layout kLayouts[] = {{Version::Go116, false}, {Version::Go116, true},
+                           {Version::Go118, false}, {Version::Go118, true},
+                           {Version::Go120, false}, {Version::Go120, true}};
 INSTANTIATE_TEST_SUITE_P(Layouts, GoInlineTree, ::testing::ValuesIn(kLayouts));
 INSTANTIATE_TEST_SUITE_P(Layouts, LoopingTree, ::testing::ValuesIn(kLayouts));
 INSTANTIATE_TEST_SUITE_P(Layouts, OutsideTree, ::testing::ValuesIn(kLayouts));

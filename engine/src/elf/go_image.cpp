@@ -102,6 +102,7 @@ const GoPclntab* go_pclntab(const Image& image) {
 std::optional<uint64_t> go_func_data(const Image& image) {
   const GoPclntab* table = go_pclntab(image);
   if (table == nullptr) return std::nullopt;
+  if (!table->funcdata_is_offset()) return 0;  // 1.16-1.17: funcdata are addresses
   auto& im = ImageLoader::impl(image);
   std::call_once(im.gofunc_once, [&image, &im, table] {
     im.gofunc = find_gofunc(image, *table, im.go_addr, im.file, im.limits);

@@ -20,7 +20,8 @@ namespace {
 constexpr uint32_t kPcdataInlTreeIndex = 2;
 constexpr uint32_t kFuncdataInlTree = 3;
 
-// One inline tree entry (runtime.inlinedCall). Go 1.16-1.19, 20 bytes: parent int16, funcID,
+// One inline tree entry (runtime.inlinedCall), at the function's FUNCDATA_InlTree (plus
+// moduledata.gofunc from Go 1.18). Go 1.16-1.19, 20 bytes: parent int16, funcID,
 // a pad byte, file, line, func_ (name offset), parentPc (int32 each). Go 1.20+, 16 bytes:
 // funcID, 3 pad bytes, nameOff, parentPc, startLine.
 struct InlineEntry {
@@ -29,7 +30,7 @@ struct InlineEntry {
 };
 
 std::optional<InlineEntry> read_entry(const GoPclntab& table, const GoInlineTrees& trees,
-                                      uint32_t tree, int64_t index) {
+                                      uint64_t tree, int64_t index) {
   const bool go120 = table.version() >= GoPclntab::Version::Go120;
   const uint64_t size = go120 ? 16 : 20;
   std::array<std::byte, 20> raw{};
@@ -68,7 +69,7 @@ std::optional<SourceInfo> go_source_info(const GoPclntab& table,
   // 0: no index table, the function has nothing inlined.
   const std::optional<uint32_t> index_table = table.pcdata_table(*f, kPcdataInlTreeIndex);
   if (!index_table) return std::nullopt;
-  const std::optional<uint32_t> tree = table.funcdata_offset(*f, kFuncdataInlTree);
+  const std::optional<uint64_t> tree = table.funcdata(*f, kFuncdataInlTree);
 
   SourceInfo info;
   uint64_t pc = link_pc;

@@ -19,9 +19,10 @@
 namespace ehbt::elf {
 
 // What a Go pc's lookup needs besides the table: where the inline trees are. Go 1.18+ keeps
-// them in go:func.* (an offset from moduledata.gofunc, go_func_data()), read through `read`
-// (link-time addresses; an image's Image::read). Without them (older layouts, a moduledata
-// not found) the lookup gives positions only where nothing is inlined.
+// them in go:func.* (an offset from moduledata.gofunc: go_func_data()), 1.16-1.17 at an
+// address (gofunc 0), read through `read` (link-time addresses; an image's Image::read).
+// Without them (a moduledata not found) the lookup gives positions only where nothing is
+// inlined.
 struct GoInlineTrees {
   uint64_t gofunc = 0;
   std::function<std::size_t(uint64_t link_addr, std::span<std::byte> out)> read;

@@ -232,20 +232,30 @@ std::optional<uint32_t> GoPclntab::pcdata_table(const Func& f, uint32_t index) c
   return static_cast<uint32_t>(table);
 }
 
-std::optional<uint32_t> GoPclntab::funcdata_offset(const Func& f, uint32_t index) const {
-  // Before 1.18 the slots are pointers, aligned, into the data the binary was linked with.
-  if (version_ < Version::Go118) return std::nullopt;
+std::optional<uint64_t> GoPclntab::funcdata(const Func& f, uint32_t index) const {
+  if (version_ < Version::Go116) return std::nullopt;
   const uint64_t at = f.record + after_entry();
   const uint64_t fixed_end = at + kCuOffsetField + (version_ >= Version::Go120 ? 12 : 8);
-  uint64_t npcdata = 0, nfuncdata = 0, off = 0;
+  uint64_t npcdata = 0, nfuncdata = 0, value = 0;
   if (!read_uint(at + kNpcdataField, 4, npcdata) || !read_uint(fixed_end - 1, 1, nfuncdata)) {
     return std::nullopt;
   }
   if (index >= nfuncdata) return std::nullopt;
-  if (!read_uint(fixed_end + 4 * (npcdata + index), 4, off) || off == kNoFuncdata) {
+  uint64_t slots = fixed_end + 4 * npcdata;
+  if (version_ >= Version::Go118) {
+    // uint32 offsets from moduledata.gofunc; ^0 for none.
+    if (!read_uint(slots + 4 * uint64_t{index}, 4, value) || value == kNoFuncdata) {
+      return std::nullopt;
+    }
+    return value;
+  }
+  // 1.16-1.17: pointers, aligned to their size (the records are, and the table starts
+  // aligned), 0 for none.
+  if (ptr_size_ == 8 && (slots & 4) != 0) slots += 4;
+  if (!read_uint(slots + uint64_t{ptr_size_} * index, ptr_size_, value) || value == 0) {
     return std::nullopt;
   }
-  return static_cast<uint32_t>(off);
+  return value;
 }
 
 std::optional<std::string_view> GoPclntab::file_name(uint32_t cu_offset, int64_t file_index) const {

@@ -70,9 +70,12 @@ class GoPclntab {
   std::optional<LineTables> line_tables(const Func& f) const;
   // The function's pcdata table `index` (its pctab offset; 0 when the function has none).
   std::optional<uint32_t> pcdata_table(const Func& f, uint32_t index) const;
-  // Go 1.18+: the function's funcdata `index`, an offset from moduledata.gofunc (the
-  // go:func.* data, outside this table); nothing when absent or the layout keeps pointers.
-  std::optional<uint32_t> funcdata_offset(const Func& f, uint32_t index) const;
+  // The function's funcdata `index`: Go 1.18+, an offset from moduledata.gofunc (the
+  // go:func.* data, outside this table); 1.16-1.17, the link-time address itself. Nothing
+  // when the function has none.
+  std::optional<uint64_t> funcdata(const Func& f, uint32_t index) const;
+  // Whether funcdata() values are offsets from moduledata.gofunc (else addresses).
+  bool funcdata_is_offset() const { return version_ >= Version::Go118; }
   // The file name pcfile's value `file_index` stands for in the compile unit at `cu_offset`.
   std::optional<std::string_view> file_name(uint32_t cu_offset, int64_t file_index) const;
   // A name by its offset in the function-name table (_func.nameOff, an inlined call's name).
