@@ -8,6 +8,8 @@ guest's core. s390x has no GDB record (see ARCHES): its expectation is Go's trac
 
     make_go_cores.py [--arch x86_64|aarch64|s390x] [--only go,gostripped,gopie]
 
+EHBT_CORES_OUT=DIR writes under DIR/<arch> instead of cores/out/<arch> (as make_cores.py).
+
 Outputs in cores/out/<arch>/: bin/<name>, <name>.core, <name>.expected.json
 (format ehbt-go-expected/1), <name>.traceback.txt (Go's own traceback), <name>.gdb.json.
 
@@ -42,6 +44,13 @@ Expected frames, never from ehbt:
   (which reads .gopclntab; it cannot read position-independent stripped builds); for the
   stripped builds also the reference build's ELF symbol without the `.abi0` suffix Go's
   linker gives assembly functions only in .symtab (for the trampoline, which GDB cannot name).
+
+Source lines (goinline, goinlinestripped; x86-64 and aarch64): cores/programs/go/goinline.go,
+whose fault is in a function inlined twice and whose main calls through an inlined one, built
+unstripped and with -ldflags='-s -w', crashed the same way without a debugger. Their
+expectation is Go's own traceback (<name>.traceback.txt), which lists every frame, inlined ones
+included, with its file:line; <name>.expected.json (format ehbt-go-lines-expected/1) names the
+core, the binary, the traceback and the crashing thread.
 """
 
 import argparse
@@ -56,12 +65,15 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "programs", "go", "gocrash.go")
+LINES_SOURCE = os.path.join(HERE, "programs", "go", "goinline.go")
 GO = "/usr/bin/go"
 # Per architecture: GOARCH, the emulator (None: native), the debugger, the variants built.
 ARCHES = {
-    "x86_64": dict(goarch="amd64", qemu=None, gdb="gdb", variants=("go", "gostripped", "gopie")),
+    "x86_64": dict(goarch="amd64", qemu=None, gdb="gdb",
+                   variants=("go", "gostripped", "gopie", "goinline", "goinlinestripped")),
     "aarch64": dict(goarch="arm64", qemu="qemu-aarch64", gdb="gdb-multiarch",
-                    variants=("go", "gostripped"), byteorder="little",
+                    variants=("go", "gostripped", "goinline", "goinlinestripped"),
+                    byteorder="little",
                     # mov x8, #0x8b; svc #0
                     sigreturn="681180d2010000d4"),
     # No GDB: Go under qemu-s390x's gdbstub never reached the crash (10 minutes, spinning).
@@ -75,7 +87,7 @@ ARCH = None
 def set_arch(arch):
     global OUT, BIN, ARCH
     ARCH = arch
-    OUT = os.path.join(HERE, "out", arch)
+    OUT = os.path.join(os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out"), arch)
     BIN = os.path.join(OUT, "bin")
 
 CHAIN = ["main.fxGoLeaf", "main.fxGoMiddle", "main.fxGoOuter", "main.main"]
@@ -87,6 +99,8 @@ VARIANTS = {
     "gopie": (["-buildmode=pie", "-ldflags=-s -w"], "gopie.unstripped"),
 }
 REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"]}
+# Source-line cases (no GDB; Go's traceback is the expectation): name -> go build flags.
+LINE_VARIANTS = {"goinline": [], "goinlinestripped": ["-ldflags=-s -w"]}
 TRAMPOLINE = "runtime.sigreturn.abi0"  # amd64: Go's own sa_restorer
 SIGTRAMP = "runtime.sigtramp"
 
@@ -138,12 +152,12 @@ def run(cmd, **kw):
     return proc.stdout
 
 
-def build(name, flags):
+def build(name, flags, source=SOURCE):
     env = dict(os.environ, GO111MODULE="off", GOCACHE=os.path.join(OUT, "go-cache"),
                GOPATH=os.path.join(OUT, "gopath"), CGO_ENABLED="0",
                GOARCH=ARCHES[ARCH]["goarch"])
     exe = os.path.join(BIN, name)
-    run([GO, "build"] + flags + ["-o", exe, SOURCE], env=env, cwd=os.path.dirname(SOURCE))
+    run([GO, "build"] + flags + ["-o", exe, source], env=env, cwd=os.path.dirname(source))
     return exe
 
 
@@ -447,6 +461,49 @@ def make(name, flags, reference):
     print("%s: %d frames expected" % (name, len(frames)))
 
 
+def make_lines(name, flags):
+    """A source-line case: the program crashed without a debugger, natively or under qemu
+    (which writes the guest's core); Go's traceback is kept as the expectation."""
+    os.makedirs(BIN, exist_ok=True)
+    exe = build(name, flags, LINES_SOURCE)
+    if "-s" in " ".join(flags) and any(s for s in elf_symbols(exe)):
+        raise Fail("%s: still has a symbol table" % name)
+    rundir = os.path.join(OUT, "run", name)
+    shutil.rmtree(rundir, ignore_errors=True)
+    os.makedirs(rundir)
+    trace = os.path.join(OUT, name + ".traceback.txt")
+    qemu = ARCHES[ARCH]["qemu"]
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        if qemu:  # qemu's own host core stays tiny; it writes the guest's itself
+            with open("/proc/self/coredump_filter", "w") as f:
+                f.write("0")
+    with open(trace, "w") as err:
+        subprocess.run(([qemu] if qemu else []) + [exe], cwd=rundir,
+                       env=dict(os.environ, GOTRACEBACK="crash"), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limits, timeout=300)
+    files = os.listdir(rundir)
+    if qemu:
+        cores = [c for c in files if c.startswith("qemu_") and c.endswith(".core")]
+    else:
+        cores = [c for c in files if c == "core" or c.startswith("core.")]
+    if len(cores) != 1:
+        raise Fail("%s: %d cores (core_pattern must be `core`)" % (name, len(cores)))
+    core = os.path.join(OUT, name + ".core")
+    shutil.move(os.path.join(rundir, cores[0]), core)
+    go = go_traceback(trace)
+    if not go or go[0]["function"] != "runtime.gopanic" or go[-1]["function"] != "runtime.goexit":
+        raise Fail("%s: Go's traceback is not gopanic .. goexit: %s" % (name, go))
+    doc = {"format": "ehbt-go-lines-expected/1", "arch": ARCH, "program": name, "core": core,
+           "exe": exe, "stripped": name.endswith("stripped"), "signal": 6,
+           "tid": core_crashing_tid(core), "traceback": trace,
+           "source": "go-traceback" + ("" if ARCH == "x86_64" else " (qemu)")}
+    with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    print("%s: core and Go's traceback written" % name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="x86_64", choices=sorted(ARCHES))
@@ -462,6 +519,9 @@ def main():
         if name not in wanted:
             continue
         try:
+            if name in LINE_VARIANTS:
+                make_lines(name, LINE_VARIANTS[name])
+                continue
             make(name, *VARIANTS[name])
         except (Fail, subprocess.TimeoutExpired) as e:
             print("%s: %s" % (name, e), file=sys.stderr)

@@ -61,9 +61,11 @@ def gdb_identity(exp):
     """A crash as GDB tells it: the crashing thread's first three functions of the program
     itself (its own module), after libc's and libstdc++'s abort machinery. The Go and no-CFI
     fixtures (other expected formats) are one program each; the Go builds (plain, stripped,
-    PIE) are one crash: the same source."""
+    PIE) are one crash per source (gocrash.go, goinline.go)."""
     if exp.get("format") == "ehbt-go-expected/1":
         return ("go program", "gocrash")
+    if exp.get("format") == "ehbt-go-lines-expected/1":  # goinline.go, plain and stripped
+        return ("go program", "goinline")
     if "threads" not in exp:
         return ("program", exp["program"])
     (thread,) = [t for t in exp["threads"] if t.get("crashing")] or exp["threads"][:1]

@@ -66,6 +66,10 @@ struct Limits {
   // Addition (Go): entries of one pc-value table (.gopclntab pcsp) decoded per lookup; a Go
   // function has one entry per change of its frame size, a few dozen in large functions.
   uint32_t max_go_pcvalue_steps = 1u << 16;
+  // Addition (Go source lines): calls inlined into one another at one pc, followed through
+  // the inline tree (.gopclntab's FUNCDATA_InlTree). Go's inliner nests a few levels; a
+  // malformed tree that loops stops here.
+  uint32_t max_go_inline_depth = 64;
   // Perf maps (JIT code names, /tmp/perf-PID.map): bytes read from the file, entries kept.
   uint64_t max_perf_map_bytes = 256u << 20;
   uint32_t max_perf_map_entries = 1u << 22;

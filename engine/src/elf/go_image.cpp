@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "elf/image_impl.hpp"
+#include "util/byte_reader.hpp"
 
 namespace ehbt::elf {
 namespace {
@@ -23,7 +24,7 @@ bool magic_at(const std::byte* p, bool big_endian) {
 }
 
 std::optional<GoPclntab> search_segments(const Image& image, std::span<const std::byte> file,
-                                         uint64_t text_hint, const Limits& limits) {
+                                         uint64_t text_hint, const Limits& limits, uint64_t& addr) {
   const uint64_t step = image.address_size();
   uint64_t budget = limits.max_image_bytes;
   for (const Segment& seg : image.segments()) {
@@ -36,7 +37,48 @@ std::optional<GoPclntab> search_segments(const Image& image, std::span<const std
       auto table = GoPclntab::parse(bytes.subspan(at), text_hint);
       if (!table) continue;
       auto first = table->func(0);
-      if (first && image.is_executable(first->entry)) return table;
+      if (first && image.is_executable(first->entry)) {
+        addr = seg.vaddr + at;
+        return table;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Words of runtime.moduledata before `text` and before `gofunc`: pcHeader, six slices of three
+// words, findfunctab, minpc, maxpc; then text .. enoptrbss (10), 1.20+'s covctrs and ecovctrs,
+// end, gcdata, gcbss, types, etypes, rodata.
+constexpr uint64_t kModuledataText = 22;
+constexpr uint64_t kModuledataGofunc118 = 38;
+constexpr uint64_t kModuledataGofunc120 = 40;
+
+std::optional<uint64_t> find_gofunc(const Image& image, const GoPclntab& table, uint64_t addr,
+                                    std::span<const std::byte> file, const Limits& limits) {
+  if (table.version() < GoPclntab::Version::Go118 || addr == 0) return std::nullopt;
+  const unsigned w = table.ptr_size();
+  const uint64_t gofunc_word =
+      table.version() >= GoPclntab::Version::Go120 ? kModuledataGofunc120 : kModuledataGofunc118;
+  const uint64_t record = (gofunc_word + 1) * w;
+  uint64_t budget = limits.max_image_bytes;
+  auto word = [&](std::span<const std::byte> bytes, uint64_t at) {
+    util::ByteReader r(bytes, table.big_endian());
+    uint64_t v = 0;
+    return r.seek(at) && r.read_uint(w, v) ? v : 0;
+  };
+  for (const Segment& seg : image.segments()) {
+    if ((seg.flags & PF_X) != 0 || seg.offset >= file.size()) continue;
+    const uint64_t size = std::min<uint64_t>(seg.filesz, file.size() - seg.offset);
+    const std::span<const std::byte> bytes = file.subspan(seg.offset, size);
+    for (uint64_t at = 0; at + record <= bytes.size() && budget > 0; at += w, budget -= w) {
+      if (word(bytes, at) != addr) continue;
+      if (word(bytes, at + w) != addr + table.funcname_offset()) continue;
+      if (table.text_start() != 0 && word(bytes, at + kModuledataText * w) != table.text_start()) {
+        continue;
+      }
+      const uint64_t gofunc = word(bytes, at + gofunc_word * w);
+      std::byte probe[1];
+      if (gofunc != 0 && image.read(gofunc, probe) == 1) return gofunc;
     }
   }
   return std::nullopt;
@@ -49,11 +91,23 @@ const GoPclntab* go_pclntab(const Image& image) {
   std::call_once(im.go_once, [&image, &im] {
     if (!im.gopclntab_section.empty()) {
       im.go = GoPclntab::parse(im.gopclntab_section.bytes, im.text_addr);
+      im.go_addr = im.gopclntab_section.addr;
     } else if (!im.has_section_headers && !im.file.empty()) {
-      im.go = search_segments(image, im.file, im.text_addr, im.limits);
+      im.go = search_segments(image, im.file, im.text_addr, im.limits, im.go_addr);
     }
   });
   return im.go ? &*im.go : nullptr;
+}
+
+std::optional<uint64_t> go_func_data(const Image& image) {
+  const GoPclntab* table = go_pclntab(image);
+  if (table == nullptr) return std::nullopt;
+  if (!table->funcdata_is_offset()) return 0;  // 1.16-1.17: funcdata are addresses
+  auto& im = ImageLoader::impl(image);
+  std::call_once(im.gofunc_once, [&image, &im, table] {
+    im.gofunc = find_gofunc(image, *table, im.go_addr, im.file, im.limits);
+  });
+  return im.gofunc;
 }
 
 std::size_t add_go_symbols(const Image& image, SymbolSink& sink, const Limits& limits) {

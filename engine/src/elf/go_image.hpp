@@ -15,6 +15,14 @@ namespace ehbt::elf {
 // Limits::max_image_bytes bytes).
 const GoPclntab* go_pclntab(const Image& image);
 
+// The link-time address funcdata values count from: Go 1.18+, moduledata.gofunc (the start
+// of the go:func.* data that holds the inline trees), or nothing; 1.16-1.17 (addresses): 0. Found
+// once: the runtime's moduledata, in a non-executable PT_LOAD, is the pointer-aligned place whose
+// first word is the table's address and whose second (funcnametab's data) that of its name table,
+// and whose `text` field is the table's text start. Searched in at most Limits::max_image_bytes
+// bytes. Position-independent builds leave those words to dynamic relocations: nothing there.
+std::optional<uint64_t> go_func_data(const Image& image);
+
 // Adds one symbol per Go function (size up to the next function's entry), bound LOCAL so that
 // any ELF symbol at the same place is preferred. Returns how many it added.
 std::size_t add_go_symbols(const Image& image, SymbolSink& sink, const Limits& limits);

@@ -21,6 +21,15 @@ constexpr uint32_t kMagic120 = 0xfffffff1;
 // deferreturn (or frame before 1.10), and pcsp (uint32). The same in every layout read here.
 constexpr uint64_t kNameField = 0;
 constexpr uint64_t kPcspField = 12;
+// Go 1.16+ (runtime/runtime2.go _func): pcfile, pcln, npcdata and cuOffset follow pcsp; then
+// (1.20+ only) startLine; then funcID, flag, a pad byte and nfuncdata, which ends the fixed
+// part. The pcdata offsets (uint32 each) follow it, then (1.18+) the funcdata offsets.
+constexpr uint64_t kPcfileField = 16;
+constexpr uint64_t kPclnField = 20;
+constexpr uint64_t kNpcdataField = 24;
+constexpr uint64_t kCuOffsetField = 28;
+// A pcdata or funcdata slot holding this has no table.
+constexpr uint32_t kNoFuncdata = 0xffffffff;
 
 // Go's varints are at most 32 bits wide: 5 bytes.
 constexpr unsigned kMaxVarintBytes = 5;
@@ -93,11 +102,12 @@ std::optional<GoPclntab> GoPclntab::parse(std::span<const std::byte> bytes, uint
     // Names, pc-value tables and _func records are all offsets from the table's start.
     t.functab_off_ = 8 + w;
   } else {
-    uint64_t nfiles = 0, cu = 0, filetab = 0;
+    uint64_t nfiles = 0;
     if (!r.read_uint(w, nfiles)) return std::nullopt;
     if (t.version_ >= Version::Go118 && !r.read_uint(w, t.text_start_)) return std::nullopt;
-    if (!r.read_uint(w, t.funcname_off_) || !r.read_uint(w, cu) || !r.read_uint(w, filetab) ||
-        !r.read_uint(w, t.pctab_off_) || !r.read_uint(w, t.functab_off_)) {
+    if (!r.read_uint(w, t.funcname_off_) || !r.read_uint(w, t.cutab_off_) ||
+        !r.read_uint(w, t.filetab_off_) || !r.read_uint(w, t.pctab_off_) ||
+        !r.read_uint(w, t.functab_off_)) {
       return std::nullopt;
     }
     t.func_base_ = t.functab_off_;
@@ -166,24 +176,18 @@ std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes)
 std::optional<std::string_view> GoPclntab::name(const Func& f) const {
   uint64_t raw = 0;
   if (!read_uint(f.record + after_entry() + kNameField, 4, raw)) return std::nullopt;
-  const int32_t off = static_cast<int32_t>(static_cast<uint32_t>(raw));
-  if (off < 0) return std::nullopt;
-  const uint64_t at = funcname_off_ + static_cast<uint64_t>(off);
-  if (at >= bytes_.size()) return std::nullopt;
-  const char* start = reinterpret_cast<const char*>(bytes_.data() + at);
-  const void* nul = std::memchr(start, 0, bytes_.size() - at);
-  if (nul == nullptr) return std::nullopt;
-  const std::string_view name(start, static_cast<const char*>(nul) - start);
-  if (name.empty()) return std::nullopt;
-  return name;
+  return name_at(static_cast<int32_t>(static_cast<uint32_t>(raw)));
 }
 
 std::optional<int64_t> GoPclntab::sp_delta(const Func& f, uint64_t pc, uint32_t max_steps) const {
-  if (pc < f.entry || pc >= f.end) return std::nullopt;
   uint64_t table = 0;
-  if (!read_uint(f.record + after_entry() + kPcspField, 4, table) || table == 0) {
-    return std::nullopt;
-  }
+  if (!read_uint(f.record + after_entry() + kPcspField, 4, table)) return std::nullopt;
+  return pc_value(f, static_cast<uint32_t>(table), pc, max_steps);
+}
+
+std::optional<int64_t> GoPclntab::pc_value(const Func& f, uint32_t table, uint64_t pc,
+                                           uint32_t max_steps) const {
+  if (pc < f.entry || pc >= f.end || table == 0) return std::nullopt;
   util::ByteReader r(bytes_, big_endian_);
   if (!r.seek(pctab_off_ + table)) return std::nullopt;
   int64_t value = -1;
@@ -202,6 +206,80 @@ std::optional<int64_t> GoPclntab::sp_delta(const Func& f, uint64_t pc, uint32_t 
     if (pc < cur) return value;
   }
   return std::nullopt;
+}
+
+std::optional<GoPclntab::LineTables> GoPclntab::line_tables(const Func& f) const {
+  if (version_ < Version::Go116) return std::nullopt;
+  const uint64_t at = f.record + after_entry();
+  uint64_t pcfile = 0, pcln = 0, cu = 0;
+  if (!read_uint(at + kPcfileField, 4, pcfile) || !read_uint(at + kPclnField, 4, pcln) ||
+      !read_uint(at + kCuOffsetField, 4, cu)) {
+    return std::nullopt;
+  }
+  return LineTables{static_cast<uint32_t>(pcfile), static_cast<uint32_t>(pcln),
+                    static_cast<uint32_t>(cu)};
+}
+
+std::optional<uint32_t> GoPclntab::pcdata_table(const Func& f, uint32_t index) const {
+  if (version_ < Version::Go116) return std::nullopt;
+  const uint64_t at = f.record + after_entry();
+  uint64_t npcdata = 0, table = 0;
+  if (!read_uint(at + kNpcdataField, 4, npcdata)) return std::nullopt;
+  if (index >= npcdata) return 0u;  // the function has no such table
+  // The fixed part ends 4 bytes after cuOffset (8 with 1.20's startLine).
+  const uint64_t pcdata = at + kCuOffsetField + (version_ >= Version::Go120 ? 12 : 8);
+  if (!read_uint(pcdata + 4 * uint64_t{index}, 4, table)) return std::nullopt;
+  return static_cast<uint32_t>(table);
+}
+
+std::optional<uint64_t> GoPclntab::funcdata(const Func& f, uint32_t index) const {
+  if (version_ < Version::Go116) return std::nullopt;
+  const uint64_t at = f.record + after_entry();
+  const uint64_t fixed_end = at + kCuOffsetField + (version_ >= Version::Go120 ? 12 : 8);
+  uint64_t npcdata = 0, nfuncdata = 0, value = 0;
+  if (!read_uint(at + kNpcdataField, 4, npcdata) || !read_uint(fixed_end - 1, 1, nfuncdata)) {
+    return std::nullopt;
+  }
+  if (index >= nfuncdata) return std::nullopt;
+  uint64_t slots = fixed_end + 4 * npcdata;
+  if (version_ >= Version::Go118) {
+    // uint32 offsets from moduledata.gofunc; ^0 for none.
+    if (!read_uint(slots + 4 * uint64_t{index}, 4, value) || value == kNoFuncdata) {
+      return std::nullopt;
+    }
+    return value;
+  }
+  // 1.16-1.17: pointers, aligned to their size (the records are, and the table starts
+  // aligned), 0 for none.
+  if (ptr_size_ == 8 && (slots & 4) != 0) slots += 4;
+  if (!read_uint(slots + uint64_t{ptr_size_} * index, ptr_size_, value) || value == 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::string_view> GoPclntab::file_name(uint32_t cu_offset, int64_t file_index) const {
+  if (version_ < Version::Go116 || file_index < 0) return std::nullopt;
+  uint64_t off = 0;
+  const uint64_t slot = uint64_t{cu_offset} + static_cast<uint64_t>(file_index);
+  if (slot > bytes_.size() / 4) return std::nullopt;
+  if (!read_uint(cutab_off_ + 4 * slot, 4, off) || off == kNoFuncdata) return std::nullopt;
+  return string_at(filetab_off_ + off);
+}
+
+std::optional<std::string_view> GoPclntab::name_at(int64_t name_offset) const {
+  if (name_offset < 0) return std::nullopt;
+  return string_at(funcname_off_ + static_cast<uint64_t>(name_offset));
+}
+
+std::optional<std::string_view> GoPclntab::string_at(uint64_t at) const {
+  if (at >= bytes_.size()) return std::nullopt;
+  const char* start = reinterpret_cast<const char*>(bytes_.data() + at);
+  const void* nul = std::memchr(start, 0, bytes_.size() - at);
+  if (nul == nullptr) return std::nullopt;
+  const std::string_view s(start, static_cast<const char*>(nul) - start);
+  if (s.empty()) return std::nullopt;
+  return s;
 }
 
 }  // namespace ehbt::elf

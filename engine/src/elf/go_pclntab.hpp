@@ -54,8 +54,41 @@ class GoPclntab {
   // table, pc is outside it, or the table is malformed or longer than `max_steps` entries.
   std::optional<int64_t> sp_delta(const Func& f, uint64_t pc, uint32_t max_steps) const;
 
+  // Addition (source lines, Go 1.16+ layouts; nothing for older tables): what Go's traceback
+  // reads to print `file:line` and the calls inlined at a pc.
+  // The value of one of the function's pc-value tables at `pc`; `table` is its offset as the
+  // _func record or a pcdata slot holds it (0: no table, nothing).
+  std::optional<int64_t> pc_value(const Func& f, uint32_t table, uint64_t pc,
+                                  uint32_t max_steps) const;
+  // The _func record's line tables: pcfile (values: file indexes of the function's compile
+  // unit) and pcln (values: line numbers).
+  struct LineTables {
+    uint32_t pcfile = 0;
+    uint32_t pcln = 0;
+    uint32_t cu_offset = 0;
+  };
+  std::optional<LineTables> line_tables(const Func& f) const;
+  // The function's pcdata table `index` (its pctab offset; 0 when the function has none).
+  std::optional<uint32_t> pcdata_table(const Func& f, uint32_t index) const;
+  // The function's funcdata `index`: Go 1.18+, an offset from moduledata.gofunc (the
+  // go:func.* data, outside this table); 1.16-1.17, the link-time address itself. Nothing
+  // when the function has none.
+  std::optional<uint64_t> funcdata(const Func& f, uint32_t index) const;
+  // Whether funcdata() values are offsets from moduledata.gofunc (else addresses).
+  bool funcdata_is_offset() const { return version_ >= Version::Go118; }
+  // The file name pcfile's value `file_index` stands for in the compile unit at `cu_offset`.
+  std::optional<std::string_view> file_name(uint32_t cu_offset, int64_t file_index) const;
+  // A name by its offset in the function-name table (_func.nameOff, an inlined call's name).
+  std::optional<std::string_view> name_at(int64_t name_offset) const;
+  // Offset of the function-name table from the table's start (moduledata.funcnametab points
+  // there).
+  uint64_t funcname_offset() const { return funcname_off_; }
+  uint64_t text_start() const { return text_start_; }
+
  private:
   bool read_uint(uint64_t off, unsigned size, uint64_t& out) const;
+  // The NUL-terminated, non-empty string at `at`.
+  std::optional<std::string_view> string_at(uint64_t at) const;
   bool entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const;
   // Offset of the _func field that follows the entry (entry pointer or 32-bit offset).
   uint64_t after_entry() const { return version_ >= Version::Go118 ? 4 : ptr_size_; }
@@ -68,6 +101,8 @@ class GoPclntab {
   uint64_t nfunc_ = 0;
   uint64_t text_start_ = 0;
   uint64_t funcname_off_ = 0;  // base of name offsets
+  uint64_t cutab_off_ = 0;     // per-compile-unit file index tables (1.16+)
+  uint64_t filetab_off_ = 0;   // file names (1.16+)
   uint64_t pctab_off_ = 0;     // base of pc-value table offsets
   uint64_t functab_off_ = 0;   // the function table
   uint64_t func_base_ = 0;     // base of _func record offsets (the table itself before 1.16)

@@ -70,6 +70,11 @@ struct Image::Impl {
   bool has_section_headers = false;
   std::once_flag go_once;
   std::optional<elf::GoPclntab> go;
+  uint64_t go_addr = 0;  // the table's link-time address
+  // Go 1.18+: moduledata.gofunc, the base of funcdata offsets (inline trees), found on first
+  // use (go_image.cpp).
+  std::once_flag gofunc_once;
+  std::optional<uint64_t> gofunc;
   std::atomic<bool> symbols_ready{false};  // set once `symbols` is built
 
   // Answers Image::symbolize gave before the table was built, one pass over the symbol

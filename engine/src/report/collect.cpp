@@ -2,10 +2,13 @@
 // Building a report: thread selection, unwinding, frame description and symbol lookup.
 #include <algorithm>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "ehbt/perf_map.hpp"
 #include "ehbt/report.hpp"
+#include "elf/go_image.hpp"
+#include "elf/go_lines.hpp"
 
 namespace ehbt::report {
 
@@ -63,6 +66,33 @@ void keep_registers(const Frame& frame, FrameLine& line) {
   const uint16_t count = general_registers(regs.arch()).count;
   for (uint16_t n = 0; n < count; ++n) {
     if (regs.has(n)) line.registers.emplace_back(n, regs.raw(n));
+  }
+}
+
+// Addition (#28, Go source lines; a pass of its own until the source-line lookup takes it
+// in): each frame in Go code gets its file:line and inlined calls from .gopclntab alone
+// (elf/go_lines.hpp), so stripped Go binaries have them too. Looked up at the frame's lookup
+// pc, except in the frame whose callee is runtime.sigpanic: Go's signal handler made the
+// faulting instruction look like a call there, so its pc is where execution was, and Go's own
+// traceback looks it up as is.
+void fill_go_lines(const Backtrace& bt, const ModuleSet& modules, const Limits& limits,
+                   ThreadReport& thread) {
+  bool after_sigpanic = false;
+  for (std::size_t k = 0; k < bt.frames.size() && k < thread.frames.size(); ++k) {
+    const Frame& frame = bt.frames[k];
+    const bool exact = std::exchange(after_sigpanic, false);
+    const Module* module = module_in(frame, modules);
+    if (module == nullptr || !module->image) continue;
+    const elf::GoPclntab* table = elf::go_pclntab(*module->image);
+    if (table == nullptr) continue;
+    const uint64_t pc = module->to_link(exact ? frame.pc : frame.lookup_pc());
+    if (auto info = elf::go_source_info(*module->image, pc, limits)) {
+      thread.frames[k].location = std::move(info->location);
+      thread.frames[k].inlined = std::move(info->inlined);
+    }
+    if (auto f = table->find(pc, limits.max_search_probes)) {
+      after_sigpanic = table->name(*f) == "runtime.sigpanic";
+    }
   }
 }
 
@@ -212,6 +242,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
       }
       t.frames.push_back(std::move(line));
     }
+    if (options.lines) fill_go_lines(bt, target.modules(), options.limits, t);
     report.threads.push_back(std::move(t));
     target.resume_thread(i);
   }
