@@ -4,6 +4,7 @@
 #include <string>
 
 #include "unwind/describe.hpp"
+#include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
 
@@ -12,6 +13,10 @@ namespace {
 // The proof of a frame-pointer candidate. A frame record's return address may be one a runtime
 // planted (V8's deoptimised frames return into the interpreter's entry): asked only when the
 // ordinary proof fails, so a walk of ordinary frames never looks up a name for it.
+// A return address into JIT code (executable memory no file backs) needs no call before it:
+// HotSpot's interpreter pushes its own return entry (after a `jmp` of the previous bytecode's
+// dispatch) and jumps to the callee. The record is then proven by the stack alone: the caller's
+// CFA above the callee's sp in readable stack (and, as for every frame, increasing).
 std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recovered& rec,
                                            bool& planted) {
   planted = false;
@@ -19,8 +24,40 @@ std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recover
   if (no && planted_return(ctx, rec)) {
     planted = true;
     no = disprove(ctx, rec, "frame pointer", true);
+  } else if (no && rec.regs.pc() != 0 && ctx.modules.is_jit_code(rec.regs.pc())) {
+    no = disprove(ctx, rec, "frame pointer", true);
   }
   return no;
+}
+
+// JIT code may use the frame-pointer register as any other (HotSpot's C2 without
+// -XX:+PreserveFramePointer pushes the caller's rbp and leaves it alone): the record it points
+// to is then an older frame's, and following it would silently skip every frame in between.
+// Such frames leave their callers' return addresses between the JIT frame's sp and the
+// record: a word there that is a return address into code (a call ends right before it)
+// disproves the record. Words examined: at most Limits::max_scan_words.
+std::optional<std::string> skipped_return(StepContext& ctx, const arch::Recovered& rec) {
+  if (!ctx.frame.jit) return std::nullopt;
+  const unsigned sp_reg = ctx.ops.info().sp_reg;
+  const unsigned word = ctx.ops.info().address_size;
+  if (!ctx.frame.regs.has(sp_reg) || rec.cfa < 2 * word) return std::nullopt;
+  const uint64_t sp = ctx.frame.regs.raw(sp_reg);
+  const uint64_t record = rec.cfa - 2 * word;  // the saved frame pointer, below the return
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  uint32_t seen = 0;
+  for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
+    uint64_t v = 0;
+    if (!ctx.mem.read_uint(at, word, false, v)) break;
+    if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
+    const Module* m = ctx.modules.find(v - 1);
+    const bool code = ctx.modules.is_jit_code(v - 1) ||
+                      (m != nullptr && m->image && m->image->is_executable(m->to_link(v - 1)));
+    if (!code || follows_a_call(scan, v) != true) continue;
+    return "frame pointer: the JIT frame at " + hex(ctx.frame.pc) +
+           " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) +
+           " lies between its sp " + hex(sp) + " and the frame record at " + hex(record);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -30,6 +67,7 @@ Attempt FramePointerOnly::attempt(StepContext& ctx) {
   if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
   bool planted = false;
   if (auto no = disprove_record(ctx, *rec, planted)) return stop(StopReason::NoUnwindInfo, *no);
+  if (auto no = skipped_return(ctx, *rec)) return stop(StopReason::NoUnwindInfo, *no);
   return finish(ctx, std::move(*rec), FrameSource::FramePointer, false, planted);
 }
 
@@ -40,6 +78,10 @@ Attempt FramePointerChain::attempt(StepContext& ctx) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
   } else if (auto no = disprove_record(ctx, *rec, planted)) {
     ctx.fp_why = std::move(*no);
+  } else if (auto skip = skipped_return(ctx, *rec)) {
+    // No other fallback knows this frame's size: a scan would go on from an older frame's
+    // return address as silently. The walk stops here.
+    return stop(StopReason::NoUnwindInfo, *skip);
   } else {
     auto out = finish(ctx, std::move(*rec), FrameSource::FramePointer, false, planted);
     if (out) return out;
