@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "arch/call_site.hpp"
 #include "unwind/describe.hpp"
-#include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
 
@@ -33,29 +33,39 @@ std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recover
 // JIT code may use the frame-pointer register as any other (HotSpot's C2 without
 // -XX:+PreserveFramePointer pushes the caller's rbp and leaves it alone): the record it points
 // to is then an older frame's, and following it would silently skip every frame in between.
-// Such frames leave their callers' return addresses between the JIT frame's sp and the
-// record: a word there that is a return address into code (a call ends right before it)
-// disproves the record. Words examined: at most Limits::max_scan_words.
+// The JIT frame's own caller left its return address between the frame's sp and that record:
+// a word there that a direct call precedes, the call going to the code of this frame (its
+// target at most Limits::max_tail_jump_bytes before the frame's pc, the bound used for a
+// function of unknown size), disproves the record. Stale words the frame's own calls left (a
+// return address from a call the frame made, into the VM or a stub) go elsewhere and do not
+// count, nor do calls made from between the target and the pc or to the next instruction
+// (the frame's own code); nor does a call through a register, which proves nothing. Words examined:
+// at most Limits::max_scan_words.
 std::optional<std::string> skipped_return(StepContext& ctx, const arch::Recovered& rec) {
   if (!ctx.frame.jit) return std::nullopt;
   const unsigned sp_reg = ctx.ops.info().sp_reg;
   const unsigned word = ctx.ops.info().address_size;
   if (!ctx.frame.regs.has(sp_reg) || rec.cfa < 2 * word) return std::nullopt;
   const uint64_t sp = ctx.frame.regs.raw(sp_reg);
+  const uint64_t pc = ctx.frame.pc;
   const uint64_t record = rec.cfa - 2 * word;  // the saved frame pointer, below the return
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   uint32_t seen = 0;
   for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
     uint64_t v = 0;
     if (!ctx.mem.read_uint(at, word, false, v)) break;
     if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
-    const Module* m = ctx.modules.find(v - 1);
-    const bool code = ctx.modules.is_jit_code(v - 1) ||
-                      (m != nullptr && m->image && m->image->is_executable(m->to_link(v - 1)));
-    if (!code || follows_a_call(scan, v) != true) continue;
-    return "frame pointer: the JIT frame at " + hex(ctx.frame.pc) +
+    auto call = arch::call_before(ctx.ops.info().arch, ctx.mem, v);
+    if (!call || !call->target || *call->target > pc ||
+        pc - *call->target >= ctx.limits.max_tail_jump_bytes) {
+      continue;
+    }
+    // A call from the frame's own code (between the target and the pc), or to the
+    // instruction right after it (generated code reads its pc that way), is no caller's.
+    if ((v > *call->target && v <= pc) || (*call->target >= v && *call->target - v < 16)) continue;
+    return "frame pointer: the JIT frame at " + hex(pc) +
            " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) +
-           " lies between its sp " + hex(sp) + " and the frame record at " + hex(record);
+           " (after a call to " + hex(*call->target) + ") lies between its sp " + hex(sp) +
+           " and the frame record at " + hex(record);
   }
   return std::nullopt;
 }
