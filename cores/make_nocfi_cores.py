@@ -250,6 +250,8 @@ def make_java(name, extra):
     perf_map = os.path.join(OUT, name + ".perf.map")
     shutil.move("/tmp/perf-%d.map" % pid, perf_map)
     [hs_err] = glob.glob(os.path.join(rundir, "hs_err_pid*.log"))
+    if os.path.basename(hs_err) != "hs_err_pid%d.log" % pid:
+        raise SystemExit("%s: HotSpot's pid is not %d: %s" % (name, pid, hs_err))
     hotspot = hs_err_frames(hs_err)
     java_names = ["JavaJit.fx_java_level3", "JavaJit.fx_java_level2", "JavaJit.fx_java_level1"]
     if [f["kind"] for f in hotspot[:4]] != ["J", "J", "J", "j"] or not all(
@@ -259,7 +261,7 @@ def make_java(name, extra):
     eu = eu_stack_frames(JAVA, core)
     write(name, {
         "format": "ehbt-expected-nocfi/1", "program": "JavaJit.java", "core": core,
-        "exe": JAVA, "argv": argv, "perf_map": perf_map, "source": "hs_err+eu-stack",
+        "exe": JAVA, "pid": pid, "argv": argv, "perf_map": perf_map, "source": "hs_err+eu-stack",
         "hs_err": hotspot, "eu_stack": eu, "java_functions": java_names,
         "preserve_frame_pointer": "-XX:+PreserveFramePointer" in extra})
 

@@ -14,6 +14,7 @@ prints none, and those frames are checked by kind (JIT code, in no module). With
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -143,6 +144,24 @@ def test_compiled_code_without_frame_pointer_stops_typed(ehbt_bin):
     # stub's return, skipping the three frames (the case this test guards against).
     eu = [f["pc"] for f in exp["eu_stack"]]
     assert level2["pc"] not in eu
+
+
+def test_perf_map_found_in_the_sysroot(ehbt_bin, tmp_path):
+    """Without --perf-map: /tmp/perf-PID.map inside the sysroot, PID being the core's process
+    (NT_PRPSINFO; the pid HotSpot wrote in its report's file name), names the JIT frames as
+    --perf-map does. Another pid's map there is not used."""
+    exp = expected("java_jit_fp")
+    (tmp_path / "tmp").mkdir()
+    shutil.copy(exp["perf_map"], str(tmp_path / "tmp" / ("perf-%d.map" % (exp["pid"] + 1))))
+    _, other = ehbt(ehbt_bin, exp["core"], "--sysroot", str(tmp_path))
+    assert all(f["symbol"] is None for f in other["frames"] if f.get("jit"))
+    shutil.copy(exp["perf_map"], str(tmp_path / "tmp" / ("perf-%d.map" % exp["pid"])))
+    rc, t = ehbt(ehbt_bin, exp["core"], "--sysroot", str(tmp_path))
+    _, given = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    assert rc == 0 and t["stop_reason"] == "outermost"
+    assert [(f["pc"], f["symbol"]) for f in t["frames"]] == [
+        (f["pc"], f["symbol"]) for f in given["frames"]]
+    assert any(exp["java_functions"][0] in (f["symbol"] or "") for f in t["frames"])
 
 
 def eu_stack_threads(exp):
