@@ -39,22 +39,23 @@ std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recover
 // function of unknown size), disproves the record. Stale words the frame's own calls left (a
 // return address from a call the frame made, into the VM or a stub) go elsewhere and do not
 // count, nor do calls made from between the target and the pc or to the next instruction
-// (the frame's own code); nor does a call through a register, which proves nothing. Words examined:
-// at most Limits::max_scan_words.
-std::optional<std::string> skipped_return(StepContext& ctx, const arch::Recovered& rec) {
+// (the frame's own code); nor does a call through a register, which proves nothing. Words
+// examined: at most Limits::max_scan_words, from sp up to the record the frame-pointer
+// register points to (s390x's back chain sits at sp: nothing to examine there).
+std::optional<std::string> skipped_return(StepContext& ctx) {
   if (!ctx.frame.jit) return std::nullopt;
-  const unsigned sp_reg = ctx.ops.info().sp_reg;
-  const unsigned word = ctx.ops.info().address_size;
-  if (!ctx.frame.regs.has(sp_reg) || rec.cfa < 2 * word) return std::nullopt;
-  const uint64_t sp = ctx.frame.regs.raw(sp_reg);
+  const ArchInfo& info = ctx.ops.info();
+  const unsigned word = info.address_size;
+  if (!ctx.frame.regs.has(info.sp_reg) || !ctx.frame.regs.has(info.fp_reg)) return std::nullopt;
+  const uint64_t sp = ctx.frame.regs.raw(info.sp_reg);
   const uint64_t pc = ctx.frame.pc;
-  const uint64_t record = rec.cfa - 2 * word;  // the saved frame pointer, below the return
+  const uint64_t record = ctx.frame.regs.raw(info.fp_reg);  // where the step read its record
   uint32_t seen = 0;
   for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
     uint64_t v = 0;
     if (!ctx.mem.read_uint(at, word, false, v)) break;
     if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
-    auto call = arch::call_before(ctx.ops.info().arch, ctx.mem, v);
+    auto call = arch::call_before(info.arch, ctx.mem, v);
     if (!call || !call->target || *call->target > pc ||
         pc - *call->target >= ctx.limits.max_tail_jump_bytes) {
       continue;
@@ -77,7 +78,7 @@ Attempt FramePointerOnly::attempt(StepContext& ctx) {
   if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
   bool planted = false;
   if (auto no = disprove_record(ctx, *rec, planted)) return stop(StopReason::NoUnwindInfo, *no);
-  if (auto no = skipped_return(ctx, *rec)) return stop(StopReason::NoUnwindInfo, *no);
+  if (auto no = skipped_return(ctx)) return stop(StopReason::NoUnwindInfo, *no);
   return finish(ctx, std::move(*rec), FrameSource::FramePointer, false, planted);
 }
 
@@ -88,7 +89,7 @@ Attempt FramePointerChain::attempt(StepContext& ctx) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
   } else if (auto no = disprove_record(ctx, *rec, planted)) {
     ctx.fp_why = std::move(*no);
-  } else if (auto skip = skipped_return(ctx, *rec)) {
+  } else if (auto skip = skipped_return(ctx)) {
     // No other fallback knows this frame's size: a scan would go on from an older frame's
     // return address as silently. The walk stops here.
     return stop(StopReason::NoUnwindInfo, *skip);
