@@ -9,6 +9,8 @@ unwind tables) and below it (start_thread, clone3) the frames are eu-stack's. hs
 pc for compiled (J) and VM/native (V/C) frames; for interpreted (j) and stub (v) frames it
 prints none, and those frames are checked by kind (JIT code, in no module). With
 -XX:+PreserveFramePointer eu-stack's frame-pointer walk gives the same frames with every pc.
+A live JVM (`ehbt pid`) is checked against the program's call order and the perf map the JVM
+wrote.
 """
 
 import json
@@ -203,3 +205,85 @@ def test_other_java_threads_match_eu_stack(ehbt_bin, name):
     assert java >= 2  # the threads waiting in Java code
     [crashing] = [t for t in doc["threads"] if t["crashing"]]
     assert p.returncode == (0 if crashing["stop_reason"] == "outermost" else 1)
+
+
+SPIN = """
+import java.lang.management.ManagementFactory;
+import javax.management.ObjectName;
+
+public class Spin {
+    static long fx_spin3(long x) {
+        for (int i = 0; i < 1000; i++) x = x * 31 + i;
+        return x;
+    }
+    static long fx_spin2(long x) { return fx_spin3(x + 1) ^ 3; }
+    static long fx_spin1(long x) { return fx_spin2(x + 2) ^ 5; }
+
+    public static void main(String[] args) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 20000; i++) s += fx_spin1(i);
+        ManagementFactory.getPlatformMBeanServer().invoke(
+                new ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerPerfmap",
+                new Object[] {null}, new String[] {String[].class.getName()});
+        System.out.println("ready " + s);
+        System.out.flush();
+        for (;;) s += fx_spin1(s);
+    }
+}
+"""
+
+
+def test_live_jvm_reads_its_perf_map(ehbt_bin, tmp_path):
+    """`ehbt pid` of a running JVM (-XX:+PreserveFramePointer) spinning in compiled code: the
+    compiled frames named from /tmp/perf-PID.map (written by the JVM, Compiler.perfmap) by
+    ehbt itself, in the program's call order (fx_spin3 <- fx_spin2 <- fx_spin1), the walk
+    going on through main to the launcher by frame pointer and tables, no scan. A sample that
+    catches the thread elsewhere than in fx_spin3 is taken again (up to 20 times)."""
+    assert os.path.exists(JAVA), "openjdk-17-jre-headless (scripts/install-deps.sh)"
+    (tmp_path / "Spin.java").write_text(SPIN)
+    out = tmp_path / "out.txt"
+    with open(str(out), "w") as log:
+        p = subprocess.Popen([JAVA, "-XX:+PreserveFramePointer", "-XX:CompileCommand=quiet",
+                              "-XX:CompileCommand=dontinline,Spin::fx_*", "-Xbatch",
+                              str(tmp_path / "Spin.java")], cwd=str(tmp_path), stdout=log,
+                             stderr=subprocess.STDOUT)
+    perf_map = "/tmp/perf-%d.map" % p.pid
+    samples = []
+    try:
+        for _ in range(600):
+            if "ready" in out.read_text() or p.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert "ready" in out.read_text(), out.read_text()
+        entries = perf_map_names(perf_map)
+        for _ in range(20):
+            r = subprocess.run([str(ehbt_bin), "pid", str(p.pid), "--json", "--all-threads"],
+                               capture_output=True, text=True, timeout=120)
+            doc = json.loads(r.stdout)
+            spinning = [t for t in doc["threads"]
+                        if t["frames"] and "Spin.fx_spin3" in (t["frames"][0]["symbol"] or "")]
+            samples.append([(t["tid"], [f["symbol"] for f in t["frames"]][:4])
+                            for t in doc["threads"] if t["frames"] and t["frames"][0].get("jit")])
+            if spinning:
+                break
+            subprocess.run(["sleep", "0.1"])
+    finally:
+        p.kill()
+        p.wait()
+        if os.path.exists(perf_map):
+            os.unlink(perf_map)
+    assert spinning, samples
+    [t] = spinning
+    frames = t["frames"]
+    assert t["stop_reason"] == "outermost", t["stop_detail"]
+    assert [f["symbol"] for f in frames[:3]] == [
+        perf_name(entries, int(frames[0]["pc"], 16) + 1),  # frame 0: looked up at its pc
+        perf_name(entries, int(frames[1]["pc"], 16)),
+        perf_name(entries, int(frames[2]["pc"], 16))]
+    assert ["fx_spin3" in frames[0]["symbol"], "fx_spin2" in frames[1]["symbol"],
+            "fx_spin1" in frames[2]["symbol"]] == [True] * 3
+    assert all(f.get("jit") and f["source"] == "frame_pointer" for f in frames[1:3])
+    assert all(f["source"] != "scan" for f in frames)
+    names = [f["symbol"] or "" for f in frames]
+    assert any(n.startswith("JavaCalls::call_helper") for n in names), names
+    assert any(n == "JavaMain" for n in names), names
