@@ -18,6 +18,18 @@
                  Builtins_InterpreterEnterAtNextBytecode (planted by V8's deoptimiser; no
                  call precedes them). Expected: eu-stack's pcs; the planted address from nm.
 
+  java_jit, java_jit_fp
+                 OpenJDK 17 (HotSpot), `java JavaJit.java` (source launch: jdk.compiler is in
+                 openjdk-17-jre-headless): SIGSEGV in C2-compiled code three compiled calls
+                 deep (an Unsafe store to address 0), HotSpot's handler reports it and aborts.
+                 java_jit_fp runs with -XX:+PreserveFramePointer (compiled code keeps rbp as a
+                 frame pointer), java_jit without (the default: C2 code uses rbp as a general
+                 register, so the rbp chain skips compiled frames). Expected: HotSpot's own
+                 walk in hs_err_pid*.log ("Native frames": it knows every compiled frame's
+                 size), each line's pc (J: printed; V/C: library base from its "Dynamic
+                 libraries" + offset; j/v: none printed), and eu-stack's pcs; the perf map
+                 is written by the JVM itself (Compiler.perfmap) before the crash.
+
   scan_aarch64, scan_s390x
                  the stack scan on real cores of the other architectures, under qemu:
                  nounwind.c + nounwind_fp.c built with -fno-asynchronous-unwind-tables
@@ -43,7 +55,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs")
-OUT = os.path.join(HERE, "out", "x86_64")
+# EHBT_CORES_OUT writes elsewhere (as make_cores.py does: a worktree's cores/out is shared).
+OUT = os.path.join(os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out"), "x86_64")
 BIN = os.path.join(OUT, "bin")
 RUSTC = "/usr/bin/rustc"  # Debian's, not a rustup one earlier on PATH
 
@@ -204,8 +217,59 @@ def make_node_deopt():
         "eu_stack_frames": len(frames), "gdb_frames": len(gdb_physical_frames(node, core))})
 
 
+JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+
+
+def hs_err_frames(path):
+    """HotSpot's "Native frames" of its error report: [{kind, pc or None, text}] in order."""
+    text = open(path).read()
+    bases = {}
+    for m in re.finditer(r"^([0-9a-f]+)-[0-9a-f]+ \S+ 0+ \S+ \d+\s+(/\S+)$", text, re.M):
+        bases.setdefault(os.path.basename(m.group(2)), int(m.group(1), 16))
+    section = text.split("\nNative frames:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    frames = []
+    for line in section:
+        kind, pc = line[0], None
+        m = re.search(r" @ (0x[0-9a-f]+) ", line)
+        if kind == "J" and m:
+            pc = int(m.group(1), 16)
+        m = re.match(r"[VC]\s+\[(\S+)\+(0x[0-9a-f]+)\]", line)
+        if m:
+            pc = bases[m.group(1)] + int(m.group(2), 16)
+        frames.append({"kind": kind, "pc": None if pc is None else "0x%x" % pc,
+                       "text": line[3:].strip()})
+    return frames
+
+
+def make_java(name, extra):
+    argv = [JAVA, "-Xmx32m", "-Xms8m", "-XX:+UseSerialGC", "-XX:CompileCommand=quiet",
+            "-XX:CompileCommand=dontinline,JavaJit::fx_*", "-Xbatch", *extra,
+            os.path.join(PROGRAMS, "JavaJit.java")]
+    core, pid = crash(argv, name)
+    rundir = os.path.join(OUT, "run", name)
+    perf_map = os.path.join(OUT, name + ".perf.map")
+    shutil.move("/tmp/perf-%d.map" % pid, perf_map)
+    [hs_err] = glob.glob(os.path.join(rundir, "hs_err_pid*.log"))
+    if os.path.basename(hs_err) != "hs_err_pid%d.log" % pid:
+        raise SystemExit("%s: HotSpot's pid is not %d: %s" % (name, pid, hs_err))
+    hotspot = hs_err_frames(hs_err)
+    java_names = ["JavaJit.fx_java_level3", "JavaJit.fx_java_level2", "JavaJit.fx_java_level1"]
+    if [f["kind"] for f in hotspot[:4]] != ["J", "J", "J", "j"] or not all(
+            n in f["text"] for n, f in zip(java_names + ["JavaJit.main"], hotspot)):
+        raise SystemExit("%s: HotSpot did not crash in the compiled fx_java_level3: %s"
+                         % (name, hotspot[:4]))
+    eu = eu_stack_frames(JAVA, core)
+    write(name, {
+        "format": "ehbt-expected-nocfi/1", "program": "JavaJit.java", "core": core,
+        "exe": JAVA, "pid": pid, "argv": argv, "perf_map": perf_map, "source": "hs_err+eu-stack",
+        "hs_err": hotspot, "eu_stack": eu, "java_functions": java_names,
+        "preserve_frame_pointer": "-XX:+PreserveFramePointer" in extra})
+
+
 CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node,
-         "node_deopt": make_node_deopt}
+         "node_deopt": make_node_deopt,
+         "java_jit": lambda: make_java("java_jit", []),
+         "java_jit_fp": lambda: make_java("java_jit_fp", ["-XX:+PreserveFramePointer"])}
 
 
 NO_CFI = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"]

@@ -66,10 +66,12 @@ constexpr std::string_view kOutputHelp = R"(options:
                      NAME` lines, hex without 0x, as node
                      --perf-basic-prof and the JVM's perf agents write to
                      /tmp/perf-PID.map); `ehbt pid` reads
-                     /tmp/perf-PID.map by itself. Executable memory no
-                     file backs is JIT code: stepped by the frame
-                     pointer, shown with `[jit]` (JSON: "jit": true,
-                     "module": null)
+                     /tmp/perf-PID.map by itself, `ehbt core` (without
+                     --perf-map) the one inside a --sysroot, PID being
+                     the core's process. Executable memory no file
+                     backs is JIT code: stepped by the frame pointer,
+                     shown with `[jit]` (JSON: "jit": true, "module":
+                     null)
   --json             print the ehbt-backtrace/1 JSON document instead of
                      text
   --all-threads      print every thread (default: the crashing thread,

@@ -56,6 +56,7 @@ TEST(CoreLayout, PrstatusOffsetsMatchKernelHeaders) {
   EXPECT_EQ(offsetof(elf_prstatus, pr_cursig), 12u);
   EXPECT_EQ(offsetof(elf_prstatus, pr_pid), 32u);
   EXPECT_EQ(offsetof(elf_prstatus, pr_reg), 112u);
+  EXPECT_EQ(offsetof(elf_prpsinfo, pr_pid), 24u);  // names /tmp/perf-PID.map in a sysroot
   EXPECT_EQ(offsetof(elf_prpsinfo, pr_fname), 40u);
   EXPECT_EQ(offsetof(elf_prpsinfo, pr_psargs), 56u);
 #if defined(__x86_64__)

@@ -258,6 +258,57 @@ TEST_F(Scan, JitCallerIsCodeOnlyWhereMemoryIsAnonymousCode) {
   EXPECT_EQ(bt.frames[2].pc, at("ret_outer"));
 }
 
+TEST_F(Scan, JitReturnAddressNeedsNoCallBeforeIt) {
+  // leaf <- JIT code <- outer by frame records, as above, but no call precedes the JIT return
+  // address: HotSpot's interpreter pushes its return entry itself and jumps to the callee.
+  // Into JIT code the frame record is proven by the stack alone.
+  put(kS, 0);
+  put(kS + 0x10, kS + 0x40);
+  put(kS + 0x18, kJit + 0x20);
+  put(kS + 0x40, 0);
+  put(kS + 0x48, at("ret_outer"));
+  Limits no_scan;
+  no_scan.max_scan_words = 0;
+  modules_.add_anonymous_code(kJit, kJit + 0x100);
+  Backtrace bt = Unwinder(no_scan).unwind(regs_at(at("leaf_body"), kS, kS + 0x10), mem_, modules_);
+  ASSERT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 3u);
+  EXPECT_EQ(bt.frames[1].pc, kJit + 0x20);
+  EXPECT_TRUE(bt.frames[1].jit);
+  EXPECT_EQ(bt.frames[1].source, FrameSource::FramePointer);
+}
+
+TEST_F(Scan, JitFrameWithoutFramePointerStopsInsteadOfSkippingItsCaller) {
+  // Frame 0 runs JIT code at kJit+0x80 (its function starts at kJit+0x70) that pushed the
+  // caller's rbp but never set its own (HotSpot C2 without -XX:+PreserveFramePointer): rbp
+  // still holds an older frame's record {0, ret_outer}. The JIT caller's return address sits
+  // right above the pushed rbp, after a direct call to kJit+0x70 (e8 rel32 at kJit+0x10).
+  modules_.add_anonymous_code(kJit, kJit + 0x100);
+  const uint8_t call[] = {0xe8, 0x5b, 0x00, 0x00, 0x00};  // call kJit+0x70
+  for (unsigned i = 0; i < sizeof call; ++i)
+    ASSERT_TRUE(mem_.write_uint(kJit + 0x10 + i, call[i], 1, false));
+  put(kS, kS + 0x40);
+  put(kS + 0x8, kJit + 0x15);
+  put(kS + 0x40, 0);
+  put(kS + 0x48, at("ret_outer"));
+  const RegisterSet regs = regs_at(kJit + 0x80, kS, kS + 0x40);
+  Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("keeps no frame pointer: return address 0x20000015"), std::string::npos)
+      << bt.detail;
+
+  // The same word after a call through a register proves nothing (a stale return address of
+  // some call of the frame's own): the record is followed.
+  const uint8_t indirect[] = {0x90, 0x90, 0x90, 0xff, 0xd0};  // nop; nop; nop; call *%rax
+  for (unsigned i = 0; i < sizeof indirect; ++i)
+    ASSERT_TRUE(mem_.write_uint(kJit + 0x10 + i, indirect[i], 1, false));
+  Backtrace followed = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_EQ(followed.stop, StopReason::Outermost) << followed.detail;
+  ASSERT_EQ(followed.frames.size(), 2u);
+  EXPECT_EQ(followed.frames[1].pc, at("ret_outer"));
+}
+
 TEST(PerfMapParse, LinesMalformedAndOverlapping) {
   PerfMap map = PerfMap::parse(
       "1000 10 first\n"

@@ -9,6 +9,7 @@
 #include "core/mapped_file.hpp"
 #include "core/module_discovery.hpp"
 #include "core/module_resolver.hpp"
+#include "core/sysroot_path.hpp"
 #include "core/warnings.hpp"
 #include "ehbt/core.hpp"
 
@@ -134,8 +135,21 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   if (t->executable_.empty())
     t->executable_ = core::exe_name_from_psinfo(notes.fname, notes.psargs);
   for (Module& m : collector.take()) t->modules_.add(std::move(m));
-  core::add_jit_code(t->modules_, jit_regions, options.perf_map, true, options.limits,
-                     t->warnings_);
+  // No --perf-map: the perf map the JIT wrote for this process, /tmp/perf-PID.map inside a
+  // sysroot (where a collector copies the crashed machine's files); never the host's /tmp,
+  // whose file of that pid belongs to some other process. Optional: silent when absent.
+  std::string perf_map = options.perf_map;
+  const bool named = !perf_map.empty();
+  if (!named && notes.pid != 0 && !jit_regions.empty()) {
+    const std::string name = "/tmp/perf-" + std::to_string(notes.pid) + ".map";
+    for (const std::string& root : options.sysroots) {
+      if (auto found = core::resolve_in_root(root, name)) {
+        perf_map = *found;
+        break;
+      }
+    }
+  }
+  core::add_jit_code(t->modules_, jit_regions, perf_map, named, options.limits, t->warnings_);
   return std::unique_ptr<Target>(std::move(t));
 }
 

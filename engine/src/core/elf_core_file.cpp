@@ -20,6 +20,9 @@ constexpr std::size_t kPsFnameLen = 16;
 constexpr std::size_t kPsArgs = 56;
 constexpr std::size_t kPsArgs32 = 44;
 constexpr std::size_t kPsArgsLen = 80;
+// pr_pid: after pr_flag, pr_uid and pr_gid (64-bit: 8 + 4 + 4 bytes; i386: 4 + 2 + 2).
+constexpr std::size_t kPsPid = 24;
+constexpr std::size_t kPsPid32 = 12;
 
 // ELF32 header fields (Elf32_Ehdr) and Elf32_Shdr::sh_info; the ELF64 ones are used inline.
 constexpr std::size_t kEh32Phoff = 28, kEh32Shoff = 32, kEh32Phentsize = 42, kEh32Phnum = 44,
@@ -86,6 +89,7 @@ void parse_note(Arch arch, bool be, uint32_t type, std::span<const std::byte> na
       notes.has_prpsinfo = true;
       notes.fname = d.str(is32 ? kPsFname32 : kPsFname, kPsFnameLen);
       notes.psargs = d.str(args, kPsArgsLen);
+      notes.pid = d.u32(is32 ? kPsPid32 : kPsPid);
       break;
     }
     case kNtSiginfo:

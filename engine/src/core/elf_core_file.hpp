@@ -49,6 +49,7 @@ struct CoreNotes {
   bool has_prpsinfo = false;
   std::string fname;   // pr_fname: at most 16 bytes of the executable's name
   std::string psargs;  // pr_psargs: the start of the command line
+  uint32_t pid = 0;    // pr_pid: the process id (0: no NT_PRPSINFO)
   std::vector<std::pair<uint64_t, uint64_t>> auxv;
   bool has_file_note = false;
   std::vector<FileMapping> files;

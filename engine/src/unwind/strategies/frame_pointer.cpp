@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "arch/call_site.hpp"
 #include "unwind/describe.hpp"
 
 namespace ehbt::unwind {
@@ -12,6 +13,10 @@ namespace {
 // The proof of a frame-pointer candidate. A frame record's return address may be one a runtime
 // planted (V8's deoptimised frames return into the interpreter's entry): asked only when the
 // ordinary proof fails, so a walk of ordinary frames never looks up a name for it.
+// A return address into JIT code (executable memory no file backs) needs no call before it:
+// HotSpot's interpreter pushes its own return entry (after a `jmp` of the previous bytecode's
+// dispatch) and jumps to the callee. The record is then proven by the stack alone: the caller's
+// CFA above the callee's sp in readable stack (and, as for every frame, increasing).
 std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recovered& rec,
                                            bool& planted) {
   planted = false;
@@ -19,8 +24,51 @@ std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recover
   if (no && planted_return(ctx, rec)) {
     planted = true;
     no = disprove(ctx, rec, "frame pointer", true);
+  } else if (no && rec.regs.pc() != 0 && ctx.modules.is_jit_code(rec.regs.pc())) {
+    no = disprove(ctx, rec, "frame pointer", true);
   }
   return no;
+}
+
+// JIT code may use the frame-pointer register as any other (HotSpot's C2 without
+// -XX:+PreserveFramePointer pushes the caller's rbp and leaves it alone): the record it points
+// to is then an older frame's, and following it would silently skip every frame in between.
+// The JIT frame's own caller left its return address between the frame's sp and that record:
+// a word there that a direct call precedes, the call going to the code of this frame (its
+// target at most Limits::max_tail_jump_bytes before the frame's pc, the bound used for a
+// function of unknown size), disproves the record. Stale words the frame's own calls left (a
+// return address from a call the frame made, into the VM or a stub) go elsewhere and do not
+// count, nor do calls made from between the target and the pc or to the next instruction
+// (the frame's own code); nor does a call through a register, which proves nothing. Words
+// examined: at most Limits::max_scan_words, from sp up to the record the frame-pointer
+// register points to (s390x's back chain sits at sp: nothing to examine there).
+std::optional<std::string> skipped_return(StepContext& ctx) {
+  if (!ctx.frame.jit) return std::nullopt;
+  const ArchInfo& info = ctx.ops.info();
+  const unsigned word = info.address_size;
+  if (!ctx.frame.regs.has(info.sp_reg) || !ctx.frame.regs.has(info.fp_reg)) return std::nullopt;
+  const uint64_t sp = ctx.frame.regs.raw(info.sp_reg);
+  const uint64_t pc = ctx.frame.pc;
+  const uint64_t record = ctx.frame.regs.raw(info.fp_reg);  // where the step read its record
+  uint32_t seen = 0;
+  for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
+    uint64_t v = 0;
+    if (!ctx.mem.read_uint(at, word, false, v)) break;
+    if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
+    auto call = arch::call_before(info.arch, ctx.mem, v);
+    if (!call || !call->target || *call->target > pc ||
+        pc - *call->target >= ctx.limits.max_tail_jump_bytes) {
+      continue;
+    }
+    // A call from the frame's own code (between the target and the pc), or to the
+    // instruction right after it (generated code reads its pc that way), is no caller's.
+    if ((v > *call->target && v <= pc) || (*call->target >= v && *call->target - v < 16)) continue;
+    return "frame pointer: the JIT frame at " + hex(pc) +
+           " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) +
+           " (after a call to " + hex(*call->target) + ") lies between its sp " + hex(sp) +
+           " and the frame record at " + hex(record);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -30,6 +78,7 @@ Attempt FramePointerOnly::attempt(StepContext& ctx) {
   if (!rec) return unexpected(recover_failure(rec.error(), "frame pointer"));
   bool planted = false;
   if (auto no = disprove_record(ctx, *rec, planted)) return stop(StopReason::NoUnwindInfo, *no);
+  if (auto no = skipped_return(ctx)) return stop(StopReason::NoUnwindInfo, *no);
   return finish(ctx, std::move(*rec), FrameSource::FramePointer, false, planted);
 }
 
@@ -40,6 +89,10 @@ Attempt FramePointerChain::attempt(StepContext& ctx) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
   } else if (auto no = disprove_record(ctx, *rec, planted)) {
     ctx.fp_why = std::move(*no);
+  } else if (auto skip = skipped_return(ctx)) {
+    // No other fallback knows this frame's size: a scan would go on from an older frame's
+    // return address as silently. The walk stops here.
+    return stop(StopReason::NoUnwindInfo, *skip);
   } else {
     auto out = finish(ctx, std::move(*rec), FrameSource::FramePointer, false, planted);
     if (out) return out;

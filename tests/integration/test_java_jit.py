@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`ehbt core` on OpenJDK 17 (HotSpot) crashing in C2-compiled code (cores/make_nocfi_cores.py,
+cases java_jit_fp and java_jit; issue #32 item 5).
+
+The truth is HotSpot's own walk of the crashing thread, printed in its error report
+(hs_err_pid*.log, "Native frames": HotSpot knows every compiled frame's size): the faulting
+compiled frame down to libjli's ThreadJavaMain. Above it (the signal handler's frames, with
+unwind tables) and below it (start_thread, clone3) the frames are eu-stack's. hs_err prints a
+pc for compiled (J) and VM/native (V/C) frames; for interpreted (j) and stub (v) frames it
+prints none, and those frames are checked by kind (JIT code, in no module). With
+-XX:+PreserveFramePointer eu-stack's frame-pointer walk gives the same frames with every pc.
+A live JVM (`ehbt pid`) is checked against the program's call order and the perf map the JVM
+wrote.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cores_expect as ce
+
+OUT = os.path.join(str(ce.OUT), "x86_64")
+SCRIPT = os.path.join(str(ce.ROOT), "cores", "make_nocfi_cores.py")
+JAVA = "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
+
+
+def expected(name):
+    path = os.path.join(OUT, name + ".expected.json")
+    if not os.path.exists(path):
+        assert os.path.exists(JAVA), "%s needs openjdk-17-jre-headless (scripts/install-deps.sh)" % name
+        subprocess.run([sys.executable, SCRIPT, "--only", name], check=True)
+    with open(path) as f:
+        return json.load(f)
+
+
+def truth(exp):
+    """The crashing thread's frames, innermost first: {pc (None: not printed), kind, text}."""
+    eu = exp["eu_stack"]
+    [sigtramp] = [i for i, f in enumerate(eu) if f["function"] == "__restore_rt"]
+    [entry] = [i for i, f in enumerate(eu) if f["function"] == "ThreadJavaMain"]
+    assert exp["hs_err"][-1]["text"].startswith("[libjli.so+") and "ThreadJavaMain" in \
+        exp["hs_err"][-1]["text"]
+    above = [{"pc": f["pc"], "kind": "C", "text": f["function"]} for f in eu[:sigtramp + 1]]
+    below = [{"pc": f["pc"], "kind": "C", "text": f["function"]} for f in eu[entry + 1:]]
+    return above + exp["hs_err"] + below
+
+
+def perf_map_names(path):
+    entries = []
+    with open(path) as f:
+        for line in f:
+            start, size, name = line.rstrip("\n").split(" ", 2)
+            entries.append((int(start, 16), int(size, 16), name))
+    return entries
+
+
+def perf_name(entries, pc):
+    """The name of the perf-map entry covering pc - 1 (a return address: the call before it);
+    the last listed wins, as a later line describes code that replaced an earlier one."""
+    hits = [n for s, z, n in entries if s <= pc - 1 < s + z]
+    return hits[-1] if hits else None
+
+
+def ehbt(ehbt_bin, core, *extra):
+    p = subprocess.run([str(ehbt_bin), "core", core, "--json", *extra], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr
+    doc = json.loads(p.stdout)
+    [thread] = [t for t in doc["threads"] if t["crashing"]]
+    return p.returncode, thread
+
+
+def check_frames(frames, want):
+    """Frame i is the truth's frame i: the same pc where one is known, JIT code (no module)
+    for the interpreted and stub frames, and JIT code exactly for the compiled ones."""
+    assert len(frames) <= len(want)
+    for i, (f, w) in enumerate(zip(frames, want)):
+        if w["pc"] is not None:
+            assert f["pc"] == w["pc"], (i, f, w)
+        is_jit = w["kind"] in "Jjv"
+        assert bool(f.get("jit")) == is_jit, (i, f, w)
+        if is_jit:
+            assert f["module"] is None, (i, f)
+
+
+def test_preserve_frame_pointer_walks_every_java_frame(ehbt_bin):
+    """-XX:+PreserveFramePointer: the compiled frames, main's interpreted frame (whose return
+    address is the interpreter's return entry, pushed by the interpreter: no call precedes
+    it), the call stub, the reflection frames, seven interpreted frames and the launcher,
+    all by the validated frame pointer; the exact list, exit 0, `outermost`."""
+    exp = expected("java_jit_fp")
+    want = truth(exp)
+    # The two independent walks agree (eu-stack follows the same frame pointers).
+    assert [w["pc"] for w in want if w["pc"]] == [
+        f["pc"] for f in exp["eu_stack"] if f["pc"] in {w["pc"] for w in want}]
+    assert len(exp["eu_stack"]) == len(want)
+    rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    assert (rc, t["stop_reason"]) == (0, "outermost"), t["stop_detail"]
+    frames = t["frames"]
+    assert [f["pc"] for f in frames] == [f["pc"] for f in exp["eu_stack"]]
+    check_frames(frames, want)
+    assert all(f["source"] != "scan" for f in frames)
+    # The compiled frames, named from the perf map the JVM wrote (Compiler.perfmap).
+    entries = perf_map_names(exp["perf_map"])
+    compiled = [(f, w) for f, w in zip(frames, want) if w["kind"] == "J"]
+    assert len(compiled) == 3
+    for (f, w), fn in zip(compiled, exp["java_functions"]):
+        assert f["symbol"] == perf_name(entries, int(f["pc"], 16)), f
+        assert fn in f["symbol"] and fn in w["text"], (f, w)
+    # Every JIT frame is named from the map only, never from a file's symbol table.
+    for f in frames:
+        if f.get("jit"):
+            assert f["symbol"] == perf_name(entries, int(f["pc"], 16)), f
+    # Without the map: the same frames, the JIT ones unnamed.
+    rc2, bare = ehbt(ehbt_bin, exp["core"])
+    assert rc2 == 0 and [f["pc"] for f in bare["frames"]] == [f["pc"] for f in frames]
+    assert all(f["symbol"] is None for f in bare["frames"] if f.get("jit"))
+
+
+def test_compiled_code_without_frame_pointer_stops_typed(ehbt_bin):
+    """Default flags: C2 code pushes rbp but does not set it, so in the faulting compiled
+    frame rbp still points at main's interpreted frame; following it would skip
+    fx_java_level2, fx_java_level1 and main (eu-stack does, silently). ehbt must not: the
+    walk stops at the faulting frame with a typed reason naming the return address it
+    would have skipped (level2's pc in HotSpot's report), exit 1, no scanned frame."""
+    exp = expected("java_jit")
+    want = truth(exp)
+    rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    frames = t["frames"]
+    assert rc == 1 and t["stop_reason"] == "no_unwind_info", (rc, t["stop_reason"])
+    check_frames(frames, want)
+    assert all(f["source"] != "scan" for f in frames)
+    # It reaches the faulting compiled frame (from the signal frame) and no further.
+    [first_java] = [i for i, w in enumerate(want) if w["kind"] == "J"][:1]
+    assert len(frames) == first_java + 1
+    assert exp["java_functions"][0] in frames[-1]["symbol"]
+    level2 = want[first_java + 1]
+    assert level2["kind"] == "J" and exp["java_functions"][1] in level2["text"]
+    assert "return address %s" % level2["pc"] in t["stop_detail"], t["stop_detail"]
+    # What eu-stack does here: its next frame is no frame of HotSpot's walk but the call
+    # stub's return, skipping the three frames (the case this test guards against).
+    eu = [f["pc"] for f in exp["eu_stack"]]
+    assert level2["pc"] not in eu
+
+
+def test_perf_map_found_in_the_sysroot(ehbt_bin, tmp_path):
+    """Without --perf-map: /tmp/perf-PID.map inside the sysroot, PID being the core's process
+    (NT_PRPSINFO; the pid HotSpot wrote in its report's file name), names the JIT frames as
+    --perf-map does. Another pid's map there is not used."""
+    exp = expected("java_jit_fp")
+    (tmp_path / "tmp").mkdir()
+    shutil.copy(exp["perf_map"], str(tmp_path / "tmp" / ("perf-%d.map" % (exp["pid"] + 1))))
+    _, other = ehbt(ehbt_bin, exp["core"], "--sysroot", str(tmp_path))
+    assert all(f["symbol"] is None for f in other["frames"] if f.get("jit"))
+    shutil.copy(exp["perf_map"], str(tmp_path / "tmp" / ("perf-%d.map" % exp["pid"])))
+    rc, t = ehbt(ehbt_bin, exp["core"], "--sysroot", str(tmp_path))
+    _, given = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    assert rc == 0 and t["stop_reason"] == "outermost"
+    assert [(f["pc"], f["symbol"]) for f in t["frames"]] == [
+        (f["pc"], f["symbol"]) for f in given["frames"]]
+    assert any(exp["java_functions"][0] in (f["symbol"] or "") for f in t["frames"])
+
+
+def eu_stack_threads(exp):
+    """eu-stack's pcs per thread id (it walks the other threads by CFI and frame pointers)."""
+    out = subprocess.run(["eu-stack", "--core", exp["core"], "-e", exp["exe"]],
+                         capture_output=True, text=True).stdout
+    threads, tid = {}, None
+    for line in out.splitlines():
+        m = re.match(r"TID (\d+):", line)
+        if m:
+            tid = int(m.group(1))
+            threads[tid] = []
+            continue
+        m = re.match(r"#\d+\s+(0x[0-9a-f]+)", line)
+        if m and tid is not None:
+            threads[tid].append("0x%x" % int(m.group(1), 16))
+    return threads
+
+
+@pytest.mark.parametrize("name", ["java_jit_fp", "java_jit"])
+def test_other_java_threads_match_eu_stack(ehbt_bin, name):
+    """The JVM's other threads (VM threads, the reference handler and finalizer waiting in
+    interpreted Java code through the interpreter's native entry): every one walked to the
+    end with eu-stack's exact pcs, exit status from the crashing thread alone."""
+    exp = expected(name)
+    p = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--all-threads",
+                        "--perf-map", exp["perf_map"]], capture_output=True, text=True,
+                       timeout=300)
+    doc = json.loads(p.stdout)
+    eu = eu_stack_threads(exp)
+    others = [t for t in doc["threads"] if not t["crashing"]]
+    assert len(others) > 10 and len(eu) == len(doc["threads"])
+    java = 0
+    for t in others:
+        assert t["stop_reason"] == "outermost", (t["tid"], t["stop_detail"])
+        assert [f["pc"] for f in t["frames"]] == eu[t["tid"]], t["tid"]
+        assert all(f["source"] != "scan" for f in t["frames"]), t["tid"]
+        java += any(f.get("jit") for f in t["frames"])
+    assert java >= 2  # the threads waiting in Java code
+    [crashing] = [t for t in doc["threads"] if t["crashing"]]
+    assert p.returncode == (0 if crashing["stop_reason"] == "outermost" else 1)
+
+
+SPIN = """
+import java.lang.management.ManagementFactory;
+import javax.management.ObjectName;
+
+public class Spin {
+    static long fx_spin3(long x) {
+        for (int i = 0; i < 1000; i++) x = x * 31 + i;
+        return x;
+    }
+    static long fx_spin2(long x) { return fx_spin3(x + 1) ^ 3; }
+    static long fx_spin1(long x) { return fx_spin2(x + 2) ^ 5; }
+
+    public static void main(String[] args) throws Exception {
+        long s = 0;
+        for (int i = 0; i < 20000; i++) s += fx_spin1(i);
+        ManagementFactory.getPlatformMBeanServer().invoke(
+                new ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerPerfmap",
+                new Object[] {null}, new String[] {String[].class.getName()});
+        System.out.println("ready " + s);
+        System.out.flush();
+        for (;;) s += fx_spin1(s);
+    }
+}
+"""
+
+
+def test_live_jvm_reads_its_perf_map(ehbt_bin, tmp_path):
+    """`ehbt pid` of a running JVM (-XX:+PreserveFramePointer) spinning in compiled code: the
+    compiled frames named from /tmp/perf-PID.map (written by the JVM, Compiler.perfmap) by
+    ehbt itself, in the program's call order (fx_spin3 <- fx_spin2 <- fx_spin1), the walk
+    going on through main to the launcher by frame pointer and tables, no scan. A sample that
+    catches the thread elsewhere than in fx_spin3 is taken again (up to 20 times)."""
+    assert os.path.exists(JAVA), "openjdk-17-jre-headless (scripts/install-deps.sh)"
+    (tmp_path / "Spin.java").write_text(SPIN)
+    out = tmp_path / "out.txt"
+    with open(str(out), "w") as log:
+        p = subprocess.Popen([JAVA, "-XX:+PreserveFramePointer", "-XX:CompileCommand=quiet",
+                              "-XX:CompileCommand=dontinline,Spin::fx_*", "-Xbatch",
+                              str(tmp_path / "Spin.java")], cwd=str(tmp_path), stdout=log,
+                             stderr=subprocess.STDOUT)
+    perf_map = "/tmp/perf-%d.map" % p.pid
+    samples = []
+    try:
+        for _ in range(600):
+            if "ready" in out.read_text() or p.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert "ready" in out.read_text(), out.read_text()
+        entries = perf_map_names(perf_map)
+        for _ in range(20):
+            r = subprocess.run([str(ehbt_bin), "pid", str(p.pid), "--json", "--all-threads"],
+                               capture_output=True, text=True, timeout=120)
+            doc = json.loads(r.stdout)
+            spinning = [t for t in doc["threads"]
+                        if t["frames"] and "Spin.fx_spin3" in (t["frames"][0]["symbol"] or "")]
+            samples.append([(t["tid"], [f["symbol"] for f in t["frames"]][:4])
+                            for t in doc["threads"] if t["frames"] and t["frames"][0].get("jit")])
+            if spinning:
+                break
+            subprocess.run(["sleep", "0.1"])
+    finally:
+        p.kill()
+        p.wait()
+        if os.path.exists(perf_map):
+            os.unlink(perf_map)
+    assert spinning, samples
+    [t] = spinning
+    frames = t["frames"]
+    assert t["stop_reason"] == "outermost", t["stop_detail"]
+    assert [f["symbol"] for f in frames[:3]] == [
+        perf_name(entries, int(frames[0]["pc"], 16) + 1),  # frame 0: looked up at its pc
+        perf_name(entries, int(frames[1]["pc"], 16)),
+        perf_name(entries, int(frames[2]["pc"], 16))]
+    assert ["fx_spin3" in frames[0]["symbol"], "fx_spin2" in frames[1]["symbol"],
+            "fx_spin1" in frames[2]["symbol"]] == [True] * 3
+    assert all(f.get("jit") and f["source"] == "frame_pointer" for f in frames[1:3])
+    assert all(f["source"] != "scan" for f in frames)
+    names = [f["symbol"] or "" for f in frames]
+    assert any(n.startswith("JavaCalls::call_helper") for n in names), names
+    assert any(n == "JavaMain" for n in names), names
