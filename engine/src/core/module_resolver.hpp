@@ -37,6 +37,11 @@ struct ModuleHint {
   // The range is the extent of the file's own mappings (NT_FILE), not a guess that may
   // include anonymous memory: a file shorter than it cannot be the one mapped.
   bool range_from_file_mappings = false;
+  // The build-id the target recorded apart from its memory (a minidump's module list): used
+  // when memory does not hold the module's notes. `recorded_build_id_guid`: only the first
+  // 16 bytes were kept (a PDB70 GUID), and a file whose build-id starts so is the one.
+  std::string recorded_build_id;
+  bool recorded_build_id_guid = false;
 };
 
 struct ResolvedModule {
