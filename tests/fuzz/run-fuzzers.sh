@@ -25,6 +25,7 @@ declare -A runs=(
   [fuzz_core]=25000
   [fuzz_eh_frame_hdr]=1000000
   [fuzz_elf_image]=25000
+  [fuzz_minidump]=25000
   [fuzz_expression]=5000000
   [fuzz_sframe]=2000000
 )

@@ -325,6 +325,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       if (auto hv = file_header_vaddr(*file)) bias = *hint.base - *hv;
     }
   }
+  if (!bias && !file && hint.place_at_base && hint.base && hint.range) bias = *hint.base;
   if (!bias) {
     // Nowhere to place it; still say that its file is missing.
     Module unplaced;

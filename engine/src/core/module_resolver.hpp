@@ -42,6 +42,10 @@ struct ModuleHint {
   // 16 bytes were kept (a PDB70 GUID), and a file whose build-id starts so is the one.
   std::string recorded_build_id;
   bool recorded_build_id_guid = false;
+  // The target lists the module itself with its base and extent (a minidump's module list):
+  // with neither headers in memory nor a file, it is still placed there (bias = base), so
+  // that frames in it name it and say its file is missing.
+  bool place_at_base = false;
 };
 
 struct ResolvedModule {

@@ -62,6 +62,19 @@ void MinidumpTarget::take_threads(ParsedMinidump& md) {
     if (e.context) threads_[i].regs = *e.context;
     SignalReading r = signal_of(e, threads_[i].regs.pc(), arch_info(arch_).address_size);
     if (!r.signal) return;
+    if (r.number_only && !core::signal_dumps_core(r.signal->number)) {
+      // LLDB writes its stop's value there: a signal's number, or for a breakpoint the
+      // breakpoint's. Only a signal that dumps core is taken as one (a stop at a breakpoint
+      // numbered like one cannot be told apart); anything else is no signal at all.
+      core::add_warning(warnings_,
+                        Warning{kWarningNoSignalInfo,
+                                "the minidump's exception record holds the number " +
+                                    std::to_string(r.signal->number) +
+                                    " only, which is no crash signal (LLDB records its stop's "
+                                    "value there, e.g. a breakpoint's): no signal is reported",
+                                "", ""});
+      return;
+    }
     crashing_ = i;
     threads_[i].signal = r.signal->number;
     signal_ = std::move(r.signal);
@@ -98,6 +111,7 @@ void MinidumpTarget::add_modules(const ParsedMinidump& md, const TargetOptions& 
     }
     h.recorded_build_id = rec.build_id;
     h.recorded_build_id_guid = rec.guid_only;
+    h.place_at_base = true;
     h.main_executable = exe && *exe == i;
     if (h.main_executable) {
       h.entry = core::auxv_value(md.auxv, core::kAtEntry);
