@@ -9,6 +9,7 @@
 #include "core/module_resolver.hpp"
 #include "core/siginfo.hpp"
 #include "core/warnings.hpp"
+#include "minidump/library_path.hpp"
 #include "minidump/minidump_file.hpp"
 #include "minidump/minidump_signal.hpp"
 
@@ -104,7 +105,7 @@ void MinidumpTarget::add_modules(const ParsedMinidump& md, const TargetOptions& 
   for (std::size_t i = 0; i < md.modules.size(); ++i) {
     const ModuleRecord& rec = md.modules[i];
     core::ModuleHint h;
-    h.path = core::strip_deleted(rec.name);
+    h.path = library_path(core::strip_deleted(rec.name), arch_, options);
     h.base = rec.base;
     if (rec.size != 0 && rec.base + rec.size > rec.base) {
       h.range = std::make_pair(rec.base, rec.base + rec.size);
