@@ -376,3 +376,75 @@ def test_triage_buckets_a_minidump_with_its_core(build_dir, minidumps, tmp_path)
         assert recs[dmp]["signature"] == recs[core]["signature"]
         assert recs[dmp]["bucket"] == recs[core]["bucket"]
     assert recs["noreturn.core"]["bucket"] != recs["chain.core"]["bucket"]
+
+
+# ---- a Crashpad minidump, written by Chromium's own handler ------------------------------------
+
+CHROMIUM = pathlib.Path("/usr/lib/chromium/chromium")
+
+
+def _children_with(marker, arg):
+    """Pids of processes whose command line holds both `marker` and `arg`."""
+    pids = []
+    for p in pathlib.Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd and arg in cmd:
+            pids.append(int(p.name))
+    return pids
+
+
+def test_crashpad_minidump_from_chromium(ehbt_bin, tmp_path):
+    """Debian's Chromium ships Crashpad (chrome_crashpad_handler): a utility process sent
+    SIGSEGV by this test is dumped into <XDG_CONFIG_HOME>/chromium/Crash Reports. Crashpad
+    names libraries by soname and records siginfo: the signal was sent by this process, so the
+    report names it as the sender, with no address, and the crashing thread is walked to
+    _start."""
+    import signal
+    import time
+
+    if not CHROMIUM.exists() or not (CHROMIUM.parent / "chrome_crashpad_handler").exists():
+        pytest.skip("no Chromium with Crashpad")
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path))
+    ud = tmp_path / "ud"
+    proc = subprocess.Popen([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
+                             "--enable-crash-reporter-for-testing", "--user-data-dir=%s" % ud,
+                             "--remote-debugging-port=0", "about:blank"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        victim = []
+        deadline = time.monotonic() + 90
+        while not victim and time.monotonic() < deadline:
+            time.sleep(0.5)
+            victim = _children_with("storage.mojom.StorageService", str(ud))
+        if not victim:
+            pytest.skip("Chromium started no storage service process here")
+        os.kill(victim[0], signal.SIGSEGV)
+        reports = tmp_path / "xdg" / "chromium" / "Crash Reports"
+        dumps = []
+        deadline = time.monotonic() + 60
+        while not dumps and time.monotonic() < deadline:
+            time.sleep(0.5)
+            dumps = sorted(reports.glob("*/*.dmp"))
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert dumps, "Crashpad wrote no minidump under %s" % reports
+    rc, doc = doc_of(ehbt_bin, dumps[0])
+    assert doc["input_format"] == "minidump"
+    assert doc["executable"] == str(CHROMIUM)
+    sig = doc["signal"]
+    assert (sig["number"], sig["code"], sig["address"]) == (11, 0, None)
+    assert sig["sender"] == {"pid": os.getpid(), "uid": os.getuid()}
+    (thread,) = [t for t in doc["threads"] if t["crashing"]]
+    assert thread["tid"] == victim[0]
+    symbols = names(thread["frames"])
+    assert thread["stop_reason"] == "outermost" and symbols[-1] == "_start", symbols
+    assert "ChromeMain" in symbols
+    libs = {os.path.basename(m["path"]): m for m in doc["modules"]}
+    assert libs["libc.so.6"]["build_id_match"] is True  # found by soname, build-id checked
