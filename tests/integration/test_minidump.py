@@ -448,3 +448,23 @@ def test_crashpad_minidump_from_chromium(ehbt_bin, tmp_path):
     assert "ChromeMain" in symbols
     libs = {os.path.basename(m["path"]): m for m in doc["modules"]}
     assert libs["libc.so.6"]["build_id_match"] is True  # found by soname, build-id checked
+
+
+def test_lldb_plugin_on_a_minidump(build_dir, ehbt_bin, minidumps, tmp_path):
+    """`lldb -c x.dmp` and the plugin's `ehbt --json`: the engine opens the minidump LLDB
+    has mapped (as it does a core) and its frames are the CLI's."""
+    from test_lldb_plugin import run_lldb
+
+    meta("sighandler", minidumps)
+    dmp = X86 / "sighandler.dmp"
+    out = run_lldb(build_dir, tmp_path, ["ehbt --json"], pre=["target create --core %s" % dmp])
+    line = [ln for ln in out.splitlines() if ln.startswith('{"format":"ehbt-backtrace/1"')]
+    assert line, out
+    doc = json.loads(line[0])
+    assert doc["core"] == str(dmp)
+    _, cli = doc_of(ehbt_bin, dmp)
+    assert doc["signal"]["number"] == cli["signal"]["number"] == 11
+    crashing = [t for t in doc["threads"] if t["crashing"]][0]
+    cli_crashing = [t for t in cli["threads"] if t["crashing"]][0]
+    assert [(f["pc"], f["symbol"]) for f in crashing["frames"]] == \
+        [(f["pc"], f["symbol"]) for f in cli_crashing["frames"]]
