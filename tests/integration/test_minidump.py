@@ -468,3 +468,69 @@ def test_lldb_plugin_on_a_minidump(build_dir, ehbt_bin, minidumps, tmp_path):
     cli_crashing = [t for t in cli["threads"] if t["crashing"]][0]
     assert [(f["pc"], f["symbol"]) for f in crashing["frames"]] == \
         [(f["pc"], f["symbol"]) for f in cli_crashing["frames"]]
+
+
+# ---- contexts of the three CPUs, built as the format lays them out ----------------------------
+
+def synthetic_minidump(arch, pc, sp, tid=42):
+    """A minidump with one thread of `arch` at (pc, sp), written from the format's layouts
+    (CONTEXT_AMD64: rsp at 0x98, rip at 0xf8; CONTEXT_ARM64: sp at 0x100, pc at 0x108, x30
+    at 0xf8; CONTEXT_X86: eip at 0xb8, esp at 0xc4), a SIGSEGV exception record (SEGV_MAPERR at
+    0x10) and a 256-byte stack."""
+    if arch == "x86_64":
+        ctx = bytearray(1232)
+        struct.pack_into("<IQQ", ctx, 0x30, 0x0010000b, 0, 0)
+        struct.pack_into("<Q", ctx, 0x98, sp)
+        struct.pack_into("<Q", ctx, 0xf8, pc)
+        cpu = 9
+    elif arch == "aarch64":
+        ctx = bytearray(912)
+        struct.pack_into("<I", ctx, 0, 0x00400003)
+        struct.pack_into("<Q", ctx, 0x100, sp)
+        struct.pack_into("<Q", ctx, 0x108, pc)
+        cpu = 12
+    else:
+        ctx = bytearray(716)
+        struct.pack_into("<I", ctx, 0, 0x0001000b)
+        struct.pack_into("<I", ctx, 0xc4, sp)
+        struct.pack_into("<I", ctx, 0xb8, pc)
+        cpu = 0
+    stack = bytes(256)
+    n = 4
+    data_at = 32 + 12 * n
+    sysinfo = struct.pack("<HHHBBIIII", cpu, 0, 0, 1, 0, 0, 0, 0, 0x8201) + bytes(32)
+    threads_size = 4 + 48
+    exc_size = 168
+    mem_size = 4 + 16
+    ctx_at = data_at + len(sysinfo) + threads_size + exc_size + mem_size
+    stack_at = ctx_at + len(ctx)
+    threads = struct.pack("<I", 1) + struct.pack("<IIIIQQIIII", tid, 0, 0, 0, 0, sp, len(stack),
+                                                 stack_at, len(ctx), ctx_at)
+    exc = struct.pack("<IIIIQQII", tid, 0, 11, 1, 0, 0x10, 0, 0) + bytes(120) + \
+        struct.pack("<II", len(ctx), ctx_at)
+    mem = struct.pack("<I", 1) + struct.pack("<QII", sp, len(stack), stack_at)
+    body = [(7, sysinfo), (3, threads), (6, exc), (5, mem)]
+    out = struct.pack("<IIIIIIQ", 0x504d444d, 0xa793, n, 32, 0, 0, 0)
+    at = data_at
+    for t, blob in body:
+        out += struct.pack("<III", t, len(blob), at)
+        at += len(blob)
+    out += b"".join(blob for _, blob in body) + bytes(ctx) + stack
+    assert len(out) == stack_at + len(stack)
+    return out
+
+
+@pytest.mark.parametrize("arch,pc,sp", [("x86_64", 0x7f0000401234, 0x7ffd00001000),
+                                        ("aarch64", 0xffff80401234, 0xfffff0001000),
+                                        ("i386", 0x08049234, 0xbf001000)])
+def test_thread_context_of_each_cpu(ehbt_bin, tmp_path, arch, pc, sp):
+    path = tmp_path / (arch + ".dmp")
+    path.write_bytes(synthetic_minidump(arch, pc, sp))
+    rc, doc = doc_of(ehbt_bin, path)
+    assert (doc["arch"], doc["input_format"]) == (arch, "minidump")
+    (thread,) = doc["threads"]
+    assert thread["tid"] == 42 and thread["crashing"] is True
+    assert int(thread["frames"][0]["pc"], 16) == pc
+    sig = doc["signal"]
+    assert (sig["number"], sig["code"], sig["address"]) == (11, 1, "0x10")
+    assert rc == 1  # no module covers the pc: the walk stops there
