@@ -386,14 +386,14 @@ int run_pid(const Command& self, std::span<const std::string> argv) {
 const std::string kCoreHelpText = help_text(kCoreHelp);
 const std::string kPidHelpText = help_text(kPidHelp);
 
-const CommandRegistrar kCore{Command{
-    "core", 10,
-    "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-    "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
-    "--thread TID] "
-    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-    "[--sframe-from-eh-frame [--sframe-version 2|3]]",
-    "Backtraces of the threads in an ELF core file or a minidump.", kCoreHelpText, run_core}};
+const CommandRegistrar kCore{
+    Command{"core", 10,
+            "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
+            "--thread TID] "
+            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+            "[--sframe-from-eh-frame [--sframe-version 2|3]]",
+            "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
 
 const CommandRegistrar kPid{
     Command{"pid", 20,
