@@ -461,7 +461,7 @@ def test_lldb_plugin_on_a_minidump(build_dir, ehbt_bin, minidumps, tmp_path):
     line = [ln for ln in out.splitlines() if ln.startswith('{"format":"ehbt-backtrace/1"')]
     assert line, out
     doc = json.loads(line[0])
-    assert doc["core"] == str(dmp)
+    assert (doc["core"], doc["input_format"]) == (str(dmp), "minidump")
     _, cli = doc_of(ehbt_bin, dmp)
     assert doc["signal"]["number"] == cli["signal"]["number"] == 11
     crashing = [t for t in doc["threads"] if t["crashing"]][0]
