@@ -1156,6 +1156,13 @@ def main():
             except (CaseError, subprocess.TimeoutExpired, OSError) as e:
                 failed += 1
                 print("%s/%s: FAILED: %s" % (a, name, e), flush=True)
+    if "x86_64" in arches and shutil.which("lldb-16"):
+        # The minidump family (make_minidumps.py): LLDB's minidumps of some of these programs.
+        sys.path.insert(0, HERE)
+        import make_minidumps
+        mini_only = {n for n in only if n in make_minidumps.CASES}
+        if not only or mini_only:
+            failed += make_minidumps.make_all(mini_only)
     for a in arches:
         try:
             os.rmdir(os.path.join(OUT, a, "run"))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The main job: dependencies, build, install into build/install, generate the sample cores
-# (cores/make-cores.sh), and triage them into buckets with ehbt-triage.
+# (cores/make-cores.sh; on x86-64 it also has LLDB write minidumps of some of the programs,
+# cores/make_minidumps.py), and triage them all, cores and minidumps, into buckets with
+# ehbt-triage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -169,7 +169,12 @@ constexpr std::string_view kCoreHelp =
     "from --sysroot or as named; separate debug files (build-id directory,\n"
     "then .gnu_debuglink with its CRC checked) supply .debug_frame and\n"
     "symbols. A file whose build-id differs from the core's record is not\n"
-    "used: it is reported with build_id_match false and a warning.\n\n";
+    "used: it is reported with build_id_match false and a warning.\n"
+    "CORE may also be a minidump (MDMP: Crashpad, Breakpad, LLDB's\n"
+    "save-core), told by content and compressed too: its threads, signal\n"
+    "and the memory it kept (stacks), its modules found by the build-ids\n"
+    "it lists. --json says which: \"input_format\": \"elf_core\" or\n"
+    "\"minidump\".\n\n";
 constexpr std::string_view kPidHelp =
     "Attaches to every thread of process PID (ptrace), unwinds them, and\n"
     "detaches; the process then runs on as before. Maps and module files are\n"

@@ -48,6 +48,9 @@ _INVALID = lldb.LLDB_INVALID_ADDRESS
 # One walk covers the whole stack of any sane program (the recognizer's walks).
 _RECOGNIZER_LIMITS = {"max_frames": 1 << 16}
 _NO_OPTIONS = frontend.parse("", "lldb")
+# LLDB's process plugins for dump files: an ELF core or a minidump (`lldb -c x.dmp`), which
+# the engine opens itself (the file mapped into this process) for its signal and modules.
+_DUMP_PLUGINS = ("elf-core", "minidump")
 # ehbt_source is a char array of this length, of a type of its own ($ehbt_source_t, a typedef
 # declared in the target's scratch context): its type summary (a string) applies to ehbt's
 # values only, never to a char array of the user's program.
@@ -210,7 +213,7 @@ class _Context:
         return dict(opts, sysroot=list(self.sysroots))
 
     def core_path(self, process, opts=_NO_OPTIONS):
-        if opts["core"] or process.GetPluginName() != "elf-core":
+        if opts["core"] or process.GetPluginName() not in _DUMP_PLUGINS:
             return opts["core"]
         tids = frozenset(t.GetThreadID() for t in process)
         if tids not in self.core_paths:
@@ -238,7 +241,7 @@ class _Context:
             from_core = list(engine.modules)
             modules = [m for m in modules if not support.differs_from_core(m, from_core)]
             modules = support.merge_modules(modules, from_core)
-        elif process.GetPluginName() != "elf-core":
+        elif process.GetPluginName() not in _DUMP_PLUGINS:
             modules = support.respell_live_modules(modules, process.GetProcessID())
         self.modules, self.modules_key = ehbt.ModuleSet(modules), key
         self._keep = engine  # id(engine) in the key stays its own while the set is kept
@@ -357,7 +360,7 @@ class EhbtCommand:
             results.append((thread.GetThreadID(), arch, backtrace, host))
         # The stop's signal: a core's own record (and crashing thread); live, the siginfo of
         # the thread LLDB selected at the stop.
-        live = process.GetPluginName() != "elf-core"
+        live = process.GetPluginName() not in _DUMP_PLUGINS
         signal, signal_tid = frontend.core_signal(engine_core)
         if live and engine_core is None:
             stopped = process.GetSelectedThread()
@@ -374,7 +377,8 @@ class EhbtCommand:
         modules = ctx.module_set(debugger, target, process, opts)
         result.AppendMessage(frontend.document(
             results, modules, exe, core=core, pid=pid, warnings=warnings, signal=signal,
-            signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of))
+            signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of,
+            input_format=engine_core.input_format if engine_core else None))
 
 
 # ---------------------------------------------------------------------------------------------

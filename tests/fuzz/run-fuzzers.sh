@@ -25,6 +25,7 @@ declare -A runs=(
   [fuzz_core]=25000
   [fuzz_eh_frame_hdr]=1000000
   [fuzz_elf_image]=25000
+  [fuzz_minidump]=25000
   [fuzz_expression]=5000000
   # Not measured yet (no fuzz build was made with it): small inputs like fuzz_sframe's.
   [fuzz_go_lines]=1000000

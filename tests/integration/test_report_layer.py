@@ -78,7 +78,8 @@ def test_a_report_put_together_like_a_plugin_is_the_same(ehbt, ehbt_bin, core):
         whole = ehbt.target_report(target, core=core)
         index = target.crashing_thread if target.crashing_thread < len(target.threads) else 0
         thread = target.threads[index]
-        report = ehbt.Report(target.arch, core=core, executable=target.executable)
+        report = ehbt.Report(target.arch, core=core, executable=target.executable,
+                             input_format=target.input_format)
         sig = target.signal
         if sig is not None:
             # A signal a process sent (abort's tgkill) names its sender, not an address.

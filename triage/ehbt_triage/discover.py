@@ -7,6 +7,10 @@ is skipped with a note. A file named explicitly on the command line that is not 
 not skipped silently: it becomes a failed entry ("not an ELF core: ..."), because the user
 asked for it.
 
+A minidump (a file starting with "MDMP": Crashpad, Breakpad, LLDB) is taken as a core too,
+wherever it lies (Crashpad's database keeps them as completed/<uuid>.dmp, its .meta files
+beside them are skipped as any other non-core file): the engine reads it like one.
+
 A file compressed with zstd, xz, lz4 or gzip (told by its first bytes, as the engine tells
 them) is taken as a core too: whether it holds one is known once it is decompressed (by the
 worker, plain_core.py), and a compressed file that does not is a failed input.
@@ -30,6 +34,7 @@ ET_CORE = 4
 _ELF_MAGIC = b"\x7fELF"
 
 _BZIP2 = b"BZh"
+_MINIDUMP_MAGIC = b"MDMP"
 
 
 def special_kind(mode):
@@ -75,6 +80,8 @@ def elf_kind(path):
     fmt = compression_of(head)
     if fmt:
         return True, fmt
+    if head.startswith(_MINIDUMP_MAGIC):
+        return True, ""
     if head.startswith(_BZIP2):
         return False, "compressed core (bzip2): not a format ehbt reads; decompress it first"
     if len(head) < 18:

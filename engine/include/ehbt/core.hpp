@@ -141,6 +141,8 @@ class Target {
   // That stop signal, kept for the report's header; signal() is then nothing.
   const std::optional<SignalInfo>& snapshot_signal() const { return snapshot_signal_; }
   const std::string& executable() const { return executable_; }
+  // What the target was read from: "elf_core", "minidump"; "" for a live process.
+  const std::string& input_format() const { return input_format_; }
   const ModuleSet& modules() const { return modules_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
   // What could not be known: missing, mismatched or unreadable files, a truncated core,
@@ -174,13 +176,14 @@ class Target {
   std::optional<SignalInfo> signal_;
   std::optional<SignalInfo> snapshot_signal_;
   std::string executable_;
+  std::string input_format_;
   ModuleSet modules_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;
   std::vector<Warning> warnings_;
 };
 
-// Opens an ELF core (mapped, not read whole). Errors are one line saying why the input is
-// unusable.
+// Opens an ELF core (mapped, not read whole) or a minidump (MDMP), plain or compressed, told
+// by content. Errors are one line saying why the input is unusable.
 Expected<std::unique_ptr<Target>, std::string> open_core(const std::string& path,
                                                          const TargetOptions& options = {});
 

@@ -87,6 +87,11 @@ struct Limits {
   uint32_t max_tail_jumps = 4;
   uint32_t max_tail_jump_functions = 64;
   uint32_t max_tail_jump_bytes = 64u << 10;
+  // Minidumps: stream directory entries, memory ranges (MemoryList and Memory64List, each
+  // capped), and bytes of a text stream read (LinuxMaps, /proc/PID/maps, is the long one).
+  uint32_t max_minidump_streams = 1u << 16;
+  uint32_t max_minidump_memory_ranges = 1u << 20;
+  uint64_t max_minidump_text_bytes = 64u << 20;
   // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
   uint32_t max_cached_pages = 4096;
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the

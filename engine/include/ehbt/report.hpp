@@ -92,7 +92,9 @@ enum class ExecutableState : uint8_t {
 
 struct BacktraceReport {
   // The target is named by `core` or `pid`; with neither, JSON says "core": null.
-  std::optional<std::string> core;     // the core's path, as given
+  std::optional<std::string> core;  // the core's path, as given
+  // What the core file is: "elf_core" or "minidump" (nothing for a live process).
+  std::optional<std::string> input_format;
   std::optional<int64_t> pid;          // or the live process
   std::optional<uint64_t> stopped_us;  // how long the live process was stopped
   std::string arch;

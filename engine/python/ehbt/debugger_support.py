@@ -271,13 +271,17 @@ def module_from_sections(path, sections, images, read):
 
 
 def mapped_cores():
-    """ELF core files mapped into this process (a debugger maps the core it reads)."""
+    """ELF core files and minidumps mapped into this process (a debugger maps the core it
+    reads)."""
     cores = []
     for path in sorted(set(mapped_files(os.getpid()).values())):
         try:
             with open(path, "rb") as f:
                 head = f.read(18)
         except OSError:
+            continue
+        if head[:4] == b"MDMP":
+            cores.append(path)
             continue
         if len(head) < 18 or head[:4] != b"\x7fELF":
             continue

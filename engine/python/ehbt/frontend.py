@@ -252,11 +252,12 @@ def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
 
 
 def report(results, signal=None, signal_tid=None, arch=None, modules=None, executable=None,
-           core=None, pid=None, warnings=(), symbol_of=None):
+           core=None, pid=None, warnings=(), symbol_of=None, input_format=None):
     """The ehbt.Report of the command: its threads in the order given, the one that took the
     signal marked crashing. A live process is named by its pid, a core by its path."""
     arch = results[0][1] if results else arch
-    rep = _ehbt.Report(arch, core=None if pid else core, pid=pid or None, executable=executable)
+    rep = _ehbt.Report(arch, core=None if pid else core, pid=pid or None, executable=executable,
+                       input_format=None if pid else input_format)
     if signal is not None:
         number, code, address, sender = signal
         rep.set_signal(number, code, address, sender_pid=sender[0] if sender else None,
@@ -289,11 +290,11 @@ def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
 
 
 def document(results, modules, executable, core=None, pid=None, warnings=(), signal=None,
-             signal_tid=None, arch=None, symbol_of=None):
+             signal_tid=None, arch=None, symbol_of=None, input_format=None):
     """The ehbt-backtrace/1 document on one line (the CLI indents it), without its newline.
     `modules`: the ModuleSet (or list of Module) the walks were given."""
     rep = report(results, signal, signal_tid, arch, modules, executable, core, pid, warnings,
-                 symbol_of)
+                 symbol_of, input_format)
     return rep.json(compact=True).rstrip("\n")
 
 

@@ -167,6 +167,15 @@ void bind_core(pyb::module_& m) {
           "no signal details, failed fetches): a list of Warning, each once.")
       .def_property_readonly("executable", [](PyTarget& t) { return live(t).executable(); })
       .def_property_readonly(
+          "input_format",
+          [](PyTarget& t) -> std::optional<std::string> {
+            const std::string& f = live(t).input_format();
+            if (f.empty()) return std::nullopt;
+            return f;
+          },
+          "What the target was read from: \"elf_core\" or \"minidump\"; None for a live "
+          "process.")
+      .def_property_readonly(
           "modules", [](PyTarget& t) { return live(t).modules(); },
           "A copy of the target's ModuleSet.")
       .def_property_readonly("auxv", [](PyTarget& t) { return live(t).auxv(); })

@@ -332,16 +332,18 @@ void bind_report(pyb::module_& m) {
       "A backtrace report: header, modules, warnings, threads; rendered as GDB-like text or "
       "as the ehbt-backtrace/1 document, exactly as the ehbt CLI prints them.")
       .def(pyb::init([](const pyb::handle& arch, std::optional<std::string> core,
-                        std::optional<int64_t> pid, std::optional<std::string> executable) {
+                        std::optional<int64_t> pid, std::optional<std::string> executable,
+                        std::optional<std::string> input_format) {
              auto p = std::make_shared<PyReport>();
              p->r.arch = std::string(arch_info(arch_from_py(arch)).name);
              p->r.core = std::move(core);
              if (pid && *pid != 0) p->r.pid = pid;
              p->r.executable = executable.value_or("");
+             if (input_format && !input_format->empty()) p->r.input_format = input_format;
              return p;
            }),
            pyb::arg("arch"), pyb::arg("core") = pyb::none(), pyb::arg("pid") = pyb::none(),
-           pyb::arg("executable") = pyb::none())
+           pyb::arg("executable") = pyb::none(), pyb::arg("input_format") = pyb::none())
       .def(
           "set_signal",
           [](PyReport& p, std::optional<int> number, std::optional<int> code,
@@ -385,6 +387,7 @@ void bind_report(pyb::module_& m) {
       .def_property_readonly("core", [](const PyReport& p) { return p.r.core; })
       .def_property_readonly("pid", [](const PyReport& p) { return p.r.pid; })
       .def_property_readonly("executable", [](const PyReport& p) { return p.r.executable; })
+      .def_property_readonly("input_format", [](const PyReport& p) { return p.r.input_format; })
       .def_property_readonly("threads",
                              [](const ReportPtr& p) {
                                std::vector<ThreadView> out;

@@ -12,6 +12,8 @@
 #include "core/sysroot_path.hpp"
 #include "core/warnings.hpp"
 #include "ehbt/core.hpp"
+#include "minidump/minidump_file.hpp"
+#include "minidump/minidump_target.hpp"
 
 namespace ehbt {
 namespace {
@@ -34,6 +36,10 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
                                                                 const TargetOptions& options) {
   auto file = core::open_core_source(path, options.limits);
   if (!file) return unexpected(file.error());
+  // A minidump is told by content too, compressed or not.
+  if (minidump::is_minidump(file->bytes())) {
+    return minidump::open_minidump(std::move(file.value()), path, options);
+  }
   auto parsed = core::parse_core(file->bytes(), options.limits);
   if (!parsed) return unexpected(path + ": " + parsed.error());
 
@@ -42,6 +48,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
   core::ParsedCore& pc = parsed.value();
   core::CoreNotes& notes = pc.notes;
   t->arch_ = pc.arch;
+  t->input_format_ = "elf_core";
   t->auxv_ = notes.auxv;
 
   bool found_crashing = false;
@@ -77,15 +84,10 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
                               "address are unknown",
                               "", ""});
   }
-  if (t->signal_ && !core::signal_dumps_core(t->signal_->number)) {
-    // The kernel dumps a core only for a signal whose default action says so: a core that
-    // records another one (gcore stops every thread with SIGSTOP) was written while the
-    // process ran on. No thread crashed; the stop signal is kept for the header.
-    t->snapshot_signal_ = std::move(t->signal_);
-    t->signal_.reset();
-    t->crashing_ = 0;
-    for (ThreadState& ts : t->threads_) ts.signal = 0;
-  }
+  // The kernel dumps a core only for a signal whose default action says so: a core that
+  // records another one (gcore stops every thread with SIGSTOP) was written while the
+  // process ran on. No thread crashed; the stop signal is kept for the header.
+  core::settle_snapshot(t->signal_, t->snapshot_signal_, t->crashing_, t->threads_);
   if (pc.truncation.cut()) {
     const core::CoreTruncation& cut = pc.truncation;
     core::add_warning(t->warnings_,

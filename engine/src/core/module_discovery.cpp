@@ -64,6 +64,11 @@ const ResolvedModule* ModuleCollector::add(const ModuleHint& hint) {
   return &*last_;
 }
 
+void ModuleCollector::add_listed(const ModuleHint& hint) {
+  if (hint.base && covered(*hint.base)) return;
+  add(hint);
+}
+
 void ModuleCollector::add_vdso(const Auxv& auxv) {
   auto ehdr = auxv_value(auxv, kAtSysinfoEhdr);
   if (!ehdr || *ehdr == 0 || covered(*ehdr)) return;

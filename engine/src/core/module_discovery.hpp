@@ -38,6 +38,10 @@ class ModuleCollector {
   // `exe_name` is the executable's name as far as the target tells it.
   void add_from_link_map(const Auxv& auxv, const std::string& exe_name);
 
+  // One module the target lists itself (a minidump's module list), unless one already
+  // covers its base.
+  void add_listed(const ModuleHint& hint);
+
   // Dumped addresses that may hold a copy of the executable's first page (see ModuleHint).
   void set_header_candidates(std::vector<uint64_t> c) { header_candidates_ = std::move(c); }
   // Every mapped range of the target, sorted (a core's PT_LOADs, dumped or not): they place a

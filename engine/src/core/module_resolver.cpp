@@ -99,6 +99,22 @@ class PlacedImage final : public Memory {
   uint64_t bias_;
 };
 
+// Whether a PDB70 GUID (32 hex digits) was made of `build_id`: its first 16 bytes, zero-padded
+// when shorter. Writers copy the bytes as they are; a GUID stored with its first three fields
+// in the other byte order (data1, data2, data3 as numbers) is accepted too.
+bool guid_matches(const std::string& build_id, const std::string& guid) {
+  if (build_id.empty() || guid.size() != 32) return false;
+  std::string head = build_id.substr(0, 32);
+  head.resize(32, '0');
+  if (head == guid) return true;
+  std::string swapped;
+  for (auto [at, bytes] : {std::pair{0, 4}, std::pair{8, 2}, std::pair{12, 2}}) {
+    for (int i = bytes - 1; i >= 0; --i) swapped += head.substr(at + 2 * i, 2);
+  }
+  swapped += head.substr(16);
+  return swapped == guid;
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
@@ -309,6 +325,7 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
       if (auto hv = file_header_vaddr(*file)) bias = *hint.base - *hv;
     }
   }
+  if (!bias && !file && hint.place_at_base && hint.base && hint.range) bias = *hint.base;
   if (!bias) {
     // Nowhere to place it; still say that its file is missing.
     Module unplaced;
@@ -356,6 +373,14 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
         elf->page0_alias = alias;
         break;
       }
+    }
+  }
+
+  if (m.build_id.empty() && !hint.recorded_build_id.empty()) {
+    m.build_id = hint.recorded_build_id;
+    // The GUID's 16 bytes identify the file; its whole build-id is then known.
+    if (hint.recorded_build_id_guid && file && guid_matches(file->build_id(), m.build_id)) {
+      m.build_id = file->build_id();
     }
   }
 

@@ -37,6 +37,15 @@ struct ModuleHint {
   // The range is the extent of the file's own mappings (NT_FILE), not a guess that may
   // include anonymous memory: a file shorter than it cannot be the one mapped.
   bool range_from_file_mappings = false;
+  // The build-id the target recorded apart from its memory (a minidump's module list): used
+  // when memory does not hold the module's notes. `recorded_build_id_guid`: only the first
+  // 16 bytes were kept (a PDB70 GUID), and a file whose build-id starts so is the one.
+  std::string recorded_build_id;
+  bool recorded_build_id_guid = false;
+  // The target lists the module itself with its base and extent (a minidump's module list):
+  // with neither headers in memory nor a file, it is still placed there (bias = base), so
+  // that frames in it name it and say its file is missing.
+  bool place_at_base = false;
 };
 
 struct ResolvedModule {

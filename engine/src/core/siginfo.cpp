@@ -71,6 +71,15 @@ bool signal_dumps_core(int signo) {
   }
 }
 
+void settle_snapshot(std::optional<SignalInfo>& signal, std::optional<SignalInfo>& snapshot,
+                     std::size_t& crashing, std::vector<ThreadState>& threads) {
+  if (!signal || signal_dumps_core(signal->number)) return;
+  snapshot = std::move(signal);
+  signal.reset();
+  crashing = 0;
+  for (ThreadState& ts : threads) ts.signal = 0;
+}
+
 }  // namespace ehbt::core
 
 namespace ehbt {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "ehbt/arch.hpp"
 #include "ehbt/core.hpp"
@@ -41,5 +42,10 @@ SignalInfo signal_facts(const SigInfoNote& note);
 // a core that records any other signal (gcore's SIGSTOP) was written by a dumper while the
 // process ran on: a snapshot, in which no thread crashed.
 bool signal_dumps_core(int signo);
+
+// Applies that rule to a target being opened (an ELF core or a minidump): when `signal` is
+// one that dumps no core, it moves to `snapshot`, no thread is crashing and none signalled.
+void settle_snapshot(std::optional<SignalInfo>& signal, std::optional<SignalInfo>& snapshot,
+                     std::size_t& crashing, std::vector<ThreadState>& threads);
 
 }  // namespace ehbt::core

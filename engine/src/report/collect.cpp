@@ -205,6 +205,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   BacktraceReport report;
   report.arch = std::string(arch_info(target.arch()).name);
   report.executable = target.executable();
+  if (!target.input_format().empty()) report.input_format = target.input_format();
   report.warnings = target.warnings();
   if (const auto& sig = target.signal()) report.signal = signal_line(*sig);
   if (const auto& sig = target.snapshot_signal()) report.snapshot_signal = signal_line(*sig);

@@ -47,6 +47,7 @@ void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOpt
   w.begin_object();
   w.field("format", "ehbt-backtrace/1");
   if (r.core) w.field("core", *r.core);
+  if (r.input_format) w.field("input_format", *r.input_format);
   if (r.pid) w.field("pid", *r.pid);
   // A target named neither way (a debugger's program without a process) still has the key.
   if (!r.core && !r.pid) w.key("core").null();
