@@ -67,7 +67,11 @@ def gdb_identity(exp):
     if exp.get("format") == "ehbt-go-lines-expected/1":  # goinline.go, plain and stripped
         return ("go program", "goinline")
     if "threads" not in exp:
-        return ("program", exp["program"])
+        # node_abort and node_deopt are both process.abort() called from JavaScript: node's
+        # native frames, GDB's view, are the same. (java_jit and java_jit_fp both say
+        # "JavaJit.java": one program, run with and without -XX:+PreserveFramePointer.)
+        program = exp["program"]
+        return ("program", "node process.abort()" if program.startswith("node_") else program)
     (thread,) = [t for t in exp["threads"] if t.get("crashing")] or exp["threads"][:1]
     own = [f["function"] for f in thread["frames"]
            if f.get("module") == exp["program"] and f.get("function")]
