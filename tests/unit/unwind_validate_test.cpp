@@ -239,5 +239,20 @@ TEST_F(Validate, CallerCfaMustLieAboveTheCalleeInTheStack) {
   EXPECT_EQ(check(at("ret_direct"), at("callee"), kStack + 0x1000), std::nullopt);  // its top
 }
 
+TEST_F(Validate, CallerCfaMustLieInTheCalleesStackMapping) {
+  // Two mappings, contiguous and both readable: the callee's sp is in the first, whose end
+  // bounds its caller's CFA (a CFA may be the end itself: the frame's top word is below it).
+  mem_.add_region(kStack, kSp + 0x10);
+  mem_.add_region(kSp + 0x10, kStack + 0x1000);
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kSp + 0x10), std::nullopt);
+  auto no = check(at("ret_direct"), at("callee"), kSp + 0x18);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::StackOrder);
+  EXPECT_NE(no->detail.find("is outside the stack mapping [" + util::hex(kStack) + ", " +
+                            util::hex(kSp + 0x10) + ") of the stack pointer " + util::hex(kSp)),
+            std::string::npos)
+      << no->detail;
+}
+
 }  // namespace
 }  // namespace ehbt

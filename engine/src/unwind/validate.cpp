@@ -95,8 +95,7 @@ std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
   return arch::call_before(ctx.ops.info().arch, code, ra).has_value();
 }
 
-std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
-                                        uint64_t cfa) {
+std::optional<Disproof> disprove_stack(const ScanContext& ctx, const Callee& callee, uint64_t cfa) {
   // 3. The caller's frame lies above the callee's, in stack the walk can read. (At a
   // function's entry on aarch64 and s390x the CFA may equal sp: nothing was pushed.)
   if (cfa < callee.sp) {
@@ -104,11 +103,27 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
                     "caller CFA " + hex(cfa) + " is below the stack pointer " + hex(callee.sp)};
   }
   const unsigned word = ctx.ops.info().address_size;
+  // In the callee's stack: the mapping holding its sp. A caller's frame is on the same stack
+  // (only a signal frame, recognised from its own record, leads to another); a CFA past the
+  // mapping's end is some other memory's words taken for a frame.
+  if (auto stack = ctx.mem.region_of(callee.sp);
+      stack && (cfa > stack->end || cfa - stack->start < word)) {
+    return Disproof{ProofFailure::StackOrder, "caller CFA " + hex(cfa) +
+                                                  " is outside the stack mapping [" +
+                                                  hex(stack->start) + ", " + hex(stack->end) +
+                                                  ") of the stack pointer " + hex(callee.sp)};
+  }
   uint64_t probe = 0;
   if (!ctx.mem.read_uint(cfa - word, word, false, probe)) {
     return Disproof{ProofFailure::StackOrder,
                     "caller CFA " + hex(cfa) + " is outside the stack (unreadable below it)"};
   }
+  return std::nullopt;
+}
+
+std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
+                                        uint64_t cfa) {
+  if (auto no = disprove_stack(ctx, callee, cfa)) return no;
   // 1. A return address: a call instruction ends right there.
   CodeBytes code(ctx.mem, ctx.modules);
   std::byte last{};
