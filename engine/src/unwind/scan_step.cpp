@@ -7,6 +7,7 @@
 
 #include "arch/aarch64_prologue.hpp"
 #include "arch/call_site.hpp"
+#include "unwind/validate.hpp"
 #include "util/hex.hpp"
 
 namespace ehbt::unwind {
@@ -102,10 +103,12 @@ arch::Recovered caller_at(const ScanContext& ctx, const Frame& frame, uint64_t r
 }  // namespace
 
 // One pass of the scan. What it passed over, for the stop detail: `region_end` where it
-// stopped at the end of the stack's mapping.
+// stopped at the end of the stack's mapping, `rejected` why the last candidate failed its
+// proof.
 struct ScanNotes {
   std::string undecidable;
   uint64_t region_end = 0;
+  std::string rejected;
 };
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
@@ -191,6 +194,7 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
           ? "no return address between sp " + util::hex(sp) +
                 " and the end of its stack mapping at " + util::hex(notes.region_end)
           : "no return address in " + std::to_string(ctx.limits.max_scan_words) + " stack words";
+  if (!notes.rejected.empty()) why += " (the last candidate: " + notes.rejected + ")";
   return unexpected(std::move(why));
 }
 
@@ -226,6 +230,14 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     // The caller's frame must lie above this one's stack pointer.
     if (at.caller_sp <= sp || at.cfa <= sp) continue;
     if (info.arch == Arch::S390x && !saved_sp_matches(ctx, at)) continue;
+    // The proof every fallback's caller must pass (validate.hpp), here for each candidate: a
+    // word that fails it is a stale return address of an earlier call, and the scan goes on
+    // past it to the real one above.
+    const Callee callee{sp, frame.lookup_pc(), function_start};
+    if (auto no = disprove_caller(ctx, callee, ra, at.cfa)) {
+      notes.rejected = std::move(no->detail);
+      continue;
+    }
     return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
   }
   return std::nullopt;

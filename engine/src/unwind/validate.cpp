@@ -86,6 +86,30 @@ bool reaches_by_tail_jumps(const ScanContext& ctx, uint64_t from, uint64_t calle
   return false;
 }
 
+// Rule 2 where nothing says where the callee's function starts: the direct call's target is
+// taken as that start. It must be in the callee's module, at or below its pc, and less than
+// Limits::max_function_bytes below it. (Where either address is in no module, JIT code, there
+// is nothing to compare.)
+std::optional<Disproof> disprove_unnamed_callee(const ScanContext& ctx, const Callee& callee,
+                                                const arch::CallSite& call) {
+  const uint64_t target = *call.target, pc = callee.lookup_pc;
+  const Module* to = ctx.modules.find(target);
+  const Module* in = ctx.modules.find(pc);
+  if (to == nullptr || in == nullptr) return std::nullopt;
+  if (to != in) {
+    return Disproof{ProofFailure::WrongTarget, "the call at " + hex(call.at) + " goes to " +
+                                                   hex(target) + " in another module than pc " +
+                                                   hex(pc)};
+  }
+  if (target > pc || pc - target >= ctx.limits.max_function_bytes) {
+    return Disproof{ProofFailure::WrongTarget,
+                    "the call at " + hex(call.at) + " goes to " + hex(target) +
+                        ", which cannot start the function of pc " + hex(pc) +
+                        " (nothing else says where it starts)"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
@@ -139,10 +163,11 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
                     "caller pc " + hex(ra) + " follows no call instruction"};
   }
   // 2. A direct call leads to the callee's function.
-  if (!call->target || !callee.function_start || *call->target == *callee.function_start)
+  if (!call->target || (callee.function_start && *call->target == *callee.function_start))
     return std::nullopt;
   if (auto sym = function_at(ctx.modules, *call->target); sym && is_plt_symbol(sym->name))
     return std::nullopt;
+  if (!callee.function_start) return disprove_unnamed_callee(ctx, callee, *call);
   // A direct call into another module than the callee's (not to a PLT stub, checked above)
   // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer
   // called through a register). Decided before the tail-jump search, which, for a function of

@@ -7,7 +7,11 @@
 //   2. a direct call there leads to the callee: to its function's start (when known), to a
 //      PLT stub, or to a function that reaches it by a chain of direct tail jumps of at most
 //      Limits::max_tail_jumps links (a function on the way that jumps through a register may
-//      reach anything: it proves nothing wrong);
+//      reach anything: it proves nothing wrong). Where nothing says where the callee's
+//      function starts (no symbol, no table: musl's code in a stripped static binary), the
+//      call's target is that start: it lies in the callee's module, at or below the callee's
+//      pc, less than Limits::max_function_bytes below it (a stale return address of an
+//      earlier call, to some other function, fails that);
 //   3. its CFA is not below the callee's stack pointer, lies in the same stack mapping
 //      (Memory::region_of of the callee's sp, where the memory knows its mappings), and the
 //      word below it is memory the walk can read (a caller's frame is never below its
@@ -38,10 +42,11 @@ struct Disproof {
   std::string detail;  // names the addresses and the check, for the stop detail
 };
 
-// The callee: the frame stepped from, its stack pointer and, when known, its function's
-// first instruction.
+// The callee: the frame stepped from, its stack pointer, the pc its function is looked up at
+// and, when known, its function's first instruction.
 struct Callee {
   uint64_t sp = 0;
+  uint64_t lookup_pc = 0;
   std::optional<uint64_t> function_start;
 };
 

@@ -68,6 +68,7 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
   const unsigned sp_reg = ctx.ops.info().sp_reg;
   Callee callee;
   callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
+  callee.lookup_pc = ctx.frame.lookup_pc();
   callee.function_start = ctx.code_hint().function_start();
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   if (auto no = disprove_caller(scan, callee, ra, rec.cfa))
