@@ -75,7 +75,8 @@ ARCH = None
 def set_arch(arch):
     global OUT, BIN, ARCH
     ARCH = arch
-    OUT = os.path.join(HERE, "out", arch)
+    # EHBT_CORES_OUT writes elsewhere, as for make_cores.py (a worktree's cores/out is shared).
+    OUT = os.path.join(os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out"), arch)
     BIN = os.path.join(OUT, "bin")
 
 CHAIN = ["main.fxGoLeaf", "main.fxGoMiddle", "main.fxGoOuter", "main.main"]

@@ -61,8 +61,8 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
 }
 
-std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec,
-                                    const char* what) {
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
+                                    bool planted) {
   const uint64_t ra = rec.regs.pc();
   if (ra == 0) return std::nullopt;
   const unsigned sp_reg = ctx.ops.info().sp_reg;
@@ -71,7 +71,9 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
   callee.lookup_pc = ctx.frame.lookup_pc();
   callee.function_start = ctx.code_hint().function_start();
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  if (auto no = disprove_caller(scan, callee, ra, rec.cfa))
+  planted = planted || ctx.ops.sigreturn_at(ctx.mem, ra) != arch::Sigreturn::None;
+  if (auto no = planted ? disprove_stack(scan, callee, rec.cfa)
+                        : disprove_caller(scan, callee, ra, rec.cfa))
     return std::string(what) + ": " + no->detail;
   return std::nullopt;
 }

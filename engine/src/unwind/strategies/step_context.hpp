@@ -85,8 +85,12 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 
 // The proof a fallback's candidate must pass (unwind/validate.hpp), against the frame stepped
 // from: nothing when proven, else why not (prefixed with `what`, the strategy). A zero return
-// address is left to finish(), which ends the walk there.
-std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what);
+// address is left to finish(), which ends the walk there. `planted`: the strategy knows the
+// caller pc was put where a return address goes without a call (Go's runtime does that):
+// only the stack check applies. A sigreturn trampoline (the kernel plants it) is recognised
+// here for every strategy.
+std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
+                                    bool planted = false);
 
 // Fills ctx.caller from a heuristic or signal-frame recovery and validates it.
 StepOutcome finish(StepContext& ctx, arch::Recovered&& rec, FrameSource source, bool exact_pc);
