@@ -229,3 +229,47 @@ def test_makecontext_coroutine_ends_at_the_planted_return(ehbt_bin):
     assert [int(f["pc"], 16) for f in t["frames"]] == want, ce.describe(t["frames"])
     assert [f["source"] for f in t["frames"]][1:] == ["eh_frame", "eh_frame"], t["frames"]
     assert t["stop_reason"] != "outermost" and rc == 1, (t["stop_reason"], t["stop_detail"])
+
+
+def coroutine_without_libc_tables(build_dir):
+    """The coroutine core walked with libc's file hidden (through the Python API: the host's
+    libc is the core's, so no --sysroot can hide it): __start_context has no table, and the
+    fallbacks run from makecontext's planted return address at the top of the coroutine's
+    .bss stack, where the ucontext_t of main's saved context follows in the same mapping."""
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = load("x86_64", "coroutine")
+    target = ehbt.open_core(str(OUT / "x86_64" / "coroutine.core"))
+    modules = []
+    for m in target.modules:
+        if os.path.basename(m.path) == "libc.so.6":
+            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
+                                 build_id=m.build_id, build_id_match=None)
+            hidden.missing = "libc.so.6 hidden by the test"
+            m = hidden
+        modules.append(m)
+    [thread] = [t for t in target.threads if t.signal]
+    walk = ehbt.Unwinder().unwind(thread.regs, target, ehbt.ModuleSet(modules))
+    want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
+    return [f.pc for f in walk.frames], want, walk
+
+
+def test_coroutine_without_libc_tables_is_not_outermost(build_dir):
+    """Issue #32 item 2: the scan from __start_context reads past the coroutine's stack into
+    main's saved context (same .bss mapping: no region bound separates them) and takes the
+    saved rip after main's call to swapcontext@plt as a caller; main's table then reads a zero
+    return address from .bss. That zero proves no outermost frame: the walk stops
+    no_unwind_info (before: outermost, exit 0). The frames up to the planted return address
+    are GDB's."""
+    got, want, walk = coroutine_without_libc_tables(build_dir)
+    assert got[:len(want)] == want, (got, walk.stop, walk.detail)
+    assert walk.stop == "no_unwind_info", (walk.stop, walk.detail)
+    assert "found by stack scanning is 0" in walk.detail, walk.detail
+
+
+@pytest.mark.xfail(strict=True, reason="not fixed (issue #32 item 2): with libc's tables gone, "
+                   "main's saved rip in the ucontext_t after the coroutine's .bss stack passes "
+                   "the proof (a call to a PLT stub proves nothing; one mapping holds both)")
+def test_coroutine_without_libc_tables_gives_exactly_the_true_frames(build_dir):
+    got, want, walk = coroutine_without_libc_tables(build_dir)
+    assert got == want, (got, walk.stop, walk.detail)

@@ -39,7 +39,19 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
                                         const Module* hint) {
   Frame& caller = ctx.caller;
   const uint64_t pc = caller.pc;
-  if (pc == 0 && !from_signal) return StopInfo{StopReason::Outermost, "", cfa};
+  if (pc == 0 && !from_signal) {
+    // A zero return address ends a walk only where the frame's stack pointer is known. A frame
+    // found by stack scanning has its sp from the word the scan took for its return address: a
+    // zero read at that guess proves no outermost frame (past a coroutine's stack, main's
+    // saved context, then zeroed data: issue #32).
+    if (ctx.frame.source == FrameSource::Scan) {
+      return StopInfo{StopReason::NoUnwindInfo,
+                      "the return address of a frame found by stack scanning is 0 (its stack "
+                      "pointer was a guess: no proof of the outermost frame)",
+                      cfa};
+    }
+    return StopInfo{StopReason::Outermost, "", cfa};
+  }
   if (!ctx.ops.plausible_pc(pc)) {
     return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is not a code address", cfa};
   }
