@@ -254,22 +254,17 @@ def coroutine_without_libc_tables(build_dir):
     return [f.pc for f in walk.frames], want, walk
 
 
-def test_coroutine_without_libc_tables_is_not_outermost(build_dir):
-    """Issue #32 item 2: the scan from __start_context reads past the coroutine's stack into
-    main's saved context (same .bss mapping: no region bound separates them) and takes the
-    saved rip after main's call to swapcontext@plt as a caller; main's table then reads a zero
-    return address from .bss. That zero proves no outermost frame: the walk stops
-    no_unwind_info (before: outermost, exit 0). The frames up to the planted return address
-    are GDB's."""
-    got, want, walk = coroutine_without_libc_tables(build_dir)
-    assert got[:len(want)] == want, (got, walk.stop, walk.detail)
-    assert walk.stop == "no_unwind_info", (walk.stop, walk.detail)
-    assert "found by stack scanning is 0" in walk.detail, walk.detail
-
-
-@pytest.mark.xfail(strict=True, reason="not fixed (issue #32 item 2): with libc's tables gone, "
-                   "main's saved rip in the ucontext_t after the coroutine's .bss stack passes "
-                   "the proof (a call to a PLT stub proves nothing; one mapping holds both)")
 def test_coroutine_without_libc_tables_gives_exactly_the_true_frames(build_dir):
+    """Issue #32 item 2: the scan from __start_context reads up the coroutine's stack to the end
+    of its mapping, the .bss, which also holds main's saved context (a ucontext_t) right after
+    the array: no region bound separates them. Its saved rip, after main's call to
+    swapcontext@plt (a PLT call proves nothing), is no caller: main's own table, stepped from
+    the sp the scan gives it, reads a zero return address there. Exactly GDB's frames up to
+    the planted return address, then a stop naming the missing file (no_module), the end of
+    the mapping and the rejected word; never outermost (before: main, then outermost, exit 0)."""
     got, want, walk = coroutine_without_libc_tables(build_dir)
     assert got == want, (got, walk.stop, walk.detail)
+    assert walk.stop == "no_module", (walk.stop, walk.detail)
+    assert "and the end of its stack mapping at" in walk.detail, walk.detail
+    assert "reads a zero return address from the stack the scan gives it" in walk.detail, \
+        walk.detail

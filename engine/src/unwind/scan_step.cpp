@@ -112,7 +112,7 @@ struct ScanNotes {
 };
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
-                                                ScanNotes& notes);
+                                                const ScanCheck& accept, ScanNotes& notes);
 
 bool in_entry_function(const Frame& frame, const Module* module,
                        std::optional<uint64_t> function_start) {
@@ -168,7 +168,8 @@ static std::optional<arch::Recovered> from_saved_lr(const ScanContext& ctx, cons
 }
 
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
-                                                  std::optional<uint64_t> function_start) {
+                                                  std::optional<uint64_t> function_start,
+                                                  const ScanCheck& accept) {
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return unexpected(std::string("the stack pointer is unknown"));
   const uint64_t sp = frame.regs.raw(info.sp_reg);
@@ -186,7 +187,7 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
     const bool strict = pass == 0;
     if (!strict && !function_start) break;  // without a function, pass 0 accepted any call
     notes.undecidable.clear();
-    if (auto found = scan_pass(ctx, frame, function_start, strict, notes)) return *found;
+    if (auto found = scan_pass(ctx, frame, function_start, strict, accept, notes)) return *found;
     if (!notes.undecidable.empty()) return unexpected(std::move(notes.undecidable));
   }
   std::string why =
@@ -200,7 +201,7 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
 
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
-                                                ScanNotes& notes) {
+                                                const ScanCheck& accept, ScanNotes& notes) {
   const ArchInfo& info = ctx.ops.info();
   const uint64_t sp = frame.regs.raw(info.sp_reg);
   const unsigned word = info.address_size;
@@ -238,7 +239,14 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
       notes.rejected = std::move(no->detail);
       continue;
     }
-    return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+    arch::Recovered found = caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+    if (accept) {
+      if (auto no = accept(found)) {
+        notes.rejected = std::move(*no);
+        continue;
+      }
+    }
+    return found;
   }
   return std::nullopt;
 }

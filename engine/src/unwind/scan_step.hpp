@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -39,8 +40,12 @@ bool in_entry_function(const Frame& frame, const Module* module,
 std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
                                           const arch::CodeHint& code);
 
-// The caller found by scanning, or why none was (static text).
+// The caller found by scanning, or why none was (static text). `accept`, when given, has
+// the last word on each candidate that passed the proof: nothing accepts it, else why not
+// (the scan then goes on past it).
+using ScanCheck = std::function<std::optional<std::string>(const arch::Recovered&)>;
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
-                                                  std::optional<uint64_t> function_start);
+                                                  std::optional<uint64_t> function_start,
+                                                  const ScanCheck& accept = nullptr);
 
 }  // namespace ehbt::unwind

@@ -45,10 +45,7 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
     // zero read at that guess proves no outermost frame (past a coroutine's stack, main's
     // saved context, then zeroed data: issue #32).
     if (ctx.frame.source == FrameSource::Scan) {
-      return StopInfo{StopReason::NoUnwindInfo,
-                      "the return address of a frame found by stack scanning is 0 (its stack "
-                      "pointer was a guess: no proof of the outermost frame)",
-                      cfa};
+      return StopInfo{StopReason::NoUnwindInfo, kScannedZeroReturn, cfa};
     }
     return StopInfo{StopReason::Outermost, "", cfa};
   }

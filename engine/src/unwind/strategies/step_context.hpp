@@ -74,6 +74,12 @@ struct StepContext {
 
 Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa = 0);
 
+// The stop detail of a zero return address read for a frame found by stack scanning (not
+// the outermost frame: its sp was a guess).
+inline constexpr const char* kScannedZeroReturn =
+    "the return address of a frame found by stack scanning is 0 (its stack pointer was a "
+    "guess: no proof of the outermost frame)";
+
 // A failed heuristic or signal-frame recovery as a stop; `what` names the recovery.
 StopInfo recover_failure(const arch::RecoverFailure& f, const char* what);
 
