@@ -9,7 +9,10 @@
 //     instruction whose target, where the call is direct and the frame's function is known,
 //     is that function (or a PLT stub, which leads elsewhere);
 //   - the function holding the ELF entry point (`_start`) is outermost: nothing called it.
-// Candidates are only built here; step.cpp validates them like every other caller.
+// Every candidate word must pass the proof of unwind/validate.hpp (a stale return address of an
+// earlier call fails it and the scan goes on past it), and the scan reads no word past the
+// end of the mapping that holds the frame's sp (Memory::region_of). step.cpp then validates
+// the caller like every other.
 #pragma once
 
 #include <cstdint>
