@@ -109,10 +109,12 @@ def merge_modules(from_debugger, from_core):
             continue
         if placed:
             m.path = placed[0].path
-            # Compared with what the core records, as the CLI does: unknown when it records
-            # none (qemu's cores), whatever the debugger's file holds.
+            # A file compared with what the core records, as the CLI does: unknown when it
+            # records none (qemu's cores), whatever the file holds. (An image read from memory,
+            # the vDSO, has no file to compare: it keeps its None.)
             recorded = placed[0].build_id
-            m.build_id_match = (recorded == m.build_id) if recorded and m.build_id else None
+            if m.file:
+                m.build_id_match = (recorded == m.build_id) if recorded and m.build_id else None
             if m.file and placed[0].file and _same_real_file(m.file, placed[0].file):
                 m.file = placed[0].file  # one file, through a symlink: the engine's spelling
         merged.append(m)
