@@ -87,6 +87,7 @@ ARCH = None
 def set_arch(arch):
     global OUT, BIN, ARCH
     ARCH = arch
+    # EHBT_CORES_OUT writes elsewhere, as for make_cores.py (a worktree's cores/out is shared).
     OUT = os.path.join(os.environ.get("EHBT_CORES_OUT") or os.path.join(HERE, "out"), arch)
     BIN = os.path.join(OUT, "bin")
 

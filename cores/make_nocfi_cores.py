@@ -6,6 +6,11 @@
                  inside musl's raise(). GDB and eu-stack stop after 2 and 1 frames, so the
                  expected frames come from the program's structure: the function of each
                  frame, and for each caller pc the call instruction before it (objdump).
+  musl_noreturn_print
+                 musl-gcc -static, stripped: a noreturn helper prints (fwrite, fprintf) and
+                 calls abort(); the print calls leave stale return addresses into musl's stdio
+                 on the stack. Expected: the program's structure (below), named by the
+                 unstripped copy's symbols; GDB and eu-stack stop early on musl.
   rust_abort     Debian rustc, -C panic=abort, stripped: panic_abort's CFI was only in
                  .debug_frame. Expected: GDB on the unstripped copy (physical frames).
   node_abort     node --perf-basic-prof --interpreted-frames-native-stack: process.abort()
@@ -61,8 +66,8 @@ BIN = os.path.join(OUT, "bin")
 RUSTC = "/usr/bin/rustc"  # Debian's, not a rustup one earlier on PATH
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+def run(cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
 
 
 def crash(argv, name, env=None):
@@ -158,6 +163,43 @@ def make_musl():
         "exe": exe, "source": "construction", "functions": functions,
         "sigtramp_index": 5, "gdb_frames": len(gdb_physical_frames(exe, core)),
         "eu_stack_frames": len(eu_stack_frames(exe, core))})
+
+
+def make_musl_noreturn_print():
+    name = "musl_noreturn_print"
+    unstripped = os.path.join(BIN, name + ".unstripped")
+    exe = os.path.join(BIN, name)
+    run(["musl-gcc", "-static", "-O2", "-g", "-fomit-frame-pointer", "-I", PROGRAMS,
+         os.path.join(PROGRAMS, name + ".c"), "-o", unstripped])
+    run(["strip", "-s", unstripped, "-o", exe])
+    # The property the case exists for: no symbols, and no FDE covers musl's stdio or abort
+    # (the program's own functions have gcc's CFI).
+    if run(["nm", exe], check=False).stdout.strip():
+        raise SystemExit(name + ": the executable keeps symbols")
+    fdes = run(["readelf", "--debug-dump=frames", unstripped]).stdout
+    syms = run(["nm", unstripped]).stdout
+    for sym in ("abort", "raise", "fwrite", "__stdio_write", "fx_fatal"):
+        m = re.search(r"^([0-9a-f]+) [Tt] %s$" % re.escape(sym), syms, re.M)
+        if not m:
+            raise SystemExit("%s: no symbol %s" % (name, sym))
+        addr = int(m.group(1), 16)
+        for f in re.finditer(r"pc=([0-9a-f]+)\.\.([0-9a-f]+)", fdes):
+            if int(f.group(1), 16) <= addr < int(f.group(2), 16) and not sym.startswith("fx_"):
+                raise SystemExit("%s: %s has an FDE" % (name, sym))
+    core, _ = crash([exe], name)
+    # Program structure (musl 1.2.3): abort() raises SIGABRT, which is delivered as raise()
+    # restores the signal mask (__restore_sigs); fx_fatal called abort after its prints;
+    # _start_c and __libc_start_main end in jumps, so libc_start_main_stage2 returns into
+    # _start. No frame of fwrite, fprintf or __stdio_write: they had returned.
+    functions = ["__restore_sigs", "raise", "abort", "fx_fatal", "fx_check", "fx_outer", "main",
+                 "libc_start_main_stage2", "_start"]
+    write(name, {
+        "format": "ehbt-expected-nocfi/1", "program": name, "core": core, "exe": exe,
+        "exe_unstripped": unstripped, "source": "construction", "functions": functions,
+        "stale": ["fwrite", "fprintf", "vfprintf", "fputs", "__stdio_write", "__fwritex",
+                  "printf_core", "out"],
+        "gdb_frames": len(gdb_physical_frames(unstripped, core)),
+        "eu_stack_frames": len(eu_stack_frames(unstripped, core))})
 
 
 def make_rust():
@@ -266,7 +308,8 @@ def make_java(name, extra):
         "preserve_frame_pointer": "-XX:+PreserveFramePointer" in extra})
 
 
-CASES = {"musl_sigabort": make_musl, "rust_abort": make_rust, "node_abort": make_node,
+CASES = {"musl_sigabort": make_musl, "musl_noreturn_print": make_musl_noreturn_print,
+         "rust_abort": make_rust, "node_abort": make_node,
          "node_deopt": make_node_deopt,
          "java_jit": lambda: make_java("java_jit", []),
          "java_jit_fp": lambda: make_java("java_jit_fp", ["-XX:+PreserveFramePointer"])}

@@ -238,9 +238,7 @@ class _Context:
         modules = [m for m in (_lldb_module(target, module, self.images, read)
                                for module in target.module_iter()) if m is not None]
         if engine is not None:
-            from_core = list(engine.modules)
-            modules = [m for m in modules if not support.differs_from_core(m, from_core)]
-            modules = support.merge_modules(modules, from_core)
+            modules = support.merge_modules(modules, list(engine.modules))
         elif process.GetPluginName() not in _DUMP_PLUGINS:
             modules = support.respell_live_modules(modules, process.GetProcessID())
         self.modules, self.modules_key = ehbt.ModuleSet(modules), key

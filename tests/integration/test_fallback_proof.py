@@ -229,3 +229,42 @@ def test_makecontext_coroutine_ends_at_the_planted_return(ehbt_bin):
     assert [int(f["pc"], 16) for f in t["frames"]] == want, ce.describe(t["frames"])
     assert [f["source"] for f in t["frames"]][1:] == ["eh_frame", "eh_frame"], t["frames"]
     assert t["stop_reason"] != "outermost" and rc == 1, (t["stop_reason"], t["stop_detail"])
+
+
+def coroutine_without_libc_tables(build_dir):
+    """The coroutine core walked with libc's file hidden (through the Python API: the host's
+    libc is the core's, so no --sysroot can hide it): __start_context has no table, and the
+    fallbacks run from makecontext's planted return address at the top of the coroutine's
+    .bss stack, where the ucontext_t of main's saved context follows in the same mapping."""
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = load("x86_64", "coroutine")
+    target = ehbt.open_core(str(OUT / "x86_64" / "coroutine.core"))
+    modules = []
+    for m in target.modules:
+        if os.path.basename(m.path) == "libc.so.6":
+            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
+                                 build_id=m.build_id, build_id_match=None)
+            hidden.missing = "libc.so.6 hidden by the test"
+            m = hidden
+        modules.append(m)
+    [thread] = [t for t in target.threads if t.signal]
+    walk = ehbt.Unwinder().unwind(thread.regs, target, ehbt.ModuleSet(modules))
+    want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
+    return [f.pc for f in walk.frames], want, walk
+
+
+def test_coroutine_without_libc_tables_gives_exactly_the_true_frames(build_dir):
+    """Issue #32 item 2: the scan from __start_context reads up the coroutine's stack to the end
+    of its mapping, the .bss, which also holds main's saved context (a ucontext_t) right after
+    the array: no region bound separates them. Its saved rip, after main's call to
+    swapcontext@plt (a PLT call proves nothing), is no caller: main's own table, stepped from
+    the sp the scan gives it, reads a zero return address there. Exactly GDB's frames up to
+    the planted return address, then a stop naming the missing file (no_module), the end of
+    the mapping and the rejected word; never outermost (before: main, then outermost, exit 0)."""
+    got, want, walk = coroutine_without_libc_tables(build_dir)
+    assert got == want, (got, walk.stop, walk.detail)
+    assert walk.stop == "no_module", (walk.stop, walk.detail)
+    assert "and the end of its stack mapping at" in walk.detail, walk.detail
+    assert "reads a zero return address from the stack the scan gives it" in walk.detail, \
+        walk.detail

@@ -111,6 +111,44 @@ def test_fixture_core_json_matches_expected(build_dir, tmp_path, arch, name):
     assert not errors, "\n".join(errors)
 
 
+def test_rebuilt_file_gdb_loads_is_not_used(build_dir, ehbt_bin, tmp_path):
+    """GDB loads a rebuilt executable (the buildid fixture's variant: another build-id than the
+    one the core records). The engine decides which files are used: the plugin reports the
+    core's module with build_id_match false, uses nothing of the variant (no symbol, no
+    table), and walks as the CLI does with the same file given as --exe."""
+    if not ce.expected_path("x86_64", "buildid").exists():
+        pytest.fail("no fixture core (run cores/make-cores.sh x86_64)")
+    exp = ce.load_expected("x86_64", "buildid")
+    assert exp["variant_build_id"] != exp["exe_build_id"]
+    doc, text = gdb_json(build_dir, [], pre=["file " + exp["variant_file"], "core " + exp["core"]],
+                         tmp=tmp_path)
+    assert not [m for m in doc["modules"] if m["build_id"] == exp["variant_build_id"]], \
+        doc["modules"]
+    exe_mods = [m for m in doc["modules"] if m["path"] == exp["exe"]]
+    assert len(exe_mods) == 1, doc["modules"]
+    assert exe_mods[0]["build_id_match"] is False and exe_mods[0]["file"] is None, exe_mods
+    assert exe_mods[0]["build_id"] == exp["exe_build_id"], exe_mods
+    (crashing,) = [t for t in doc["threads"] if t["crashing"]]
+    for f in crashing["frames"]:
+        if f.get("module") == exp["exe"]:
+            assert f.get("symbol") is None, "symbol from the wrong-build-id file: %s" % f
+    # GDB's truth, up to the first frame in the executable (past it nothing can be proven
+    # without its tables): the walk stops there, not outermost.
+    (truth,) = [t for t in exp["threads"] if t["crashing"]]
+    want = []
+    for f in truth["frames"]:
+        want.append(int(f["pc"], 16))
+        if os.path.basename(exp["exe"]) in f["module_aliases"]:
+            break
+    assert [int(f["pc"], 16) for f in crashing["frames"]] == want, crashing["frames"]
+    assert crashing["stop_reason"] != "outermost", crashing
+    cli = subprocess.run([str(ehbt_bin), "core", exp["core"], "--exe",
+                          exp["variant_file"], "--json"], capture_output=True, text=True)
+    (cli_crashing,) = [t for t in json.loads(cli.stdout)["threads"] if t["crashing"]]
+    assert [f["pc"] for f in cli_crashing["frames"]] == [f["pc"] for f in crashing["frames"]]
+    assert cli_crashing["stop_reason"] == crashing["stop_reason"]
+
+
 # Fixture cores GDB cannot unwind without their executable: it knows no file, so only its
 # heuristic unwinders would go past the engine's last frame.
 NO_EXE_CASES = ["chain", "sighandler", "threads", "noreturn", "smashed"]

@@ -106,6 +106,41 @@ def test_stripped_go_frames_come_from_pclntab(ehbt_bin, go_expected):
     assert "frame_pointer" not in sources["gostripped"].values()
 
 
+def test_go_pclntab_caller_must_prove_itself(build_dir, go_expected):
+    """A caller found by Go's frame-size table is validated like every frame not from an unwind
+    table (issue #32): with the return-address slot of a go_pclntab step overwritten by the
+    return address of the frame above (it follows a call to the caller's function, not to the
+    callee's), the walk keeps the frames below, takes no frame from that word, and does not
+    end outermost. The memory is the core's, one word changed (read through a callback)."""
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = go_expected["gostripped"]
+    target = ehbt.open_core(exp["core"])
+    [thread] = [t for t in target.threads if t.tid == exp["tid"]]
+    frames = ehbt.Unwinder().unwind(thread.regs, target, target).frames
+    pcs = [f.pc for f in frames]
+    # A callee i whose caller i + 1 came from its pcsp table, below a frame i + 2 (amd64: the
+    # return address is the word just below the callee's CFA).
+    i = next(i for i in range(len(frames) - 2)
+             if frames[i + 1].source == "go_pclntab" and frames[i].symbolize() and
+             frames[i + 2].pc != frames[i + 1].pc and
+             int.from_bytes(target.read(frames[i].cfa - 8, 8), "little") == frames[i + 1].pc)
+    slot, stale = frames[i].cfa - 8, frames[i + 2].pc
+
+    def read(addr, size):
+        data = bytearray(target.read(addr, size))
+        for k in range(8):
+            if addr <= slot + k < addr + len(data):
+                data[slot + k - addr] = stale.to_bytes(8, "little")[k]
+        return bytes(data)
+
+    walk = ehbt.Unwinder().unwind(thread.regs, read, target)
+    got = [f.pc for f in walk.frames]
+    assert got[:i + 1] == pcs[:i + 1], (got, pcs)
+    assert stale not in got[i + 1:i + 2], (got, walk.stop, walk.detail)
+    assert walk.stop != "outermost", (got, walk.detail)
+
+
 def test_arm64_go_frames_come_from_pclntab(ehbt_bin, go_arm64_expected):
     """arm64: stripped, every Go frame is stepped by its pcsp table (the frameless leaf's return
     address from x30, the others' from 0(sp)); unstripped, Go's own .debug_frame is used except

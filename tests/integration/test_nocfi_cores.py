@@ -21,7 +21,7 @@ import pytest
 
 import cores_expect as ce
 
-OUT = os.path.join(str(ce.ROOT), "cores", "out", "x86_64")
+OUT = os.path.join(str(ce.OUT), "x86_64")  # EHBT_CORES_OUT, as make_nocfi_cores.py
 SCRIPT = os.path.join(str(ce.ROOT), "cores", "make_nocfi_cores.py")
 CASES = ["musl_sigabort", "rust_abort", "node_abort", "node_deopt"]
 TOOLS = {"musl_sigabort": ["musl-gcc"], "rust_abort": ["/usr/bin/rustc"], "node_abort": ["node"],
@@ -181,7 +181,7 @@ SCAN_ARCHES = ["aarch64", "s390x"]
 
 
 def scan_expected(arch):
-    path = os.path.join(str(ce.ROOT), "cores", "out", arch, "scan.expected.json")
+    path = os.path.join(str(ce.OUT), arch, "scan.expected.json")
     if not os.path.exists(path):
         assert ce.arch_tools_present(arch), "%s cross tools and qemu (scripts/install-deps.sh)" % arch
         subprocess.run([sys.executable, SCRIPT, "--only", "scan_" + arch], check=True)

@@ -213,6 +213,40 @@ TEST_F(Scan, FramePointerResultMustFollowACall) {
   EXPECT_EQ(bt.frames[1].source, FrameSource::Scan);
 }
 
+TEST_F(Scan, ScanStopsAtTheEndOfTheStackMapping) {
+  // mid's stack ends at kS + 0x20 (another mapping follows, contiguous in memory): outer's
+  // return address at kS + 32 lies in that other mapping and is no caller of mid.
+  put(kS, at("ret_mid"));
+  put(kS + 32, at("ret_outer"));
+  mem_.add_region(kStack, kS + 0x20);
+  mem_.add_region(kS + 0x20, kStack + 0x1000);
+  Backtrace bt = Unwinder().unwind(regs_at(at("leaf_body"), kS), mem_, modules_);
+  ASSERT_EQ(bt.frames.size(), 2u) << bt.detail;
+  EXPECT_EQ(bt.frames[1].pc, at("ret_mid"));
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_NE(bt.detail.find("scan: no return address between sp " + util::hex(kS + 8) +
+                           " and the end of its stack mapping at " + util::hex(kS + 0x20)),
+            std::string::npos)
+      << bt.detail;
+}
+
+TEST_F(Scan, FramePointerCallerOnAnotherMappingIsNoFrame) {
+  // mid's rbp points at a frame record {0, ret_outer} in the mapping after mid's stack: a
+  // return address that follows a call to mid, but the record is not on mid's stack. The
+  // scan finds outer's real return address inside the stack instead.
+  put(kS + 0x100, 0);
+  put(kS + 0x108, at("ret_outer"));
+  put(kS + 32, at("ret_outer"));
+  mem_.add_region(kStack, kS + 0x80);
+  mem_.add_region(kS + 0x80, kStack + 0x1000);
+  RegisterSet regs = regs_at(at("ret_mid"), kS + 8, kS + 0x100);
+  Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_EQ(bt.frames.size(), 2u) << bt.detail;
+  EXPECT_EQ(bt.frames[1].pc, at("ret_outer"));
+  EXPECT_EQ(bt.frames[1].source, FrameSource::Scan);
+  EXPECT_EQ(bt.frames[0].cfa, kS + 40);
+}
+
 TEST_F(Scan, JitFrameZeroStepsByFramePointerAndIsNamed) {
   modules_.add_anonymous_code(kJit, kJit + 0x100);
   auto map = std::make_shared<PerfMap>(

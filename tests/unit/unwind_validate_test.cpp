@@ -131,11 +131,13 @@ class Validate : public ::testing::Test {
   }
   uint64_t at(const char* sym) const { return kBias + chain_->built.sym(sym); }
 
-  // What the proof says of caller pc `ra` with CFA `cfa`, for a callee at `callee`'s start.
+  // What the proof says of caller pc `ra` with CFA `cfa`, for a callee at `callee`'s start
+  // (its pc `callee_pc`, by default that start).
   std::optional<unwind::Disproof> check(uint64_t ra, std::optional<uint64_t> callee,
-                                        uint64_t cfa = kSp + 16) {
+                                        uint64_t cfa = kSp + 16, uint64_t callee_pc = 0) {
     const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, modules_, limits_};
-    return unwind::disprove_caller(ctx, unwind::Callee{kSp, callee}, ra, cfa);
+    const uint64_t pc = callee_pc != 0 ? callee_pc : callee.value_or(0);
+    return unwind::disprove_caller(ctx, unwind::Callee{kSp, pc, callee}, ra, cfa);
   }
 
   static std::optional<test::ChainImage> chain_;
@@ -149,8 +151,20 @@ std::string Validate::why_;
 
 TEST_F(Validate, ReturnAddressAfterADirectCallToTheCallee) {
   EXPECT_EQ(check(at("ret_direct"), at("callee")), std::nullopt);
-  // Without the callee's start, any call proves a return address.
-  EXPECT_EQ(check(at("ret_wrong"), std::nullopt), std::nullopt);
+  // Without the callee's start (no symbol, no table), the call's target is taken as that
+  // start: a pc in `other` may be its callee, a pc in `callee` (placed before `other`) not.
+  EXPECT_EQ(check(at("ret_wrong"), std::nullopt, kSp + 16, at("other")), std::nullopt);
+  auto stale = check(at("ret_wrong"), std::nullopt, kSp + 16, at("callee"));
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->failure, unwind::ProofFailure::WrongTarget);
+  EXPECT_NE(
+      stale->detail.find("goes to " + util::hex(at("other")) +
+                         ", which cannot start the function of pc " + util::hex(at("callee"))),
+      std::string::npos)
+      << stale->detail;
+  // ... nor one more than Limits::max_function_bytes above the target.
+  limits_.max_function_bytes = 1;
+  EXPECT_TRUE(check(at("ret_wrong"), std::nullopt, kSp + 16, at("other") + 1));
   // An indirect call cannot name its target: the call alone is the proof.
   EXPECT_EQ(check(at("ret_indirect"), at("callee")), std::nullopt);
 }
@@ -220,7 +234,8 @@ TEST_F(Validate, CodeNobodyCanRead) {
   m.missing = "validate not found";
   fileless.add(std::move(m));
   const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, fileless, limits_};
-  no = unwind::disprove_caller(ctx, unwind::Callee{kSp, at("callee")}, at("ret_direct"), kSp + 16);
+  no = unwind::disprove_caller(ctx, unwind::Callee{kSp, at("callee"), at("callee")},
+                               at("ret_direct"), kSp + 16);
   ASSERT_TRUE(no);
   EXPECT_EQ(no->failure, unwind::ProofFailure::CodeUnreadable);
   EXPECT_NE(no->detail.find("validate not found"), std::string::npos) << no->detail;
@@ -237,6 +252,21 @@ TEST_F(Validate, CallerCfaMustLieAboveTheCalleeInTheStack) {
   ASSERT_TRUE(no);
   EXPECT_EQ(no->failure, unwind::ProofFailure::StackOrder);
   EXPECT_EQ(check(at("ret_direct"), at("callee"), kStack + 0x1000), std::nullopt);  // its top
+}
+
+TEST_F(Validate, CallerCfaMustLieInTheCalleesStackMapping) {
+  // Two mappings, contiguous and both readable: the callee's sp is in the first, whose end
+  // bounds its caller's CFA (a CFA may be the end itself: the frame's top word is below it).
+  mem_.add_region(kStack, kSp + 0x10);
+  mem_.add_region(kSp + 0x10, kStack + 0x1000);
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kSp + 0x10), std::nullopt);
+  auto no = check(at("ret_direct"), at("callee"), kSp + 0x18);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::StackOrder);
+  EXPECT_NE(no->detail.find("is outside the stack mapping [" + util::hex(kStack) + ", " +
+                            util::hex(kSp + 0x10) + ") of the stack pointer " + util::hex(kSp)),
+            std::string::npos)
+      << no->detail;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -112,6 +113,51 @@ TEST(MemoryWindow, CoreSegmentsFollowTheSameRule) {
   EXPECT_FALSE(mem.read_uint(0x1190, 8, false, v));
   EXPECT_FALSE(mem.read_uint(0x5000, 8, false, v));
   EXPECT_FALSE(mem.read_uint(0x11fc, 8, false, v));  // runs past the last dumped byte
+}
+
+TEST(MemoryRegions, CoreSegmentsAreTheMappings) {
+  // Every PT_LOAD is a mapping, dumped or not; adjacent ones stay apart (a stack and the
+  // mapping after it); a segment overlapping an earlier one is dropped.
+  const std::vector<std::byte> a = filled(0x100, 0xaa);
+  std::vector<ehbt::core::CoreSegment> segments = {
+      {0x5000, 0x1000, 0, {}},
+      {0x1000, 0x100, 0, std::span<const std::byte>(a)},
+      {0x1100, 0x100, 0, {}},
+      {0x1180, 0x10, 0, {}},
+  };
+  ehbt::core::CoreMemory mem(segments);
+  auto r = mem.region_of(0x10ff);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->start, 0x1000u);
+  EXPECT_EQ(r->end, 0x1100u);
+  r = mem.region_of(0x1180);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->start, 0x1100u);
+  EXPECT_EQ(r->end, 0x1200u);
+  r = mem.region_of(0x5fff);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->start, 0x5000u);
+  EXPECT_FALSE(mem.region_of(0x1200).has_value());
+  EXPECT_FALSE(mem.region_of(0xfff).has_value());
+}
+
+TEST(MemoryRegions, LayersAskTheirLayersAndSelfReadsItsMaps) {
+  ehbt::BufferMemory none, some;
+  some.add_region(0x2000, 0x3000);
+  ehbt::LayeredMemory layered;
+  layered.push(&none);
+  layered.push(&some);
+  auto r = layered.region_of(0x2fff);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->start, 0x2000u);
+  EXPECT_FALSE(layered.region_of(0x3000).has_value());
+  // This function's own stack variable lies in a mapping of /proc/self/maps.
+  int local = 0;
+  const auto here = reinterpret_cast<uintptr_t>(&local);
+  ehbt::SelfMemory self;
+  r = self.region_of(here);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->contains(here));
 }
 
 TEST(RegisterSetCopy, CopiesTheValidRegistersOfTheMaskOnly) {

@@ -92,6 +92,11 @@ struct Limits {
   uint32_t max_minidump_streams = 1u << 16;
   uint32_t max_minidump_memory_ranges = 1u << 20;
   uint64_t max_minidump_text_bytes = 64u << 20;
+  // Bytes from a function's start to a pc inside it, assumed at most where no symbol or table
+  // says where the function starts (a stripped static binary): a direct call's target must
+  // then lie at or below the callee's pc by less than this (the largest real functions, an
+  // interpreter's dispatch loop, stay well below 1 MiB).
+  uint32_t max_function_bytes = 1u << 20;
   // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
   uint32_t max_cached_pages = 4096;
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the

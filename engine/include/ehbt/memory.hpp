@@ -9,10 +9,21 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
 namespace ehbt {
+
+// One mapping of the target's address space: [start, end).
+struct MemoryRegion {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
+};
+
+// The region of `sorted` (ascending, non-overlapping) that holds `addr`, or nothing.
+std::optional<MemoryRegion> find_region(std::span<const MemoryRegion> sorted, uint64_t addr);
 
 class Memory {
  public:
@@ -25,6 +36,15 @@ class Memory {
   }
   virtual ~Memory() = default;
   virtual std::size_t read(uint64_t addr, std::span<std::byte> out) = 0;
+
+  // The mapping that holds `addr`: a core's PT_LOAD segment, a line of /proc/PID/maps.
+  // Nothing when this memory does not know its mappings (or none holds addr): no bound then.
+  // A walk takes the region of a frame's stack pointer as that frame's stack: a scan reads no
+  // word beyond it, a caller found without a table has its frame in it (unwind/validate.hpp).
+  virtual std::optional<MemoryRegion> region_of(uint64_t addr) {
+    (void)addr;
+    return std::nullopt;
+  }
 
   // Reads exactly out.size() bytes or reports a fault.
   bool read_exact(uint64_t addr, std::span<std::byte> out) {
@@ -86,9 +106,16 @@ class BufferMemory final : public Memory {
   // Little/big-endian word writes, creating or extending nothing: the word must lie in a segment.
   bool write_uint(uint64_t addr, uint64_t value, unsigned size, bool big_endian);
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // Declares [start, end) one mapping (independent of the segments, which may split or span
+  // it). Without any, region_of knows nothing.
+  void add_region(uint64_t start, uint64_t end);
+  std::optional<MemoryRegion> region_of(uint64_t addr) override {
+    return find_region(regions_, addr);
+  }
 
  private:
   std::map<uint64_t, std::vector<std::byte>> segments_;  // start -> bytes, non-overlapping
+  std::vector<MemoryRegion> regions_;                    // sorted
 };
 
 // The calling process's own memory, read with process_vm_readv so a bad address faults
@@ -99,9 +126,13 @@ class SelfMemory final : public Memory {
  public:
   SelfMemory();
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // From /proc/self/maps, read on first need and again when addr is in none of its lines
+  // (a mapping made since).
+  std::optional<MemoryRegion> region_of(uint64_t addr) override;
 
  private:
   int pid_;
+  std::vector<MemoryRegion> maps_;
 };
 
 // Adapts a callable (addr, out) -> bytes read. Used by language bindings.
@@ -123,6 +154,8 @@ class LayeredMemory final : public Memory {
  public:
   void push(Memory* layer) { layers_.push_back(layer); }
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // The first layer's that knows one.
+  std::optional<MemoryRegion> region_of(uint64_t addr) override;
 
  private:
   std::vector<Memory*> layers_;
@@ -134,6 +167,7 @@ class FaultyMemory final : public Memory {
   FaultyMemory(Memory& inner, uint64_t fail_every, bool short_reads = false)
       : inner_(inner), fail_every_(fail_every), short_reads_(short_reads) {}
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  std::optional<MemoryRegion> region_of(uint64_t addr) override { return inner_.region_of(addr); }
   uint64_t reads() const { return reads_; }
 
  private:

@@ -81,9 +81,17 @@ def merge_modules(from_debugger, from_core):
     the file itself (what the CLI lists); else it keeps the debugger's module under the path the
     core names it by (GDB says /lib/x86_64-linux-gnu/libc.so.6 where the core says
     /usr/lib/x86_64-linux-gnu/libc.so.6), so every front end spells it as the CLI does.
-    Engine modules overlapping none of the kept ones are added."""
+    Engine modules overlapping none of the kept ones are added.
+
+    The engine decides which files are used, for every front end alike: a debugger's file
+    whose build-id is not the one the core records for that place is dropped (the engine's
+    module, reported with build_id_match false and not used, takes its place, as the CLI
+    lists it); a debugger's file kept where the engine placed the same file reports the
+    engine's build_id_match (None where the core records no build-id: nothing to compare)."""
     merged = []
     for m in from_debugger:
+        if differs_from_core(m, from_core):
+            continue
         twin = [c for c in from_core if same_file(m, c)]
         if twin and all(c.bias != m.bias for c in twin):
             continue
@@ -101,6 +109,12 @@ def merge_modules(from_debugger, from_core):
             continue
         if placed:
             m.path = placed[0].path
+            # A file compared with what the core records, as the CLI does: unknown when it
+            # records none (qemu's cores), whatever the file holds. (An image read from memory,
+            # the vDSO, has no file to compare: it keeps its None.)
+            recorded = placed[0].build_id
+            if m.file:
+                m.build_id_match = (recorded == m.build_id) if recorded and m.build_id else None
             if m.file and placed[0].file and _same_real_file(m.file, placed[0].file):
                 m.file = placed[0].file  # one file, through a symlink: the engine's spelling
         merged.append(m)
@@ -311,13 +325,20 @@ def with_module_files(read, modules):
 
 
 def differs_from_core(module, from_core):
-    """Whether the core records another build-id for the place a debugger loaded this
-    file at."""
-    if not module.build_id:
+    """Whether the core records another build-id for this file than the one the debugger
+    loaded: an engine module over the same addresses, or of the same file name, whose
+    recorded build-id differs, while none records this one. (Two files never share addresses
+    in one process; a debugger may place a file a little differently than the core's mapping
+    starts, GDB by its sections, or not at all: GDB leaves a main executable that does not
+    match the core at its link address.)"""
+    if not module.build_id or any(c.build_id == module.build_id for c in from_core):
         return False
+    name = os.path.basename(module.path or "")
     for c in from_core:
+        if not c.build_id:
+            continue
         overlap = c.start < module.end and module.start < c.end
-        if overlap and c.build_id and c.start == module.start and c.build_id != module.build_id:
+        if overlap or (name and os.path.basename(c.path or "") == name):
             return True
     return False
 

@@ -10,7 +10,18 @@ namespace ehbt::core {
 CoreMemory::CoreMemory(std::vector<CoreSegment> segments, int fd) {
   for (auto& s : segments) {
     if (!s.dumped.empty()) segments_.push_back(s);
+    if (s.memsz != 0 && s.vaddr + s.memsz > s.vaddr)
+      regions_.push_back({s.vaddr, s.vaddr + s.memsz});
   }
+  std::sort(regions_.begin(), regions_.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
+  // A hostile core may overlap its segments: keep the first of overlapping ones, so that the
+  // list stays a partition find_region can search.
+  std::size_t kept = 0;
+  for (const MemoryRegion& r : regions_) {
+    if (kept == 0 || r.start >= regions_[kept - 1].end) regions_[kept++] = r;
+  }
+  regions_.resize(kept);
   std::stable_sort(segments_.begin(), segments_.end(),
                    [](const CoreSegment& a, const CoreSegment& b) { return a.vaddr < b.vaddr; });
   if (fd >= 0) pages_ = std::make_unique<FilePageCache>(fd);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -30,6 +31,10 @@ class CoreMemory final : public Memory {
                         uint64_t bias);
 
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // The PT_LOAD segment holding addr (one per mapping of the process, dumped or not).
+  std::optional<MemoryRegion> region_of(uint64_t addr) override {
+    return find_region(regions_, addr);
+  }
 
  private:
   struct Backing {
@@ -47,6 +52,7 @@ class CoreMemory final : public Memory {
 
   std::vector<CoreSegment> segments_;     // only those with dumped bytes, sorted, non-empty
   std::vector<Backing> backings_;         // sorted by start
+  std::vector<MemoryRegion> regions_;     // every PT_LOAD, sorted, overlaps dropped
   std::unique_ptr<FilePageCache> pages_;  // null: read the spans
   // The cache slot the window shows, so that reusing that slot for another page drops the
   // window first; kNoSlot when the window is elsewhere or unset.

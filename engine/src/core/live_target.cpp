@@ -190,6 +190,12 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   auto maps = core::parse_proc_maps(maps_text, kMaxMapsLines);
   for (const core::FileMapping& m : maps) mappings_.emplace_back(m.start, m.end);
   std::sort(mappings_.begin(), mappings_.end());
+  std::vector<MemoryRegion> regions;
+  regions.reserve(mappings_.size());
+  for (const auto& [start, end] : mappings_) {
+    if (regions.empty() || start >= regions.back().end) regions.push_back({start, end});
+  }
+  memory_.set_regions(std::move(regions));
   core::ModuleResolver resolver(memory_, kNativeArch, kHostBigEndian, options, kPageSize);
   resolver.set_warnings(&warnings_);
   resolver.set_named_by("the process");

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <utility>
@@ -26,6 +27,12 @@ class ProcessMemory final : public Memory {
   ProcessMemory& operator=(const ProcessMemory&) = delete;
 
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // The mappings of /proc/PID/maps (sorted [start, end) pairs), read by the target that
+  // opened this memory; region_of answers from them.
+  void set_regions(std::vector<MemoryRegion> regions) { regions_ = std::move(regions); }
+  std::optional<MemoryRegion> region_of(uint64_t addr) override {
+    return find_region(regions_, addr);
+  }
 
   // Caching pays only while the target cannot change its memory: on while every thread we
   // read is stopped, off (and emptied) once any runs again.
@@ -69,6 +76,7 @@ class ProcessMemory final : public Memory {
   uint64_t syscalls_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Page>> pages_;
   std::vector<std::unique_ptr<Page>> spare_;  // reserve_pages()
+  std::vector<MemoryRegion> regions_;         // set_regions(), sorted
 };
 
 }  // namespace ehbt::core

@@ -183,6 +183,17 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
   return lr == nullptr ? amd64_step(frame, *f, mem) : lr_step(frame, *f, mem, *lr);
 }
 
+bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra,
+                       const Limits& limits) {
+  auto f = locate(frame, module, limits);
+  if (f && f->name == "runtime.sigpanic") return true;
+  const Image* image = module.image.get();
+  const elf::GoPclntab* go = image != nullptr ? elf::go_pclntab(*image) : nullptr;
+  if (go == nullptr || !module.contains(ra)) return false;
+  auto func = go->find(module.to_link(ra), limits.max_search_probes);
+  return func && go->name(*func).value_or(std::string_view()) == "runtime.goexit";
+}
+
 std::optional<arch::Recovered> go_step_over_cfi(const arch::ArchOps& ops, const Frame& frame,
                                                 const Module& module, Memory& mem,
                                                 const Limits& limits) {

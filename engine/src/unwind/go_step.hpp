@@ -20,6 +20,13 @@ namespace ehbt::unwind {
 arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& mem,
                             const Limits& limits);
 
+// Whether the caller pc `ra` that go_step found for `frame` was planted by Go's runtime, not
+// pushed by a call: the frame is runtime.sigpanic (Go's signal handler pushes the faulting pc
+// as its return address), or `ra` lies in runtime.goexit (the scheduler makes a goroutine's
+// entry function return there, past goexit's first instruction). Such a caller proves only
+// its stack (unwind/validate.hpp).
+bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra, const Limits& limits);
+
 // Whether go_step_over_cfi can apply on `arch` at all (checked before the call: every step
 // of an Auto walk asks).
 inline bool go_cfi_may_be_wrong(Arch arch) {

@@ -7,6 +7,7 @@
 
 #include "arch/aarch64_prologue.hpp"
 #include "arch/call_site.hpp"
+#include "unwind/validate.hpp"
 #include "util/hex.hpp"
 
 namespace ehbt::unwind {
@@ -101,9 +102,17 @@ arch::Recovered caller_at(const ScanContext& ctx, const Frame& frame, uint64_t r
 
 }  // namespace
 
+// One pass of the scan. What it passed over, for the stop detail: `region_end` where it
+// stopped at the end of the stack's mapping, `rejected` why the last candidate failed its
+// proof.
+struct ScanNotes {
+  std::string undecidable;
+  uint64_t region_end = 0;
+  std::string rejected;
+};
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
-                                                std::string& undecidable);
+                                                const ScanCheck& accept, ScanNotes& notes);
 
 bool in_entry_function(const Frame& frame, const Module* module,
                        std::optional<uint64_t> function_start) {
@@ -159,7 +168,8 @@ static std::optional<arch::Recovered> from_saved_lr(const ScanContext& ctx, cons
 }
 
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
-                                                  std::optional<uint64_t> function_start) {
+                                                  std::optional<uint64_t> function_start,
+                                                  const ScanCheck& accept) {
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return unexpected(std::string("the stack pointer is unknown"));
   const uint64_t sp = frame.regs.raw(info.sp_reg);
@@ -172,26 +182,39 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
   // Two passes: first only calls compatible with the frame's function; then, where none is,
   // any call (a sibling call hides the real callee: musl's _start_c jumps on to
   // __libc_start_main, which jumps to libc_start_main_stage2).
+  ScanNotes notes;
   for (int pass = 0; pass < 2; ++pass) {
     const bool strict = pass == 0;
     if (!strict && !function_start) break;  // without a function, pass 0 accepted any call
-    std::string undecidable;
-    if (auto found = scan_pass(ctx, frame, function_start, strict, undecidable)) return *found;
-    if (!undecidable.empty()) return unexpected(std::move(undecidable));
+    notes.undecidable.clear();
+    if (auto found = scan_pass(ctx, frame, function_start, strict, accept, notes)) return *found;
+    if (!notes.undecidable.empty()) return unexpected(std::move(notes.undecidable));
   }
-  return unexpected("no return address in " + std::to_string(ctx.limits.max_scan_words) +
-                    " stack words");
+  std::string why =
+      notes.region_end != 0
+          ? "no return address between sp " + util::hex(sp) +
+                " and the end of its stack mapping at " + util::hex(notes.region_end)
+          : "no return address in " + std::to_string(ctx.limits.max_scan_words) + " stack words";
+  if (!notes.rejected.empty()) why += " (the last candidate: " + notes.rejected + ")";
+  return unexpected(std::move(why));
 }
 
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
-                                                std::string& undecidable) {
+                                                const ScanCheck& accept, ScanNotes& notes) {
   const ArchInfo& info = ctx.ops.info();
   const uint64_t sp = frame.regs.raw(info.sp_reg);
   const unsigned word = info.address_size;
+  // The stack the frame is on: the mapping that holds its sp (a thread's stack, an altstack, a
+  // coroutine's array). What lies past its end is another mapping, never this frame's caller.
+  const std::optional<MemoryRegion> stack = ctx.mem.region_of(sp);
   for (uint32_t i = 0; i < ctx.limits.max_scan_words; ++i) {
     const uint64_t slot = sp + uint64_t{i} * word;
     if (slot < sp) break;
+    if (stack && (slot >= stack->end || stack->end - slot < word)) {
+      notes.region_end = stack->end;
+      break;
+    }
     uint64_t value = 0;
     if (!ctx.mem.read_uint(slot, word, info.big_endian, value)) break;  // the stack's end
     const uint64_t ra = ctx.ops.strip_return_address(value);
@@ -200,7 +223,7 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     // and hand a later, checkable one to the wrong caller. The scan stops instead.
     if (const Module* m = ra != 0 ? ctx.modules.find(ra - 1) : nullptr;
         m != nullptr && !m->missing.empty() && !code_readable(ctx, *m, ra - 1)) {
-      undecidable = "cannot check " + util::hex(ra) + " on the stack: " + m->missing;
+      notes.undecidable = "cannot check " + util::hex(ra) + " on the stack: " + m->missing;
       return std::nullopt;
     }
     if (!valid_return_address(ctx, ra, strict ? function_start : std::nullopt, false)) continue;
@@ -208,7 +231,22 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     // The caller's frame must lie above this one's stack pointer.
     if (at.caller_sp <= sp || at.cfa <= sp) continue;
     if (info.arch == Arch::S390x && !saved_sp_matches(ctx, at)) continue;
-    return caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+    // The proof every fallback's caller must pass (validate.hpp), here for each candidate: a
+    // word that fails it is a stale return address of an earlier call, and the scan goes on
+    // past it to the real one above.
+    const Callee callee{sp, frame.lookup_pc(), function_start};
+    if (auto no = disprove_caller(ctx, callee, ra, at.cfa)) {
+      notes.rejected = std::move(no->detail);
+      continue;
+    }
+    arch::Recovered found = caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+    if (accept) {
+      if (auto no = accept(found)) {
+        notes.rejected = std::move(*no);
+        continue;
+      }
+    }
+    return found;
   }
   return std::nullopt;
 }

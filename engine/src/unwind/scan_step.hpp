@@ -9,10 +9,14 @@
 //     instruction whose target, where the call is direct and the frame's function is known,
 //     is that function (or a PLT stub, which leads elsewhere);
 //   - the function holding the ELF entry point (`_start`) is outermost: nothing called it.
-// Candidates are only built here; step.cpp validates them like every other caller.
+// Every candidate word must pass the proof of unwind/validate.hpp (a stale return address of an
+// earlier call fails it and the scan goes on past it), and the scan reads no word past the
+// end of the mapping that holds the frame's sp (Memory::region_of). step.cpp then validates
+// the caller like every other.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -39,8 +43,12 @@ bool in_entry_function(const Frame& frame, const Module* module,
 std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
                                           const arch::CodeHint& code);
 
-// The caller found by scanning, or why none was (static text).
+// The caller found by scanning, or why none was (static text). `accept`, when given, has
+// the last word on each candidate that passed the proof: nothing accepts it, else why not
+// (the scan then goes on past it).
+using ScanCheck = std::function<std::optional<std::string>(const arch::Recovered&)>;
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
-                                                  std::optional<uint64_t> function_start);
+                                                  std::optional<uint64_t> function_start,
+                                                  const ScanCheck& accept = nullptr);
 
 }  // namespace ehbt::unwind

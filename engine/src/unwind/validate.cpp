@@ -95,6 +95,30 @@ constexpr std::string_view kPlantedReturns[] = {
     "__start_context",  // glibc makecontext: where a coroutine's entry function returns
 };
 
+// Rule 2 where nothing says where the callee's function starts: the direct call's target is
+// taken as that start. It must be in the callee's module, at or below its pc, and less than
+// Limits::max_function_bytes below it. (Where either address is in no module, JIT code, there
+// is nothing to compare.)
+std::optional<Disproof> disprove_unnamed_callee(const ScanContext& ctx, const Callee& callee,
+                                                const arch::CallSite& call) {
+  const uint64_t target = *call.target, pc = callee.lookup_pc;
+  const Module* to = ctx.modules.find(target);
+  const Module* in = ctx.modules.find(pc);
+  if (to == nullptr || in == nullptr) return std::nullopt;
+  if (to != in) {
+    return Disproof{ProofFailure::WrongTarget, "the call at " + hex(call.at) + " goes to " +
+                                                   hex(target) + " in another module than pc " +
+                                                   hex(pc)};
+  }
+  if (target > pc || pc - target >= ctx.limits.max_function_bytes) {
+    return Disproof{ProofFailure::WrongTarget,
+                    "the call at " + hex(call.at) + " goes to " + hex(target) +
+                        ", which cannot start the function of pc " + hex(pc) +
+                        " (nothing else says where it starts)"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool is_planted_return(const ScanContext& ctx, uint64_t ra) {
@@ -110,8 +134,7 @@ std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra) {
   return arch::call_before(ctx.ops.info().arch, code, ra).has_value();
 }
 
-std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
-                                        uint64_t cfa) {
+std::optional<Disproof> disprove_stack(const ScanContext& ctx, const Callee& callee, uint64_t cfa) {
   // 3. The caller's frame lies above the callee's, in stack the walk can read. (At a
   // function's entry on aarch64 and s390x the CFA may equal sp: nothing was pushed.)
   if (cfa < callee.sp) {
@@ -119,12 +142,27 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
                     "caller CFA " + hex(cfa) + " is below the stack pointer " + hex(callee.sp)};
   }
   const unsigned word = ctx.ops.info().address_size;
+  // In the callee's stack: the mapping holding its sp. A caller's frame is on the same stack
+  // (only a signal frame, recognised from its own record, leads to another); a CFA past the
+  // mapping's end is some other memory's words taken for a frame.
+  if (auto stack = ctx.mem.region_of(callee.sp);
+      stack && (cfa > stack->end || cfa - stack->start < word)) {
+    return Disproof{ProofFailure::StackOrder, "caller CFA " + hex(cfa) +
+                                                  " is outside the stack mapping [" +
+                                                  hex(stack->start) + ", " + hex(stack->end) +
+                                                  ") of the stack pointer " + hex(callee.sp)};
+  }
   uint64_t probe = 0;
   if (!ctx.mem.read_uint(cfa - word, word, false, probe)) {
     return Disproof{ProofFailure::StackOrder,
                     "caller CFA " + hex(cfa) + " is outside the stack (unreadable below it)"};
   }
-  if (callee.planted) return std::nullopt;
+  return std::nullopt;
+}
+
+std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
+                                        uint64_t cfa) {
+  if (auto no = disprove_stack(ctx, callee, cfa)) return no;
   // 1. A return address: a call instruction ends right there.
   CodeBytes code(ctx.mem, ctx.modules);
   std::byte last{};
@@ -140,10 +178,11 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
                     "caller pc " + hex(ra) + " follows no call instruction"};
   }
   // 2. A direct call leads to the callee's function.
-  if (!call->target || !callee.function_start || *call->target == *callee.function_start)
+  if (!call->target || (callee.function_start && *call->target == *callee.function_start))
     return std::nullopt;
   if (auto sym = function_at(ctx.modules, *call->target); sym && is_plt_symbol(sym->name))
     return std::nullopt;
+  if (!callee.function_start) return disprove_unnamed_callee(ctx, callee, *call);
   // A direct call into another module than the callee's (not to a PLT stub, checked above)
   // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer
   // called through a register). Decided before the tail-jump search, which, for a function of

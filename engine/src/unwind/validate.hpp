@@ -7,10 +7,16 @@
 //   2. a direct call there leads to the callee: to its function's start (when known), to a
 //      PLT stub, or to a function that reaches it by a chain of direct tail jumps of at most
 //      Limits::max_tail_jumps links (a function on the way that jumps through a register may
-//      reach anything: it proves nothing wrong);
-//   3. its CFA is not below the callee's stack pointer, and the word below it is memory the
-//      walk can read (a caller's frame is never below its callee's; the walk's own check
-//      that CFAs increase then applies as for every frame).
+//      reach anything: it proves nothing wrong). Where nothing says where the callee's
+//      function starts (no symbol, no table: musl's code in a stripped static binary), the
+//      call's target is that start: it lies in the callee's module, at or below the callee's
+//      pc, less than Limits::max_function_bytes below it (a stale return address of an
+//      earlier call, to some other function, fails that);
+//   3. its CFA is not below the callee's stack pointer, lies in the same stack mapping
+//      (Memory::region_of of the callee's sp, where the memory knows its mappings), and the
+//      word below it is memory the walk can read (a caller's frame is never below its
+//      callee's nor on another stack; the walk's own check that CFAs increase then applies as
+//      for every frame).
 // Table frames never come here: the validator costs nothing on a walk the tables cover.
 #pragma once
 
@@ -27,7 +33,8 @@ enum class ProofFailure : uint8_t {
   CodeUnreadable,  // the bytes before the caller pc are in no memory and no file
   NoCallBefore,    // no call instruction ends at the caller pc
   WrongTarget,     // a direct call to a function that does not lead to the callee
-  StackOrder,      // the caller's CFA is below the callee's sp, or not readable stack
+  StackOrder,      // the caller's CFA is below the callee's sp, in another mapping, or not
+                   // readable stack
 };
 
 struct Disproof {
@@ -35,14 +42,12 @@ struct Disproof {
   std::string detail;  // names the addresses and the check, for the stop detail
 };
 
-// The callee: the frame stepped from, its stack pointer and, when known, its function's
-// first instruction.
+// The callee: the frame stepped from, its stack pointer, the pc its function is looked up at
+// and, when known, its function's first instruction.
 struct Callee {
   uint64_t sp = 0;
+  uint64_t lookup_pc = 0;
   std::optional<uint64_t> function_start;
-  // The candidate is a planted return address (is_planted_return): no call precedes it, so
-  // only the stack check applies.
-  bool planted = false;
 };
 
 // Whether `ra` is the first instruction of a function that a runtime plants as a return
@@ -57,6 +62,12 @@ bool is_planted_return(const ScanContext& ctx, uint64_t ra);
 // Whether a call instruction ends at `ra` (code from target memory, else the module's file);
 // nothing when those bytes cannot be read.
 std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra);
+
+// Check 3 alone, for a caller pc that no call pushed but something planted where a return
+// address goes (a sigreturn trampoline the kernel planted, the faulting pc Go's signal handler
+// pushes for runtime.sigpanic, runtime.goexit planted by Go's scheduler): nothing when the
+// caller's CFA lies on the callee's stack, else why not.
+std::optional<Disproof> disprove_stack(const ScanContext& ctx, const Callee& callee, uint64_t cfa);
 
 // Nothing when the candidate (caller pc `ra`, caller CFA `cfa`) is proven; else which check
 // failed and why.

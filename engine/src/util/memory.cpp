@@ -7,9 +7,20 @@
 
 #include <algorithm>
 #include <bit>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
+#include "ehbt/limits.hpp"
+
 namespace ehbt {
+
+std::optional<MemoryRegion> find_region(std::span<const MemoryRegion> sorted, uint64_t addr) {
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), addr,
+                             [](uint64_t a, const MemoryRegion& r) { return a < r.start; });
+  if (it == sorted.begin() || !std::prev(it)->contains(addr)) return std::nullopt;
+  return *std::prev(it);
+}
 
 bool Memory::read_uint_slow(uint64_t addr, unsigned size, bool big_endian, uint64_t& value) {
   if (size == 0 || size > 8) return false;
@@ -95,7 +106,38 @@ std::size_t BufferMemory::read(uint64_t addr, std::span<std::byte> out) {
   return done;
 }
 
+void BufferMemory::add_region(uint64_t start, uint64_t end) {
+  if (end <= start) return;
+  auto it = std::upper_bound(regions_.begin(), regions_.end(), start,
+                             [](uint64_t a, const MemoryRegion& r) { return a < r.start; });
+  regions_.insert(it, MemoryRegion{start, end});
+}
+
 SelfMemory::SelfMemory() : pid_(getpid()) {}
+
+std::optional<MemoryRegion> SelfMemory::region_of(uint64_t addr) {
+  if (auto r = find_region(maps_, addr)) return r;
+  // Not known yet, or mapped since the last read: read the maps again (once per such query;
+  // only walks without tables ask).
+  maps_.clear();
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return std::nullopt;
+  char line[512];
+  // Bounded like a core's file list (the kernel's vm.max_map_count is 65530 by default).
+  const uint32_t cap = Limits{}.max_file_mappings;
+  while (maps_.size() < cap && std::fgets(line, sizeof line, f) != nullptr) {
+    uint64_t start = 0, end = 0;
+    if (std::sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) == 2 && start < end)
+      maps_.push_back(MemoryRegion{start, end});
+    // A line longer than the buffer (a long path): skip its rest.
+    while (std::strchr(line, '\n') == nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+    }
+  }
+  std::fclose(f);
+  std::sort(maps_.begin(), maps_.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
+  return find_region(maps_, addr);
+}
 
 std::size_t SelfMemory::read(uint64_t addr, std::span<std::byte> out) {
   if (out.empty()) return 0;
@@ -117,6 +159,13 @@ std::size_t LayeredMemory::read(uint64_t addr, std::span<std::byte> out) {
     done += best;
   }
   return done;
+}
+
+std::optional<MemoryRegion> LayeredMemory::region_of(uint64_t addr) {
+  for (Memory* layer : layers_) {
+    if (auto r = layer->region_of(addr)) return r;
+  }
+  return std::nullopt;
 }
 
 std::size_t FaultyMemory::read(uint64_t addr, std::span<std::byte> out) {

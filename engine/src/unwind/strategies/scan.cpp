@@ -2,6 +2,8 @@
 #include "unwind/strategies/scan.hpp"
 
 #include "unwind/scan_step.hpp"
+#include "unwind/step.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::unwind {
 
@@ -22,9 +24,41 @@ Attempt EntryFunction::attempt(StepContext& ctx) {
   return std::nullopt;
 }
 
+namespace {
+
+// A scanned caller whose own unwind table, stepped from the sp the scan gives it, reads a
+// zero return address is no frame: a function with a table that ends the walk says so
+// itself (its return address undefined), and a zero read at that sp means the sp is wrong:
+// the word was a saved pc in other data, main's saved context after a coroutine's stack
+// (issue #32). Only the tables are asked (fallbacks off): nothing else proves more.
+std::optional<std::string> steps_on_by_its_table(StepContext& ctx, const arch::Recovered& rec) {
+  Frame caller;
+  caller.pc = rec.regs.pc();
+  caller.regs = rec.regs;
+  caller.source = FrameSource::Scan;
+  caller.exact_pc = false;
+  caller.module = ctx.modules.find(caller.lookup_pc());
+  if (caller.module == nullptr || !caller.module->image) return std::nullopt;
+  UnwindOptions tables = ctx.options;
+  tables.frame_pointer_fallback = false;
+  Frame next;
+  CfiMemo memo;
+  auto step = step_frame(caller, ctx.mem, ctx.modules, tables, ctx.limits, memo, next);
+  if (!step && step.error().reason == StopReason::NoUnwindInfo &&
+      step.error().detail == kScannedZeroReturn) {
+    return "the table of caller pc " + util::hex(caller.pc) +
+           " reads a zero return address from the stack the scan gives it";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Attempt StackScan::attempt(StepContext& ctx) {
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  auto found = scan_stack(scan, ctx.frame, ctx.code_hint().function_start());
+  auto found =
+      scan_stack(scan, ctx.frame, ctx.code_hint().function_start(),
+                 [&ctx](const arch::Recovered& rec) { return steps_on_by_its_table(ctx, rec); });
   if (!found) {
     ctx.scan_why = std::move(found.error());
     return std::nullopt;

@@ -39,7 +39,16 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
                                         const Module* hint) {
   Frame& caller = ctx.caller;
   const uint64_t pc = caller.pc;
-  if (pc == 0 && !from_signal) return StopInfo{StopReason::Outermost, "", cfa};
+  if (pc == 0 && !from_signal) {
+    // A zero return address ends a walk only where the frame's stack pointer is known. A frame
+    // found by stack scanning has its sp from the word the scan took for its return address: a
+    // zero read at that guess proves no outermost frame (past a coroutine's stack, main's
+    // saved context, then zeroed data: issue #32).
+    if (ctx.frame.source == FrameSource::Scan) {
+      return StopInfo{StopReason::NoUnwindInfo, kScannedZeroReturn, cfa};
+    }
+    return StopInfo{StopReason::Outermost, "", cfa};
+  }
   if (!ctx.ops.plausible_pc(pc)) {
     return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is not a code address", cfa};
   }
@@ -73,10 +82,12 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
   const unsigned sp_reg = ctx.ops.info().sp_reg;
   Callee callee;
   callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
+  callee.lookup_pc = ctx.frame.lookup_pc();
   callee.function_start = ctx.code_hint().function_start();
-  callee.planted = planted;
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  if (auto no = disprove_caller(scan, callee, ra, rec.cfa))
+  planted = planted || ctx.ops.sigreturn_at(ctx.mem, ra) != arch::Sigreturn::None;
+  if (auto no = planted ? disprove_stack(scan, callee, rec.cfa)
+                        : disprove_caller(scan, callee, ra, rec.cfa))
     return std::string(what) + ": " + no->detail;
   return std::nullopt;
 }

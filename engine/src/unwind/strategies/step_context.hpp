@@ -74,6 +74,12 @@ struct StepContext {
 
 Unexpected<StopInfo> stop(StopReason reason, std::string detail, uint64_t cfa = 0);
 
+// The stop detail of a zero return address read for a frame found by stack scanning (not
+// the outermost frame: its sp was a guess).
+inline constexpr const char* kScannedZeroReturn =
+    "the return address of a frame found by stack scanning is 0 (its stack pointer was a "
+    "guess: no proof of the outermost frame)";
+
 // A failed heuristic or signal-frame recovery as a stop; `what` names the recovery.
 StopInfo recover_failure(const arch::RecoverFailure& f, const char* what);
 
@@ -85,9 +91,10 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 
 // The proof a fallback's candidate must pass (unwind/validate.hpp), against the frame stepped
 // from: nothing when proven, else why not (prefixed with `what`, the strategy). A zero return
-// address is left to finish(), which ends the walk there.
-// `planted`: the return address is one a runtime planted (is_planted_return): only the stack
-// check applies.
+// address is left to finish(), which ends the walk there. `planted`: the strategy knows the
+// caller pc was put where a return address goes without a call (Go's runtime, V8's deoptimiser:
+// is_planted_return): only the stack check applies. A sigreturn trampoline (the kernel plants it)
+// is recognised here for every strategy.
 std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
                                     bool planted = false);
 
