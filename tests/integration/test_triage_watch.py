@@ -398,7 +398,7 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    # --max-images 1: every worker starts a fresh image store after each core (3 files each).
+    # --max-images 1: each worker's image store keeps one image (a core names 3 files).
     w = Watch(tool_env, spool, db, "--queue", "2", "--max-images", "1",
               extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.1"})
     watches.append(w)
