@@ -4,7 +4,7 @@
 eu-stack's cost per core (issue #31). All numbers in one run.
 
     bench/triage_marginal.py [--build DIR] [-j N] [--small N] [--large N] [--python N]
-                             [--threads T] [--rounds R] [--work DIR]
+                             [--python-large N] [--threads T] [--rounds R] [--work DIR]
 
 A one-shot run pays a fixed start-up cost (Python start-up, imports, the store's schema, the
 report) whatever its batch; what a core adds on top is its marginal cost:
@@ -22,8 +22,8 @@ per core, as a user's loop runs it, so its cost per core is wall(N) / N, its sta
 Cores: the small fixture cores (cores/out/x86_64), made distinct by a tail of bytes past their
 last segment (bench/watch_latency.py's small_core), --small and --large of them cycling over
 the kinds; and --python CPython cores with THREADS+1 threads (bench/watch_latency.py's
-python_cores, the program of bench/triage_vs_eustack.sh), at --python and at --small/--large
-only as far as made. Each size runs --rounds rounds, ehbt-triage and eu-stack interleaved so
+python_cores, the program of bench/triage_vs_eustack.sh), at --python and, when given, at
+--python-large. Each size runs --rounds rounds, ehbt-triage and eu-stack interleaved so
 that a change of the machine's load hits both; medians are shown, with the CPU time (user+sys
 of the children) beside the wall time. Needs elfutils (eu-stack).
 """
@@ -96,6 +96,8 @@ def main():
     ap.add_argument("--small", type=int, default=12)
     ap.add_argument("--large", type=int, default=600)
     ap.add_argument("--python", type=int, default=12, help="CPython cores (0: none)")
+    ap.add_argument("--python-large", type=int, default=0,
+                    help="a second, larger batch of CPython cores (0: none)")
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work")
@@ -120,10 +122,14 @@ def main():
         sets = [("small fixture cores", args.small, made[:args.small]),
                 ("small fixture cores", args.large, made[:args.large])]
         if args.python:
-            print("making %d CPython cores (%d+1 threads) ..." % (args.python, args.threads),
+            total = max(args.python, args.python_large)
+            print("making %d CPython cores (%d+1 threads) ..." % (total, args.threads),
                   flush=True)
-            py = wl.python_cores(work, args.python, args.threads)
-            sets.append(("CPython cores, %d threads" % (args.threads + 1), len(py), py))
+            py = wl.python_cores(work, total, args.threads)
+            label = "CPython cores, %d threads" % (args.threads + 1)
+            sets.append((label, args.python, py[:args.python]))
+            if args.python_large > args.python:
+                sets.append((label, args.python_large, py))
         empty = os.path.join(work, "empty")
         os.makedirs(empty)
         db = os.path.join(work, "db")
