@@ -5,6 +5,8 @@ objdump), and real cores and processes whose frames GDB reports."""
 
 import json
 import os
+import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -363,6 +365,52 @@ def test_target_report_document(ehbt, crash_core):
     report.add_thread(1, target.unwind_thread(0))
     text = report.threads[0].text(header=False).splitlines()
     assert text[0].startswith("#0  0x") and " in crash_here () from " in text[0]
+
+
+def core_elf_files(core):
+    """The ELF files of a core's NT_FILE note (as elfutils' eu-readelf lists them), one path
+    per file (an ImageStore keys files by device and inode)."""
+    out = subprocess.run(["eu-readelf", "-n", str(core)], capture_output=True, text=True,
+                         check=True).stdout
+    files = {}
+    for line in out.splitlines():
+        m = re.match(r"\s+[0-9a-f]+-[0-9a-f]+ [0-9a-f]+ \d+\s+(/.*)$", line)
+        if m and os.path.exists(m.group(1)):
+            with open(m.group(1), "rb") as f:
+                if f.read(4) == b"\x7fELF":
+                    st = os.stat(m.group(1))
+                    files.setdefault((st.st_dev, st.st_ino), m.group(1))
+    return sorted(files.values())
+
+
+def test_image_store_is_a_bounded_lru(ehbt, crash_core):
+    exe, core = crash_core
+    if not shutil.which("eu-readelf"):
+        pytest.skip("no eu-readelf")
+    elf = core_elf_files(core)
+    assert len(elf) >= 2, elf  # the program and libc at least
+    roomy = ehbt.ImageStore()
+    assert roomy.max_images == ehbt.Limits().max_stored_images == 4096
+    ehbt.open_core(str(core), store=roomy).close()
+    assert len(roomy) == len(elf)
+    assert roomy.bytes == sum(os.path.getsize(f) for f in elf)
+
+    # One image at most: the files of the core push each other out while it is opened, yet
+    # the target keeps the ones it uses and its frames are named as with the roomy store.
+    tiny = ehbt.ImageStore(max_images=1)
+    assert tiny.max_images == 1 and tiny.max_bytes == 0
+    for _ in range(2):  # the second time, every evicted file is parsed again
+        target = ehbt.open_core(str(core), store=tiny)
+        assert len(tiny) == 1 and tiny.bytes in {os.path.getsize(f) for f in elf}
+        doc = ehbt.target_report(target, threads="all").to_dict()
+        target.close()
+        names = [f["symbol"] for f in doc["threads"][0]["frames"]]
+        assert names[:4] == ["crash_here", "middle", "outer", "main"], names
+
+    # A byte cap below one file: the most recent image alone stays.
+    small = ehbt.ImageStore(max_bytes=1)
+    ehbt.open_core(str(core), store=small).close()
+    assert len(small) == 1
 
 
 def test_unwind_thread_honours_limits(ehbt, crash_core):

@@ -398,7 +398,7 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    # --max-images 1: every worker starts a fresh image store after each core (3 files each).
+    # --max-images 1: each worker's image store keeps one image (a core names 3 files).
     w = Watch(tool_env, spool, db, "--queue", "2", "--max-images", "1",
               extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.1"})
     watches.append(w)
@@ -416,6 +416,35 @@ def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_pa
     assert w.stop() == 0
     assert integrity(db) == (n, n, n, 0, 0)
     assert sqlite_rows(db, "SELECT count FROM buckets") == [(n,)]
+
+
+def test_a_tiny_image_store_still_analyses_every_core(tool_env, fixtures, tmp_path, watches):
+    """--max-images 1: each worker's image store keeps one image (least recently used out),
+    so the files of every core (the program, libc, ld.so) push each other out and are parsed
+    again, by cores of five programs in turn. Every core is still analysed: one bucket per
+    program, named by the function GDB names, each counting both copies of its program."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, "--max-images", "1")
+    watches.append(w)
+    kinds = {}
+    for copy in range(2):
+        for k in KINDS:
+            kinds[drop_renamed(spool, "%s-%d.core" % (k, copy),
+                               variant(fixtures[k][0], copy))] = k
+    wait_for("every core stored", lambda: core_count(db) == len(kinds), w)
+    assert w.stop() == 0
+    assert integrity(db) == (10, 10, 10, 0, 0)
+    bucket_of = {}
+    for path, k in kinds.items():
+        status, error, signature, bucket, *_ = stored(db, path)
+        assert status == "ok", (path, error)
+        assert fixtures[k][1] in signature, (path, signature)
+        bucket_of.setdefault(k, set()).add(bucket)
+    assert all(len(b) == 1 for b in bucket_of.values()), bucket_of
+    assert len({next(iter(b)) for b in bucket_of.values()}) == len(KINDS)
+    assert sorted(sqlite_rows(db, "SELECT count FROM buckets")) == [(2,)] * len(KINDS)
 
 
 def test_lost_events_are_made_good_by_a_scan(tool_env, fixtures, tmp_path, watches):

@@ -218,9 +218,9 @@ def watch_parser():
                    help="most paths waiting for a worker (default %(default)s); past it, new "
                         "cores are found by a scan once the queue has drained")
     p.add_argument("--max-images", metavar="N", type=_positive_int, default=DEFAULT_MAX_IMAGES,
-                   help="a worker keeps the executables and libraries it parsed for the next "
-                        "cores; once its cores have named more than N files it starts afresh, "
-                        "which bounds its memory (default %(default)s)")
+                   help="a worker keeps at most N of the executables and libraries it "
+                        "parsed for the next cores, letting go of the one used longest ago "
+                        "first, which bounds its memory (default %(default)s)")
     p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
                    help="look up the files a core names under DIR first (may repeat)")
     p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],

@@ -37,6 +37,7 @@ def reason_without_core(message, paths):
 
 _ehbt = None  # the imported package, once imported
 _store = None  # the worker's ehbt.ImageStore, shared by every core it analyses
+_store_caps = {}  # its ImageStore(max_images=..., max_bytes=...) arguments
 _import_error = None
 
 
@@ -87,6 +88,19 @@ def store_size():
     return len(_store) if _store is not None else None
 
 
+def set_store_caps(max_images=None, max_bytes=None):
+    """Bounds the worker's image store: a least-recently-used cache of at most `max_images`
+    images and `max_bytes` bytes of their files (None: the engine's default, Limits'
+    max_stored_images and max_stored_image_bytes). A resident `watch` sees new binaries for
+    weeks (every upgrade brings new builds): past a cap the image used longest ago is let go,
+    and the images the cores of the moment need stay parsed. A store made earlier is dropped,
+    the next core makes one with these caps."""
+    global _store, _store_caps
+    _store_caps = {k: v for k, v in (("max_images", max_images), ("max_bytes", max_bytes))
+                   if v is not None}
+    _store = None
+
+
 def analyze_core(path, sysroots, exe=None, timeout=None, debug_dirs=(), debuginfod=False,
                  name=None):
     """The ehbt-backtrace/1 document of the core at `path`, every thread unwound, with the
@@ -115,7 +129,7 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
     global _store
     ehbt = _ehbt
     if _store is None:
-        _store = ehbt.ImageStore()
+        _store = ehbt.ImageStore(**_store_caps)
     extra = {}
     if debug_dirs:
         extra["debug_dirs"] = debug_dirs
@@ -131,29 +145,6 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
         return ehbt.target_report(target, threads="all", core=path).to_dict()
     finally:
         target.close()
-
-
-_opened = set()  # the files the worker's image store has opened (as the documents name them)
-
-
-def trim_store(doc, max_images):
-    """Drops the worker's image store once the cores it served named more than `max_images`
-    files (None or 0: never). A resident `watch` sees new binaries for weeks (every upgrade
-    brings new builds) and the store keeps every image it opened, so this is what bounds a
-    worker's memory; the next core starts a fresh store, paying its images' parse once more.
-    The files are counted from the documents (each module's file), which is what the store
-    opened, without asking the store."""
-    global _store
-    if not max_images:
-        return False
-    for m in doc.get("modules") or ():
-        if m.get("file"):
-            _opened.add(m["file"])
-    if len(_opened) > max_images:
-        _store = None
-        _opened.clear()
-        return True
-    return False
 
 
 def find_cli():

@@ -189,7 +189,6 @@ def _analyse_plain(path, options, signer, plain):
         return {"error": "out of memory (RLIMIT_AS %d MiB)" % (options["memory_limit"] >> 20)}
     except Exception as e:  # an engine binding error we did not foresee: this core only
         return {"error": "%s: %s" % (type(e).__name__, e)}
-    engine.trim_store(doc, options.get("max_images"))
     thread = crashing_thread(doc)
     # The parent only inserts: every thread's rows are built here, and the document sent back
     # keeps the crashing thread alone (what the JSONL record and the cores row need), which
@@ -217,6 +216,11 @@ def worker_main(conn, options, signer, die_with_parent=True):
         _die_with_parent()
     _keep_heap()
     _limit_memory(options["memory_limit"])
+    # The images a store keeps are mapped files, which count against the address-space cap
+    # just set: half of it at most, the rest for the cores and the walks.
+    memory = options["memory_limit"]
+    engine.set_store_caps(options.get("max_images"), memory // 2 if memory and memory > 0
+                          else None)
     delay = float(os.environ.get("EHBT_TRIAGE_TEST_DELAY", "0") or 0)
     while True:
         try:

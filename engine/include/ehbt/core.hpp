@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ehbt/arch.hpp"
@@ -90,15 +92,41 @@ inline constexpr const char* kWarningDebuginfodFailed = "debuginfod_failed";
 // Opened images keyed by file identity (device, inode, size, modification time), shared across
 // targets so that a batch of cores from one build parses each library once. Files that are
 // not ELF at all are remembered too, and not opened again.
+//
+// Bounded, for processes that live for weeks (ehbt-triage watch): a least-recently-used cache
+// of at most `max_stored_images` images and `max_stored_image_bytes` bytes of their files
+// (the caps of the Limits given at construction; 0: no cap). Past a cap the image opened
+// longest ago goes first; the store only lets go of its reference, so a target that still
+// uses the image keeps it, and a later open() parses the file afresh. The most recently
+// opened image always stays, even alone past the byte cap. Files known not to be ELF are
+// remembered for at most `max_stored_images` files too.
 class ImageStore {
  public:
+  explicit ImageStore(const Limits& limits = {})
+      : max_images_(limits.max_stored_images), max_bytes_(limits.max_stored_image_bytes) {}
   std::shared_ptr<const Image> open(const std::string& path, const Limits& limits);
   std::size_t size() const;
+  uint64_t bytes() const;  // file bytes of the images held
+  std::size_t max_images() const { return max_images_; }
+  uint64_t max_bytes() const { return max_bytes_; }
 
  private:
+  struct Held {
+    std::string key;
+    std::shared_ptr<const Image> image;
+    uint64_t bytes = 0;
+  };
+  void evict_locked();  // drops least recently opened entries past the caps; mu_ held
+
+  const std::size_t max_images_;
+  const uint64_t max_bytes_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const Image>> images_;
-  std::set<std::string> unusable_;  // files that did not open as an image (same identity key)
+  std::list<Held> recency_;  // most recently opened first
+  std::unordered_map<std::string, std::list<Held>::iterator> images_;
+  uint64_t bytes_ = 0;
+  // Files that did not open as an image (same identity key), oldest first, bounded alike.
+  std::list<std::string> unusable_order_;
+  std::set<std::string> unusable_;
 };
 
 struct TargetOptions {

@@ -102,6 +102,12 @@ struct Limits {
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the
   // rest of the file is read as data, which gives the same key, only slower.
   uint32_t max_content_key_extents = 1u << 20;
+  // ImageStore (shared by the targets of a batch or of a resident `ehbt-triage watch`): images
+  // kept for the next targets, and bytes of their files (0: no cap); past either, the least
+  // recently opened are let go. One target maps at most max_modules files, so the default
+  // never drops an image one target uses again.
+  uint32_t max_stored_images = 4096;
+  uint64_t max_stored_image_bytes = 0;
 };
 
 }  // namespace ehbt

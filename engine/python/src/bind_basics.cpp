@@ -47,6 +47,7 @@ constexpr LimitField32 kLimit32[] = {
     {"max_scan_frames", &Limits::max_scan_frames},
     {"max_cached_pages", &Limits::max_cached_pages},
     {"max_content_key_extents", &Limits::max_content_key_extents},
+    {"max_stored_images", &Limits::max_stored_images},
 };
 constexpr LimitField64 kLimit64[] = {
     {"max_record_bytes", &Limits::max_record_bytes},
@@ -55,6 +56,7 @@ constexpr LimitField64 kLimit64[] = {
     {"max_decompressed_disk_bytes", &Limits::max_decompressed_disk_bytes},
     {"max_decompressor_memory", &Limits::max_decompressor_memory},
     {"max_perf_map_bytes", &Limits::max_perf_map_bytes},
+    {"max_stored_image_bytes", &Limits::max_stored_image_bytes},
 };
 
 void apply_limit_fields(Limits& limits, const pyb::dict& fields) {

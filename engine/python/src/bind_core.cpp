@@ -3,6 +3,7 @@
 // Unwinding a target's thread runs entirely in C++ with the GIL released.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -82,9 +83,24 @@ void bind_core(pyb::module_& m) {
       "SIGTRAP, SIGBUS, SIGFPE, SIGSEGV.");
 
   pyb::class_<ImageStore, std::shared_ptr<ImageStore>>(
-      m, "ImageStore", "Opened images shared across targets (one parse of libc per batch).")
-      .def(pyb::init<>())
-      .def("__len__", &ImageStore::size);
+      m, "ImageStore",
+      "Opened images shared across targets (one parse of libc per batch): a least-recently-"
+      "used cache of at most max_images images and max_bytes bytes of their files (0: no cap).")
+      .def(pyb::init([](std::optional<uint64_t> max_images, std::optional<uint64_t> max_bytes) {
+             Limits caps;
+             if (max_images)
+               caps.max_stored_images =
+                   static_cast<uint32_t>(std::min<uint64_t>(*max_images, UINT32_MAX));
+             if (max_bytes) caps.max_stored_image_bytes = *max_bytes;
+             return std::make_shared<ImageStore>(caps);
+           }),
+           pyb::arg("max_images") = pyb::none(), pyb::arg("max_bytes") = pyb::none(),
+           "ImageStore(max_images=None, max_bytes=None): None keeps Limits' default "
+           "(max_stored_images, max_stored_image_bytes).")
+      .def("__len__", &ImageStore::size)
+      .def_property_readonly("bytes", &ImageStore::bytes, "File bytes of the images held.")
+      .def_property_readonly("max_images", &ImageStore::max_images)
+      .def_property_readonly("max_bytes", &ImageStore::max_bytes);
 
   pyb::class_<ThreadState>(m, "Thread", "A thread of a target: id, registers, signal, name.")
       .def_readonly("tid", &ThreadState::tid)
