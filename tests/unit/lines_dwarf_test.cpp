@@ -168,6 +168,9 @@ TEST(LinesDwarf, DisplayNamesAsGdb) {
   EXPECT_EQ(display_file_name("../sysdeps/nptl/libc_start_call_main.h", "./csu",
                               "../csu/libc-start.c", 5),
             "../sysdeps/nptl/libc_start_call_main.h");
+  // glibc's units: a relative compilation directory, and GDB prints the joined name.
+  EXPECT_EQ(display_file_name("./nptl/pthread_kill.c", "./nptl", "pthread_kill.c", 5),
+            "./nptl/pthread_kill.c");
   EXPECT_EQ(display_file_name("/usr/include/stdio.h", "/src/app", "a.c", 4),
             "/usr/include/stdio.h");
   EXPECT_EQ(display_file_name("/src/application/a.c", "/src/app", "a.c", 4),

@@ -23,7 +23,10 @@ std::string display_file_name(std::string_view path, std::string_view comp_dir,
     return path.substr(comp_dir.size() + 1);
   };
   const std::optional<std::string_view> rest = under_comp_dir();
-  if (rest && !unit_name.empty() && unit_name.front() != '/' && *rest == unit_name) {
+  // Only where the joined name is absolute: GDB matches a line-table file to the unit's own
+  // by absolute names (glibc's comp dir "./nptl" gives "./nptl/pthread_kill.c").
+  if (rest && comp_dir.front() == '/' && !unit_name.empty() && unit_name.front() != '/' &&
+      *rest == unit_name) {
     return std::string(unit_name);
   }
   if (rest && dwarf_version < 5) return std::string(*rest);
