@@ -281,8 +281,15 @@ void bind_report(pyb::module_& m) {
           "registers", [](const FrameView& f) { return f.get().registers; },
           "[(DWARF number, value)] of the general registers, when kept.")
       .def(
-          "text", [](const FrameView& f) { return rep::frame_text(f.report->r, f.get()); },
-          "The frame's line: '#3  0x000055d4... in check () from /opt/app/bin/server'.")
+          "text",
+          [](const FrameView& f) {
+            // Numbered as in its thread's text: inlined calls above count as frames (GDB's).
+            const rep::ThreadReport& t = f.report->r.threads.at(f.thread);
+            return rep::frame_text(f.report->r, f.get(), rep::frame_numbers(t).at(f.index));
+          },
+          "The frame's line: '#3  0x000055d4... in check () from /opt/app/bin/server'; with "
+          "calls inlined at its pc, one line for each first (numbered as in the thread's "
+          "text).")
       .def(
           "detail", [](const FrameView& f) { return rep::frame_detail(f.report->r, f.get()); },
           "The `full` lines after it: '    cfa 0x..., via eh_frame, module+0x...' and its "

@@ -105,10 +105,11 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
   // finds it; else only lines).
   uint8_t unit_type = 0;
   Dwarf_Half version = 0;
-  Dwarf_Die split;
+  Dwarf_Die split{};  // zeroed by libdw when no split unit is found
   if (dwarf_cu_info(u.line_cu.cu, &version, &unit_type, nullptr, &split, nullptr, nullptr,
                     nullptr) == 0 &&
-      unit_type == DW_UT_skeleton && dwarf_tag(&split) == DW_TAG_compile_unit) {
+      unit_type == DW_UT_skeleton && split.cu != nullptr &&
+      dwarf_tag(&split) == DW_TAG_compile_unit) {
     u.unit = split;
   }
   Dwarf_Attribute attr;
