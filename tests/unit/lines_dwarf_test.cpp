@@ -127,6 +127,12 @@ TEST(LinesDwarf, Dwarf5InTheFile) {
   check_program(module_of(img), lookup_pcs("dw5", *img));
 }
 
+TEST(LinesDwarf, SplitDwarf) {
+  auto img = open_image("split");
+  ASSERT_TRUE(img);
+  check_program(module_of(img), lookup_pcs("split", *img));
+}
+
 TEST(LinesDwarf, SeparateDebugFile) {
   auto img = open_image("dw5.stripped");
   ASSERT_TRUE(img);

@@ -116,8 +116,12 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
   if (const char* dir = dwarf_formstring(dwarf_attr(&u.line_cu, DW_AT_comp_dir, &attr))) {
     u.comp_dir = dir;
   }
-  if (const char* name = dwarf_formstring(dwarf_attr(&u.line_cu, DW_AT_name, &attr))) {
-    u.name = name;
+  // A split unit's skeleton has no DW_AT_name: the .dwo unit carries it.
+  for (Dwarf_Die* die : {&u.line_cu, &u.unit}) {
+    if (const char* name = dwarf_formstring(dwarf_attr(die, DW_AT_name, &attr))) {
+      u.name = name;
+      break;
+    }
   }
   u.version = version;
 
