@@ -29,6 +29,7 @@ declare -A runs=(
   [fuzz_expression]=5000000
   # Not measured yet (no fuzz build was made with it): small inputs like fuzz_sframe's.
   [fuzz_go_lines]=1000000
+  [fuzz_lines]=25000
   [fuzz_sframe]=2000000
 )
 # Address-space randomisation changes the values the instrumented comparisons see (pointers),

@@ -359,10 +359,12 @@ def test_text_output_on_core(build_dir, tmp_path):
     frames = h.parse_bt_text(full)
     (thread,) = exp["threads"]
     assert [pc for _, pc, _ in frames] == [int(f["pc"], 16) for f in thread["frames"]]
-    assert [name for _, _, name in frames[:4]] == ["fx_level3", "fx_level2", "fx_level1",
+    # The fixture is -O2 -g: frame 0's line is fx_null_write, inlined into fx_level3 at its
+    # pc (chain.c's structure, as GDB shows it), and fx_level3 follows without an address.
+    assert [name for _, _, name in frames[:4]] == ["fx_null_write", "fx_level2", "fx_level1",
                                                    "main"]
-    assert re.search(r"^#0  0x[0-9a-f]{16} in fx_level3 \(\) from %s$" % re.escape(exp["exe"]),
-                     full, re.M), full
+    assert re.search(r"^#0  0x[0-9a-f]{16} in fx_null_write \(\) at \S+/fixture\.h:\d+\n"
+                     r"#1  fx_level3 \(\) at \S+/chain\.c:\d+$", full, re.M), full
     assert "Thread " not in full  # a header only with --all
     assert len(h.parse_bt_text(short)) == 2
     assert "\nBacktrace stopped: max_frames" in short
@@ -633,4 +635,5 @@ def test_installed_plugin_finds_its_package(build_dir, tmp_path):
     out = proc.stdout + proc.stderr
     pkg = [line.split()[1] for line in out.splitlines() if line.startswith("PKG ")]
     assert pkg and pkg[0].startswith(str(prefix / "lib" / "python3" / "dist-packages")), out
-    assert " in fx_level3 () from " in out and " in main () from " in out, out
+    # The installed plugin prints ehbt's trace (its frames have lines: the fixture is -g).
+    assert " fx_level3 () at " in out and " in main () at " in out, out

@@ -361,8 +361,19 @@ def test_target_report_document(ehbt, crash_core):
     for f in thread["frames"][:4]:
         assert int(f["module_offset"], 16) == syms[f["symbol"]] + int(f["symbol_offset"], 16)
         assert f["pc"] == f["pc"].lower() and f["pc"].startswith("0x")
+    # The crasher is -g: its frames have lines, as `ehbt core` prints them ...
+    assert f0["location"]["file"].endswith("crasher.c") and f0["location"]["line"] > 0
     report = ehbt.Report(target.arch)
     report.add_thread(1, target.unwind_thread(0))
+    text = report.threads[0].text(header=False).splitlines()
+    assert text[0].startswith("#0  0x") and " in crash_here () at " in text[0]
+    assert text[0].endswith(f"crasher.c:{f0['location']['line']}")
+    # ... and none when asked for none (`--no-lines`).
+    plain = ehbt.target_report(target, threads="all", lines=False).to_dict()
+    assert all(f["location"] is None and f["inlined"] == []
+               for f in plain["threads"][0]["frames"])
+    report = ehbt.Report(target.arch)
+    report.add_thread(1, target.unwind_thread(0), lines=False)
     text = report.threads[0].text(header=False).splitlines()
     assert text[0].startswith("#0  0x") and " in crash_here () from " in text[0]
 

@@ -87,8 +87,9 @@ void select_threads(const pyb::handle& threads, rep::CollectOptions& o) {
 
 ReportPtr target_report(const std::shared_ptr<PyTarget>& t, const pyb::handle& threads,
                         const pyb::handle& options, const pyb::handle& limits,
-                        const std::optional<std::string>& core, bool registers) {
+                        const std::optional<std::string>& core, bool registers, bool lines) {
   rep::CollectOptions o;
+  o.lines = lines;
   select_threads(threads, o);
   o.unwind = options_from_py(options);
   o.limits = limits_from_py(limits, t->limits);
@@ -130,7 +131,7 @@ ReportPtr target_report(const std::shared_ptr<PyTarget>& t, const pyb::handle& t
 }
 
 void add_thread(PyReport& p, int64_t tid, const pyb::handle& walk, bool crashing,
-                const std::string& name, const pyb::handle& symbol_of) {
+                const std::string& name, const pyb::handle& symbol_of, bool lines) {
   if (walk.is_none()) {  // a thread without a walk: its header only
     static const Backtrace kEmpty;
     if (p.set == nullptr) use_modules(p, nullptr, &kNoModules);
@@ -147,7 +148,7 @@ void add_thread(PyReport& p, int64_t tid, const pyb::handle& walk, bool crashing
     }
   }
   // With the GIL held: the report is a Python object other threads may be using.
-  rep::ThreadReport* t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set);
+  rep::ThreadReport* t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set, lines);
   if (symbol_of.is_none()) return;
   // The front end names what the engine could not (LLDB's own symbol tables).
   for (std::size_t k = 0; k < t->frames.size(); ++k) {
@@ -280,8 +281,15 @@ void bind_report(pyb::module_& m) {
           "registers", [](const FrameView& f) { return f.get().registers; },
           "[(DWARF number, value)] of the general registers, when kept.")
       .def(
-          "text", [](const FrameView& f) { return rep::frame_text(f.report->r, f.get()); },
-          "The frame's line: '#3  0x000055d4... in check () from /opt/app/bin/server'.")
+          "text",
+          [](const FrameView& f) {
+            // Numbered as in its thread's text: inlined calls above count as frames (GDB's).
+            const rep::ThreadReport& t = f.report->r.threads.at(f.thread);
+            return rep::frame_text(f.report->r, f.get(), rep::frame_numbers(t).at(f.index));
+          },
+          "The frame's line: '#3  0x000055d4... in check () from /opt/app/bin/server'; with "
+          "calls inlined at its pc, one line for each first (numbered as in the thread's "
+          "text).")
       .def(
           "detail", [](const FrameView& f) { return rep::frame_detail(f.report->r, f.get()); },
           "The `full` lines after it: '    cfa 0x..., via eh_frame, module+0x...' and its "
@@ -375,14 +383,15 @@ void bind_report(pyb::module_& m) {
       .def(
           "add_thread",
           [](PyReport& p, int64_t tid, const pyb::handle& bt, bool crashing,
-             const std::string& name,
-             const pyb::handle& symbol_of) { add_thread(p, tid, bt, crashing, name, symbol_of); },
+             const std::string& name, const pyb::handle& symbol_of,
+             bool lines) { add_thread(p, tid, bt, crashing, name, symbol_of, lines); },
           pyb::arg("tid"), pyb::arg("backtrace"), pyb::arg("crashing") = false,
-          pyb::arg("name") = "", pyb::arg("symbol_of") = pyb::none(),
+          pyb::arg("name") = "", pyb::arg("symbol_of") = pyb::none(), pyb::arg("lines") = true,
           "A thread walked by the caller (backtrace: an ehbt.Backtrace, or None for a thread "
           "shown by its header only). symbol_of(frame) -> (name, target start) | None is "
           "asked only for frames the engine has no symbol for. Without set_modules the walk's "
-          "own modules are listed.")
+          "own modules are listed. lines: source lines and inlined calls from the modules' debug "
+          "info (False: none looked up).")
       .def_property_readonly("arch", [](const PyReport& p) { return p.r.arch; })
       .def_property_readonly("core", [](const PyReport& p) { return p.r.core; })
       .def_property_readonly("pid", [](const PyReport& p) { return p.r.pid; })
@@ -437,16 +446,17 @@ void bind_report(pyb::module_& m) {
       "target_report",
       [](const std::shared_ptr<PyTarget>& target, const pyb::handle& threads,
          const pyb::handle& options, const pyb::handle& limits, std::optional<std::string> core,
-         bool registers) {
-        return target_report(target, threads, options, limits, core, registers);
+         bool registers, bool lines) {
+        return target_report(target, threads, options, limits, core, registers, lines);
       },
       pyb::arg("target"), pyb::arg("threads") = "crashing", pyb::arg("options") = pyb::none(),
       pyb::arg("limits") = pyb::none(), pyb::arg("core") = pyb::none(),
-      pyb::arg("registers") = false,
+      pyb::arg("registers") = false, pyb::arg("lines") = true,
       "The report of a Target, unwound without the GIL: threads 'crashing' (the crashing "
       "thread, else the first), 'all', or a list of indexes. core names the core in the "
       "report (default: the target's path; a live process is named by its pid). registers: "
-      "keep each frame's registers for text(full=True).");
+      "keep each frame's registers for text(full=True). lines: source lines and inlined calls "
+      "from the modules' debug info (False: none looked up, as --no-lines).");
 }
 
 }  // namespace ehbt::py
