@@ -289,7 +289,8 @@ class EhbtCommand(gdb.Command):
             opts["exe"] or gdb.current_progspace().filename, engine_core, pid)
         gdb.write(frontend.document(
             results, _modules.get(inferior, opts), exe or None, core=core, pid=pid,
-            warnings=warnings, signal=signal, signal_tid=signal_tid) + "\n")
+            warnings=warnings, signal=signal, signal_tid=signal_tid,
+            lines=not opts["no_lines"]) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -374,7 +374,8 @@ class EhbtCommand:
         modules = ctx.module_set(debugger, target, process, opts)
         result.AppendMessage(frontend.document(
             results, modules, exe, core=core, pid=pid, warnings=warnings, signal=signal,
-            signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of))
+            signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of,
+            lines=not opts["no_lines"]))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -262,3 +262,37 @@ def test_lldb_plugin_prints_the_clis_lines_and_lldbs(build_dir, ehbt_bin, line_c
             if k != lk or not le.position_matches(p, lp):
                 errors.append("#%d: ehbt %s %s, LLDB and GDB %s %s" % (i, k, p, lk, lp))
     assert not errors, "\n".join(errors)
+
+
+NO_LINES_PLUGIN = [c for c in CASES if c[1] == "inline"]
+
+
+@pytest.mark.parametrize("arch,name", NO_LINES_PLUGIN, ids=["%s-%s" % c for c in NO_LINES_PLUGIN])
+def test_plugins_no_lines(build_dir, ehbt_bin, line_cores, arch, name, tmp_path):
+    """GDB's `ehbt -no-lines` and LLDB's `ehbt --no-lines`: the CLI's `--no-lines` document,
+    no location and no inlined call in any frame."""
+    exp = expected(line_cores, arch, name)
+    want, _ = ehbt(ehbt_bin, exp, "--no-lines")
+    core, exe, sysroot, dirs = plugin_inputs(exp)
+    gdb = ce.MAKE.ARCHES[arch]["gdb"]
+    h.need_gdb(gdb)
+    pre = ["set debug-file-directory " + ":".join(dirs)] + (
+        ["set sysroot " + sysroot] if sysroot else []) + ["file " + exe, "core " + core]
+    out_file = tmp_path / "gdb.json"
+    out = h.run_gdb(build_dir, [], pre + [
+        "python open(%r, 'w').write(gdb.execute(%r, to_string=True))" % (
+            str(out_file), "ehbt -all -json -no-lines")], gdb=gdb)
+    assert out_file.exists(), out[-3000:]
+    docs = {"gdb": one_document(out_file.read_text())}
+    if shutil.which(LLDB):
+        lldb_file = tmp_path / "lldb.json"
+        more = " --sysroot %s" % sysroot if sysroot else ""
+        out = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s ehbt --all-threads --json "
+                                             "--no-lines%s" % (lldb_file, more)],
+                       pre=["target create %s --core %s" % (exe, core)])
+        assert lldb_file.exists(), out[-3000:]
+        docs["lldb"] = one_document(lldb_file.read_text())
+    for who, doc in docs.items():
+        assert lines_of(doc) == lines_of(want), who
+        assert all(f["location"] is None and f["inlined"] == []
+                   for t in doc["threads"] for f in t["frames"]), (who, doc)
