@@ -296,3 +296,48 @@ def test_plugins_no_lines(build_dir, ehbt_bin, line_cores, arch, name, tmp_path)
         assert lines_of(doc) == lines_of(want), who
         assert all(f["location"] is None and f["inlined"] == []
                    for t in doc["threads"] for f in t["frames"]), (who, doc)
+
+
+# --- the CPython core of the benchmarks -------------------------------------------------------
+
+CPYTHON = "/usr/bin/python3.11"
+CPYTHON_SCRIPT = r"""
+import os, queue, threading, time
+lock = threading.Lock(); lock.acquire()
+q = queue.Queue()
+ts = [threading.Thread(target=f, daemon=True) for f in (lambda: time.sleep(1000),
+      lock.acquire, q.get)]
+for t in ts: t.start()
+time.sleep(0.3)
+os.abort()
+"""
+
+
+def _debug_file_of(path):
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    bid = [line.split()[-1] for line in out.splitlines() if "Build ID" in line]
+    debug = "/usr/lib/debug/.build-id/%s/%s.debug" % (bid[0][:2], bid[0][2:]) if bid else None
+    return debug if debug and os.path.exists(debug) else None
+
+
+def test_cpython_core_lines_are_gdbs(ehbt_bin, tmp_path):
+    """bench/'s CPython core (python3.11 with python3.11-dbg and libc6-dbg: DWARF for
+    libpython's and libc's frames, much of it inlined): every thread's frames, inlined calls
+    and lines are GDB's (cores/gdb_expect.py on the same core)."""
+    exe = os.path.realpath(CPYTHON)
+    if not os.path.exists(exe) or not _debug_file_of(exe):
+        pytest.skip("no %s with its debug file (python3.11-dbg)" % CPYTHON)
+    h.need_gdb()
+    core = h.make_core(exe, tmp_path, args=["-c", CPYTHON_SCRIPT])
+    raw = tmp_path / "gdb.json"
+    subprocess.run(["gdb", "-batch", "-nx", "-ex", "set pagination off", "-x",
+                    str(ce.CORES / "gdb_expect.py"), "-ex", "ehbt-expect %s" % raw, exe,
+                    str(core)], capture_output=True, timeout=600)
+    session = raw_as_expected(json.loads(raw.read_text()))
+    proc = subprocess.run([str(ehbt_bin), "core", str(core), "--all-threads", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert len(doc["threads"]) == len(session["threads"]) == 4
+    errors = le.compare_lines(session, doc, "cpython", physical_names=False)
+    assert not errors, "\n".join(errors)
