@@ -218,8 +218,9 @@ def lldb_own_lines(dump, exe):
 @pytest.mark.parametrize("arch,name", CASES, ids=IDS)
 def test_lldb_plugin_prints_the_clis_lines_and_lldbs(build_dir, ehbt_bin, line_cores, arch,
                                                      name, tmp_path):
-    """LLDB's `ehbt` prints the CLI's text and the CLI's location/inlined per frame; for the
-    executable's frames they are LLDB's own positions and inline frames too."""
+    """LLDB's `ehbt` prints the CLI's text and the CLI's location/inlined per frame, and they
+    are GDB's; for the executable's frames, where LLDB itself read the debug info and agrees
+    with GDB, they are LLDB's own positions and inline frames too."""
     if shutil.which(LLDB) is None:
         pytest.skip(LLDB + " not installed")
     exp = expected(line_cores, arch, name)
@@ -252,10 +253,18 @@ def test_lldb_plugin_prints_the_clis_lines_and_lldbs(build_dir, ehbt_bin, line_c
     gdbs = [(k, pos) for k, _, pos, f in le.gdb_flat(crashing)
             if f["module_file"] in (exp["exe"], exp["exe_file"])]
     theirs = lldb_own_lines(json.loads(dump.read_text()), exe)
-    if not len(ours) == len(theirs) == len(gdbs):
-        errors.append("executable frames with inlined ones: ehbt %d, LLDB %d, GDB %d:\n%s\n%s"
-                      % (len(ours), len(theirs), len(gdbs), ours, theirs))
-    for i, ((k, p), (lk, lp), (gk, gp)) in enumerate(zip(ours, theirs, gdbs)):
+    if len(ours) != len(gdbs):
+        errors.append("executable frames with inlined ones: ehbt %d, GDB %d:\n%s" % (
+            len(ours), len(gdbs), ours))
+    # LLDB's own frames are a second opinion only where LLDB read the debug info as GDB did
+    # (the same frames, inlined ones included): LLDB 16 finds no separate debug file of a
+    # qemu core's executable, and does not read a dwz file (it then shows the physical
+    # frames without lines). The plain case must be such a second opinion on x86-64.
+    lldb_read_it = len(theirs) == len(gdbs) and any(lp for _, lp in theirs)
+    if (arch, name) == ("x86_64", "inline"):
+        assert lldb_read_it, "LLDB did not read the inline case's own DWARF: %s" % theirs
+    for i, ((k, p), (lk, lp), (gk, gp)) in enumerate(zip(ours, theirs if lldb_read_it else [],
+                                                         gdbs)):
         # Where the two debuggers disagree GDB is the reference (checked above); where they
         # agree ehbt must say the same.
         if lk == gk and le.position_matches(lp and dict(lp, fullname=lp["file"]), gp):
