@@ -27,6 +27,7 @@ constexpr OptionSpec kOptions[] = {
     {"--debuginfod-timeout", true, false},
     {"--exe", true, false},
     {"--perf-map", true, false},
+    {"--no-lines", false, false},
     {"--json", false, false},
     {"--all-threads", false, false},
     {"--thread", true, false},
@@ -70,6 +71,11 @@ constexpr std::string_view kOutputHelp = R"(options:
                      file backs is JIT code: stepped by the frame
                      pointer, shown with `[jit]` (JSON: "jit": true,
                      "module": null)
+  --no-lines         no source lines: open no debug info for them (by
+                     default a frame shows `at FILE:LINE` and the calls
+                     inlined at its pc, from the DWARF of the module's
+                     own file, else of its separate debug file, found as
+                     --debug-dir says, with its dwz file)
   --json             print the ehbt-backtrace/1 JSON document instead of
                      text
   --all-threads      print every thread (default: the crashing thread,
@@ -114,6 +120,11 @@ text output, one block per thread, in the style of GDB's `bt`:
   #2  <signal handler called>
   #3  0x00007f4c63e29eec in ?? ()
   Backtrace stopped: no_module: <detail>
+- With debug info (not with --no-lines) a frame shows `at FILE:LINE`
+  instead of `from MODULE`, and each call inlined at its pc comes first
+  as a frame of its own, as GDB numbers them:
+  #4  0x000055d4c0a01400 in inner () at a.c:5
+  #5  outer () at a.c:20
 - `??`: no symbol covers the pc (never a neighbouring function's name);
   no `from`: no module covers the pc. Frame 0 shows the thread's pc,
   every other frame its return address; symbols of callers are looked up
@@ -144,14 +155,15 @@ format, core (or pid, and stopped_us: microseconds the process was
 stopped), arch, executable, signal, modules [{path, file, base, bias,
 build_id, build_id_match}], warnings [{kind, message, path, option}],
 threads [{tid, crashing, stop_reason, stop_detail, frames [{index, pc,
-cfa, source, module, module_offset, symbol, symbol_offset, jit (JIT
-frames only)}]}]. Addresses are lowercase hex strings with 0x;
+cfa, source, module, module_offset, symbol, symbol_offset, location
+{file, line, column}, inlined [{function, location}], jit (JIT frames
+only)}]}]. Addresses are lowercase hex strings with 0x;
 module_offset = pc - bias; symbol_offset = pc - symbol start. null marks
 what is unknown: no module, no symbol, no file found, no recorded
 build-id, a build-id match that cannot be decided, a signal code without
 NT_SIGINFO, a CFA the unwinder did not compute. Warning kinds:
 missing_file, mismatched_file, executable_mismatch, unreadable_file,
-truncated_core, no_signal_info, debuginfod_failed.
+truncated_core, no_signal_info, debuginfod_failed, bad_debug_info.
 
 exit status:
   0  every printed thread reached its outermost frame (or --max-frames)
@@ -233,6 +245,7 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   }
   o.target.exe = args.value("--exe").value_or("");
   o.target.perf_map = args.value("--perf-map").value_or("");
+  o.collect.lines = !args.has("--no-lines");
   o.target.one_thread_at_a_time = args.has("--one-thread-at-a-time");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
@@ -384,7 +397,8 @@ const std::string kPidHelpText = help_text(kPidHelp);
 const CommandRegistrar kCore{
     Command{"core", 10,
             "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] [--json] "
+            "[--all-threads | "
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
@@ -393,7 +407,8 @@ const CommandRegistrar kCore{
 const CommandRegistrar kPid{
     Command{"pid", 20,
             "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--json] [--all-threads | "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] [--json] "
+            "[--all-threads | "
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",

@@ -26,6 +26,7 @@ declare -A runs=(
   [fuzz_eh_frame_hdr]=1000000
   [fuzz_elf_image]=25000
   [fuzz_expression]=5000000
+  [fuzz_lines]=25000
   [fuzz_sframe]=2000000
 )
 # Address-space randomisation changes the values the instrumented comparisons see (pointers),

@@ -86,6 +86,9 @@ inline constexpr const char* kWarningExecutableMismatch = "executable_mismatch";
 inline constexpr const char* kWarningTruncatedCore = "truncated_core";  // segments/notes cut off
 inline constexpr const char* kWarningNoSignalInfo = "no_signal_info";   // no NT_SIGINFO
 inline constexpr const char* kWarningDebuginfodFailed = "debuginfod_failed";
+// A module's DWARF (lines, inlined calls) is malformed or too large: its frames get no source
+// location. Said once per module.
+inline constexpr const char* kWarningBadDebugInfo = "bad_debug_info";
 
 // Opened images keyed by file identity (device, inode, size, modification time), shared across
 // targets so that a batch of cores from one build parses each library once. Files that are

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -113,6 +114,17 @@ class Image {
 
   ImageCache* cache() const { return cache_.get(); }
   void set_cache(std::unique_ptr<ImageCache> cache) const { cache_ = std::move(cache); }
+
+  // The whole ELF file as this image holds it: a read-only mapping of name() (open) or the
+  // bytes given to from_bytes(); empty for an image rebuilt from target memory. For readers
+  // of the parts the image does not parse itself (DWARF for source lines, engine/src/lines).
+  std::span<const std::byte> file_bytes() const;
+  // True when file_bytes() is a mapping of the file name() names (Image::open).
+  bool from_file() const;
+  // Per-image state of the source-line lookup (engine/src/lines), separate from the
+  // unwinder's cache(): made by `make` on the first call, under a lock, and kept as long as
+  // the image (so an ImageStore shares it across targets). `make` may return null.
+  ImageCache* lines_cache(const std::function<std::unique_ptr<ImageCache>()>& make) const;
 
  protected:
   Image() = default;

@@ -88,6 +88,14 @@ struct Limits {
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the
   // rest of the file is read as data, which gives the same key, only slower.
   uint32_t max_content_key_extents = 1u << 20;
+  // Source lines (engine/src/lines): bytes of DWARF sections (.debug_*) of one module's debug
+  // file (and of its dwz file) that are opened at all (large C++ libraries carry a few GiB);
+  // DIEs visited to find the scopes at one pc (a unit's top-level DIEs are scanned, so large
+  // units visit tens of thousands); calls inlined at one pc kept, innermost first (real code
+  // nests a dozen or so).
+  uint64_t max_debug_bytes = uint64_t{8} << 30;
+  uint32_t max_line_dies = 1u << 20;
+  uint32_t max_inline_depth = 64;
 };
 
 }  // namespace ehbt

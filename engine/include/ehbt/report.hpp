@@ -155,8 +155,11 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
 
 // A thread walked by someone else (a debugger plugin reading memory through its debugger):
 // every frame described against `modules`, which must be the set set_modules() listed.
+// `lines`: source locations and inlined calls from the modules' debug info, as
+// CollectOptions::lines (a module with malformed debug info adds one warning).
 ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name, bool crashing,
-                         const Backtrace& backtrace, const ModuleSet& modules);
+                         const Backtrace& backtrace, const ModuleSet& modules, bool lines = true,
+                         const Limits& limits = {});
 
 // ---- rendering ------------------------------------------------------------------------------
 

@@ -87,8 +87,9 @@ void select_threads(const pyb::handle& threads, rep::CollectOptions& o) {
 
 ReportPtr target_report(const std::shared_ptr<PyTarget>& t, const pyb::handle& threads,
                         const pyb::handle& options, const pyb::handle& limits,
-                        const std::optional<std::string>& core, bool registers) {
+                        const std::optional<std::string>& core, bool registers, bool lines) {
   rep::CollectOptions o;
+  o.lines = lines;
   select_threads(threads, o);
   o.unwind = options_from_py(options);
   o.limits = limits_from_py(limits, t->limits);
@@ -434,16 +435,17 @@ void bind_report(pyb::module_& m) {
       "target_report",
       [](const std::shared_ptr<PyTarget>& target, const pyb::handle& threads,
          const pyb::handle& options, const pyb::handle& limits, std::optional<std::string> core,
-         bool registers) {
-        return target_report(target, threads, options, limits, core, registers);
+         bool registers, bool lines) {
+        return target_report(target, threads, options, limits, core, registers, lines);
       },
       pyb::arg("target"), pyb::arg("threads") = "crashing", pyb::arg("options") = pyb::none(),
       pyb::arg("limits") = pyb::none(), pyb::arg("core") = pyb::none(),
-      pyb::arg("registers") = false,
+      pyb::arg("registers") = false, pyb::arg("lines") = true,
       "The report of a Target, unwound without the GIL: threads 'crashing' (the crashing "
       "thread, else the first), 'all', or a list of indexes. core names the core in the "
       "report (default: the target's path; a live process is named by its pid). registers: "
-      "keep each frame's registers for text(full=True).");
+      "keep each frame's registers for text(full=True). lines: source lines and inlined calls "
+      "from the modules' debug info (False: none looked up, as --no-lines).");
 }
 
 }  // namespace ehbt::py

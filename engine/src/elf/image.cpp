@@ -103,6 +103,24 @@ bool Image::attach_debug_file(std::shared_ptr<const Image> debug) const {
   return true;
 }
 
+std::span<const std::byte> Image::file_bytes() const {
+  return impl_ == nullptr ? std::span<const std::byte>{} : impl_->file;
+}
+
+bool Image::from_file() const {
+  return impl_ != nullptr && !impl_->mapping.bytes().empty();
+}
+
+ImageCache* Image::lines_cache(const std::function<std::unique_ptr<ImageCache>()>& make) const {
+  if (impl_ == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(impl_->lines_mu);
+  if (!impl_->lines_made) {
+    impl_->lines = make();
+    impl_->lines_made = true;
+  }
+  return impl_->lines.get();
+}
+
 std::shared_ptr<const Image> Image::debug_file() const {
   if (impl_ == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(impl_->debug_mu);

@@ -60,6 +60,12 @@ struct Image::Impl {
   mutable std::mutex debug_mu;
   std::shared_ptr<const Image> debug_file;
 
+  // Image::lines_cache(): made once, under its own lock (a DWARF index may take a while to
+  // open, and must not hold up the debug file's readers).
+  std::mutex lines_mu;
+  bool lines_made = false;
+  std::unique_ptr<ImageCache> lines;
+
   std::once_flag symbols_once;
   elf::SymbolTable symbols;
 

@@ -6,6 +6,7 @@
 
 #include "ehbt/perf_map.hpp"
 #include "ehbt/report.hpp"
+#include "report/source_lines.hpp"
 
 namespace ehbt::report {
 
@@ -64,6 +65,16 @@ void keep_registers(const Frame& frame, FrameLine& line) {
   for (uint16_t n = 0; n < count; ++n) {
     if (regs.has(n)) line.registers.emplace_back(n, regs.raw(n));
   }
+}
+
+// Queues a frame for its source location: a frame in a module with an image, not a signal
+// trampoline (GDB prints none for `<signal handler called>`).
+void add_pending_line(const Frame& frame, const ModuleSet& modules, std::size_t thread,
+                      std::size_t index, std::vector<PendingLine>& pending) {
+  if (frame.signal_trampoline) return;
+  const Module* module = module_in(frame, modules);
+  if (module == nullptr || !module->image) return;
+  pending.push_back(PendingLine{module, module->to_link(frame.lookup_pc()), thread, index});
 }
 
 }  // namespace
@@ -132,7 +143,8 @@ void add_warning(BacktraceReport& report, Warning warning) {
 }
 
 ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name, bool crashing,
-                         const Backtrace& backtrace, const ModuleSet& modules) {
+                         const Backtrace& backtrace, const ModuleSet& modules, bool lines,
+                         const Limits& limits) {
   ThreadReport& t = report.threads.emplace_back();
   t.tid = tid;
   t.name = std::move(name);
@@ -140,12 +152,17 @@ ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name,
   t.stop = backtrace.stop;
   t.detail = backtrace.detail;
   t.frames.reserve(backtrace.frames.size());
+  std::vector<PendingLine> pending;
+  const std::size_t thread = report.threads.size() - 1;
   for (std::size_t k = 0; k < backtrace.frames.size(); ++k) {
     const Frame& frame = backtrace.frames[k];
     FrameLine& line = t.frames.emplace_back(
         describe_frame(frame, static_cast<uint32_t>(k), modules, /*with_symbol=*/true));
     keep_registers(frame, line);
+    if (lines) add_pending_line(frame, modules, thread, k, pending);
   }
+  // `t` stays valid: locate_frames adds no thread.
+  locate_frames(pending, report, limits);
   return t;
 }
 
@@ -188,6 +205,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   UnwindOptions walk = options.unwind;
   walk.keep_registers = options.registers;
   std::vector<PendingSymbol> pending;
+  std::vector<PendingLine> pending_lines;
   for (std::size_t i : chosen) {
     // A live thread stopped alone (one-thread-at-a-time) that exited first is left out.
     if (!target.stop_thread(i)) continue;
@@ -210,6 +228,9 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
         pending.push_back(PendingSymbol{module->image.get(), module->to_link(frame.lookup_pc()),
                                         report.threads.size(), k});
       }
+      if (options.lines) {
+        add_pending_line(frame, target.modules(), report.threads.size(), k, pending_lines);
+      }
       t.frames.push_back(std::move(line));
     }
     report.threads.push_back(std::move(t));
@@ -219,6 +240,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   if (options.release_target) target.release();
   report.stopped_us = target.stopped_us();
   name_frames(pending, report);
+  locate_frames(pending_lines, report, options.limits);
   return report;
 }
 

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// Opening an image's DWARF with libdw (see dwarf_file.hpp).
+#include "lines/dwarf_file.hpp"
+
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "elf/image_impl.hpp"  // elf::libelf_ready()
+#include "lines/dwz_alt.hpp"
+#include "util/regular_file.hpp"
+
+namespace ehbt::lines {
+
+DwarfFile::~DwarfFile() {
+  // The main file's Dwarf refers to the alt's: it goes first.
+  if (dwarf_ != nullptr) dwarf_end(dwarf_);
+  alt_.reset();
+  if (elf_ != nullptr) elf_end(elf_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+// What the sections of one file say before libdw is asked to read them.
+struct DebugSections {
+  bool has_info = false;  // .debug_info (or the compressed .zdebug_info) with contents
+  uint64_t bytes = 0;     // of every .debug_* / .zdebug_* section with contents
+};
+
+struct DwarfOpener {
+  static std::unique_ptr<DwarfFile> open_elf(const Image& image) {
+    auto f = std::make_unique<DwarfFile>();
+    f->path_ = image.name();
+    if (image.from_file()) {
+      // By name, as libelf maps files itself (privately): the image's own mapping is
+      // read-only, and libelf is free to write into memory it was given.
+      auto opened = util::open_regular_file(image.name());
+      if (!opened) return nullptr;
+      f->fd_ = *opened;
+      f->elf_ = elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr);
+    } else if (!image.file_bytes().empty()) {
+      // from_bytes(): the image owns these bytes (tests, fuzzers).
+      const std::span<const std::byte> bytes = image.file_bytes();
+      f->elf_ =
+          elf_memory(const_cast<char*>(reinterpret_cast<const char*>(bytes.data())), bytes.size());
+    }
+    if (f->elf_ == nullptr || elf_kind(f->elf_) != ELF_K_ELF) return nullptr;
+    return f;
+  }
+
+  static DebugSections sections(Elf* elf) {
+    DebugSections out;
+    std::size_t shstrndx = 0;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
+      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+      if (name == nullptr) continue;
+      const std::string_view n(name);
+      if (!n.starts_with(".debug_") && !n.starts_with(".zdebug_")) continue;
+      out.bytes += sh.sh_size;
+      if ((n == ".debug_info" || n == ".zdebug_info") && sh.sh_size > 0) out.has_info = true;
+    }
+    return out;
+  }
+
+  // Opens libdw over an ELF that has .debug_info. `problem` says why not when it fails.
+  static bool begin(DwarfFile& f, const Limits& limits, std::string& problem) {
+    const DebugSections s = sections(f.elf_);
+    if (!s.has_info) return false;
+    if (s.bytes > limits.max_debug_bytes) {
+      problem = f.path_ + ": " + std::to_string(s.bytes) + " bytes of DWARF, more than the " +
+                std::to_string(limits.max_debug_bytes) + " read per module";
+      return false;
+    }
+    f.dwarf_ = dwarf_begin_elf(f.elf_, DWARF_C_READ, nullptr);
+    if (f.dwarf_ == nullptr) {
+      problem = f.path_ + ": " + dwarf_errmsg(-1);
+      return false;
+    }
+    return true;
+  }
+
+  // The dwz file, when the debug file names one and it is found with the right build-id.
+  // Not finding it is no problem of its own: libdw then looks where it knows to, and what
+  // refers into a missing alt file just has no name.
+  static void attach_alt(DwarfFile& f, const Limits& limits) {
+    const char* name = nullptr;
+    const void* id = nullptr;
+    const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(f.dwarf_, &name, &id);
+    if (id_len <= 0 || name == nullptr) return;
+    const auto* id_bytes = static_cast<const unsigned char*>(id);
+    std::string hex;
+    for (ssize_t i = 0; i < id_len; ++i) {
+      hex += "0123456789abcdef"[id_bytes[i] >> 4];
+      hex += "0123456789abcdef"[id_bytes[i] & 15];
+    }
+    for (const std::string& path : dwz_alt_candidates(f.path_, name, hex)) {
+      auto alt = std::make_unique<DwarfFile>();
+      alt->path_ = path;
+      auto opened = util::open_regular_file(path);
+      if (!opened) continue;
+      alt->fd_ = *opened;
+      alt->elf_ = elf_begin(alt->fd_, ELF_C_READ_MMAP, nullptr);
+      if (alt->elf_ == nullptr || elf_kind(alt->elf_) != ELF_K_ELF) continue;
+      const void* alt_id = nullptr;
+      const ssize_t alt_len = dwelf_elf_gnu_build_id(alt->elf_, &alt_id);
+      if (alt_len != id_len || std::memcmp(alt_id, id, static_cast<std::size_t>(id_len)) != 0) {
+        continue;
+      }
+      std::string ignored;
+      if (!begin(*alt, limits, ignored)) continue;
+      dwarf_setalt(f.dwarf_, alt->dwarf_);
+      f.alt_ = std::move(alt);
+      return;
+    }
+  }
+};
+
+OpenedDwarf open_image_dwarf(const Image& image, const Limits& limits) {
+  OpenedDwarf out;
+  if (!elf::libelf_ready()) return out;
+  // The file itself first (an unstripped build), then its separate debug file.
+  const std::shared_ptr<const Image> debug = image.debug_file();
+  for (const Image* candidate : {&image, debug.get()}) {
+    if (candidate == nullptr) continue;
+    std::unique_ptr<DwarfFile> f = DwarfOpener::open_elf(*candidate);
+    if (!f) continue;
+    if (!DwarfOpener::begin(*f, limits, out.problem)) {
+      if (!out.problem.empty()) return out;  // DWARF there, but unusable: say so, go no further
+      continue;
+    }
+    DwarfOpener::attach_alt(*f, limits);
+    out.file = std::move(f);
+    return out;
+  }
+  return out;
+}
+
+}  // namespace ehbt::lines

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// One ELF file's DWARF opened with libdw (elfutils), with its dwz alternate file attached:
+// the image's own .debug_info when it has one, else its separate debug file's. Opened once
+// per image (module_lines.hpp); everything a lookup reads comes through the Dwarf handle.
+#pragma once
+
+#include <elfutils/libdw.h>
+#include <libelf.h>
+
+#include <memory>
+#include <string>
+
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+
+namespace ehbt::lines {
+
+// An Elf and the Dwarf over it, and the file descriptor under both when the file was opened
+// by name. Closes them in the right order.
+class DwarfFile {
+ public:
+  DwarfFile() = default;
+  ~DwarfFile();
+  DwarfFile(const DwarfFile&) = delete;
+  DwarfFile& operator=(const DwarfFile&) = delete;
+
+  Dwarf* dwarf() const { return dwarf_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  friend struct DwarfOpener;
+  int fd_ = -1;
+  Elf* elf_ = nullptr;
+  Dwarf* dwarf_ = nullptr;
+  std::string path_;
+  std::unique_ptr<DwarfFile> alt_;  // the dwz file (.gnu_debugaltlink), set as dwarf_'s alt
+};
+
+struct OpenedDwarf {
+  std::unique_ptr<DwarfFile> file;  // null: no DWARF (then `problem` may say why)
+  // Why DWARF that exists cannot be used ("" when there is none at all): malformed, too large.
+  std::string problem;
+};
+
+// The DWARF of `image`: its own file when that holds .debug_info, else its attached debug
+// file's (Image::debug_file()). MiniDebugInfo holds no lines and is not looked at.
+OpenedDwarf open_image_dwarf(const Image& image, const Limits& limits);
+
+}  // namespace ehbt::lines

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// A pc's position and inline chain from DWARF (see dwarf_lookup.hpp).
+#include "lines/dwarf_lookup.hpp"
+
+#include <dwarf.h>
+
+#include <vector>
+
+#include "elf/symbol_table.hpp"  // elf::demangle, as symbols are demangled
+#include "lines/scope_chain.hpp"
+
+namespace ehbt::lines {
+
+std::string display_file_name(std::string_view path, std::string_view comp_dir) {
+  while (!comp_dir.empty() && comp_dir.back() == '/') comp_dir.remove_suffix(1);
+  if (!comp_dir.empty() && path.size() > comp_dir.size() + 1 && path.starts_with(comp_dir) &&
+      path[comp_dir.size()] == '/') {
+    path.remove_prefix(comp_dir.size() + 1);
+  }
+  return std::string(path);
+}
+
+namespace {
+
+// What the lookups of one pc share: the unit, its compilation directory and file table.
+struct UnitView {
+  Dwarf_Die unit;     // the DIE tree to search (a skeleton's split unit)
+  Dwarf_Die line_cu;  // the unit whose line table covers the pc
+  std::string_view comp_dir;
+  Dwarf_Files* files = nullptr;  // the file table DW_AT_call_file indexes (loaded on demand)
+  std::size_t file_count = 0;
+  bool files_read = false;
+};
+
+std::optional<SourcePosition> position(const char* file, int line, int column,
+                                       std::string_view comp_dir) {
+  if (file == nullptr || line <= 0) return std::nullopt;
+  SourcePosition p;
+  p.file = display_file_name(file, comp_dir);
+  p.line = static_cast<uint32_t>(line);
+  p.column = column > 0 ? static_cast<uint32_t>(column) : 0;
+  return p;
+}
+
+// Where an inlined call is: its DW_AT_call_file/line/column, in the caller's unit.
+std::optional<SourcePosition> call_site(Dwarf_Die& scope, UnitView& u) {
+  Dwarf_Attribute attr;
+  Dwarf_Word file = 0, line = 0, column = 0;
+  if (dwarf_formudata(dwarf_attr(&scope, DW_AT_call_file, &attr), &file) != 0) return std::nullopt;
+  if (dwarf_formudata(dwarf_attr(&scope, DW_AT_call_line, &attr), &line) != 0) return std::nullopt;
+  if (dwarf_formudata(dwarf_attr(&scope, DW_AT_call_column, &attr), &column) != 0) column = 0;
+  if (!u.files_read) {
+    u.files_read = true;
+    if (dwarf_getsrcfiles(&u.unit, &u.files, &u.file_count) != 0) u.files = nullptr;
+  }
+  if (u.files == nullptr || file >= u.file_count || line > UINT32_MAX) return std::nullopt;
+  const char* name = dwarf_filesrc(u.files, file, nullptr, nullptr);
+  return position(name, static_cast<int>(line), column > UINT32_MAX ? 0 : static_cast<int>(column),
+                  u.comp_dir);
+}
+
+// The inlined function's name: its linkage name demangled (as symbols are), else its name,
+// both through the abstract origin (dwarf_attr_integrate follows it, and a bounded chain of
+// specifications, into the dwz file too).
+std::string function_name(Dwarf_Die& scope) {
+  Dwarf_Attribute attr;
+  for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    if (const char* s = dwarf_formstring(dwarf_attr_integrate(&scope, at, &attr))) {
+      return elf::demangle(s);
+    }
+  }
+  const char* s = dwarf_formstring(dwarf_attr_integrate(&scope, DW_AT_name, &attr));
+  return s != nullptr ? std::string(s) : std::string();
+}
+
+}  // namespace
+
+DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) {
+  DwarfLookup out;
+  UnitView u;
+  switch (units.find(pc, limits.max_line_dies, u.line_cu)) {
+    case UnitSearch::Found:
+      break;
+    case UnitSearch::None:
+      return out;
+    case UnitSearch::Error:
+      out.problem = std::string("unreadable unit: ") + dwarf_errmsg(-1);
+      return out;
+  }
+  u.unit = u.line_cu;
+  // Split DWARF: the skeleton has the line table, the .dwo/.dwp unit the DIEs (when libdw
+  // finds it; else only lines).
+  uint8_t unit_type = 0;
+  Dwarf_Die split;
+  if (dwarf_cu_info(u.line_cu.cu, nullptr, &unit_type, nullptr, &split, nullptr, nullptr,
+                    nullptr) == 0 &&
+      unit_type == DW_UT_skeleton && dwarf_tag(&split) == DW_TAG_compile_unit) {
+    u.unit = split;
+  }
+  Dwarf_Attribute attr;
+  if (const char* dir = dwarf_formstring(dwarf_attr(&u.line_cu, DW_AT_comp_dir, &attr))) {
+    u.comp_dir = dir;
+  }
+
+  std::optional<SourcePosition> here;
+  Dwarf_Lines* table = nullptr;
+  std::size_t rows = 0;
+  if (dwarf_hasattr(&u.line_cu, DW_AT_stmt_list) &&
+      dwarf_getsrclines(&u.line_cu, &table, &rows) != 0) {
+    out.problem = std::string("unreadable line table: ") + dwarf_errmsg(-1);
+    return out;
+  }
+  if (Dwarf_Line* row = table != nullptr ? dwarf_getsrc_die(&u.line_cu, pc) : nullptr) {
+    int line = 0, column = 0;
+    dwarf_lineno(row, &line);
+    dwarf_linecol(row, &column);
+    here = position(dwarf_linesrc(row, nullptr, nullptr), line, column, u.comp_dir);
+  }
+
+  std::vector<Dwarf_Die> scopes;
+  switch (find_scopes(u.unit, pc, limits.max_line_dies, scopes)) {
+    case ScopeSearch::Done:
+      break;
+    case ScopeSearch::TooLarge:
+      out.problem =
+          "more than " + std::to_string(limits.max_line_dies) + " DIEs to visit for one pc";
+      return out;
+    case ScopeSearch::Error:
+      out.problem = std::string("malformed DIEs: ") + dwarf_errmsg(-1);
+      return out;
+  }
+
+  SourceInfo info;
+  // Innermost scope first: each inlined call gets the position inside it (the pc's own line
+  // for the innermost), and its call site becomes the position in the scope around it.
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    const int tag = dwarf_tag(&*it);
+    if (tag == DW_TAG_subprogram) break;             // the physical function: the chain ends here
+    if (tag != DW_TAG_inlined_subroutine) continue;  // a lexical block
+    if (info.inlined.size() >= limits.max_inline_depth) {
+      out.problem =
+          "more than " + std::to_string(limits.max_inline_depth) + " calls inlined at one pc";
+      return out;
+    }
+    info.inlined.push_back(InlinedCall{function_name(*it), std::move(here)});
+    here = call_site(*it, u);
+  }
+  info.location = std::move(here);
+  if (!info.location && info.inlined.empty()) return out;
+  out.info = std::move(info);
+  return out;
+}
+
+}  // namespace ehbt::lines

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// An image's line index (see module_lines.hpp).
+#include "lines/module_lines.hpp"
+
+#include "lines/dwarf_lookup.hpp"
+
+namespace ehbt::lines {
+namespace {
+
+// Answers kept per image: the frames of one build's cores land on the same few thousand pcs
+// (every idle thread in the same wait), but a long-lived process must not grow without end.
+constexpr std::size_t kMemoEntries = 1u << 16;
+
+}  // namespace
+
+ModuleLines::ModuleLines(OpenedDwarf opened)
+    : file_(std::move(opened.file)), problem_(std::move(opened.problem)) {
+  if (file_) units_ = std::make_unique<UnitIndex>(file_->dwarf());
+}
+
+std::string ModuleLines::problem() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return problem_;
+}
+
+std::optional<SourceInfo> ModuleLines::lookup(uint64_t link_pc, const Limits& limits) {
+  if (!file_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = memo_.find(link_pc); it != memo_.end()) return it->second;
+  DwarfLookup got = lookup_dwarf(*units_, link_pc, limits);
+  if (!got.problem.empty() && problem_.empty()) problem_ = file_->path() + ": " + got.problem;
+  if (memo_.size() >= kMemoEntries) memo_.clear();
+  memo_.emplace(link_pc, got.info);
+  return std::move(got.info);
+}
+
+ModuleLines* module_lines(const Image& image, const Limits& limits) {
+  ImageCache* held = image.lines_cache([&]() -> std::unique_ptr<ImageCache> {
+    return std::make_unique<ModuleLines>(open_image_dwarf(image, limits));
+  });
+  // Only this area makes the lines cache: the type is known.
+  return static_cast<ModuleLines*>(held);
+}
+
+}  // namespace ehbt::lines

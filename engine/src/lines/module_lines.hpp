@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// An image's line index: its DWARF opened on the first lookup of a pc in it, kept with the
+// image (Image::lines_cache(), so an ImageStore shares it across targets: triage's workers
+// open libc's debug file once), answers memoised per pc. An image without DWARF is
+// remembered as such: nothing is opened twice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "ehbt/image.hpp"
+#include "ehbt/limits.hpp"
+#include "ehbt/source_location.hpp"
+#include "lines/dwarf_file.hpp"
+#include "lines/unit_index.hpp"
+
+namespace ehbt::lines {
+
+class ModuleLines final : public ImageCache {
+ public:
+  ModuleLines(OpenedDwarf opened);
+
+  bool has_dwarf() const { return file_ != nullptr; }
+  // Why the DWARF could not be opened, or the first lookup that found it malformed; "" when
+  // nothing went wrong. Reports say it once per module.
+  std::string problem() const;
+  std::optional<SourceInfo> lookup(uint64_t link_pc, const Limits& limits);
+
+ private:
+  mutable std::mutex mu_;  // libdw's lazily read tables are not safe to share between threads
+  std::unique_ptr<DwarfFile> file_;
+  std::unique_ptr<UnitIndex> units_;
+  std::string problem_;
+  std::unordered_map<uint64_t, std::optional<SourceInfo>> memo_;
+};
+
+// The image's index, opened now if this is the first call for it.
+ModuleLines* module_lines(const Image& image, const Limits& limits);
+
+}  // namespace ehbt::lines

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which compilation unit covers a pc: .debug_aranges through libdw (dwarf_addrdie), or, for
+// files without that section (clang does not write it by default), a table of every unit's
+// address ranges built once from the units' own DIEs.
+#pragma once
+
+#include <elfutils/libdw.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ehbt::lines {
+
+enum class UnitSearch {
+  Found,
+  None,   // no unit covers the pc
+  Error,  // a unit said to cover it cannot be read (libdw's message is in dwarf_errmsg(-1))
+};
+
+class UnitIndex {
+ public:
+  explicit UnitIndex(Dwarf* dwarf) : dwarf_(dwarf) {}
+  UnitSearch find(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit);
+
+ private:
+  struct Range {
+    Dwarf_Addr low, high;  // [low, high)
+    Dwarf_Off unit;        // offset of the unit's DIE
+  };
+  // False when the units cannot be read.
+  bool build(uint32_t max_units);
+
+  Dwarf* dwarf_;
+  bool checked_aranges_ = false;
+  Dwarf_Aranges* aranges_ = nullptr;  // libdw's, owned by the Dwarf
+  bool built_ = false;
+  bool broken_ = false;        // .debug_aranges or the units' headers cannot be read
+  std::vector<Range> ranges_;  // sorted by low
+};
+
+}  // namespace ehbt::lines

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+// Source lines and inline chains from DWARF (engine/src/lines), on a real -O2 -g program
+// (tests/lines_fixture) built in each form: DWARF 4 and 5 in the file, a separate debug file,
+// a dwz common file. Expected lines are the LINE: markers of its source, and the chain
+// (level3 inlined into level2 inlined into level1) is the program's structure.
+#include <elf.h>
+#include <gelf.h>
+#include <gtest/gtest.h>
+#include <libelf.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ehbt/image.hpp"
+#include "lines/dwarf_lookup.hpp"
+#include "lines/source_lookup.hpp"
+#include "report/source_lines.hpp"
+
+namespace ehbt {
+namespace {
+
+const std::string kFixtures = EHBT_LINES_FIXTURE_DIR;
+const std::string kSource = std::string(EHBT_SOURCE_DIR) + "/tests/lines_fixture/";
+
+bool exists(const std::string& path) {
+  return std::ifstream(path).good();
+}
+
+// LINE:<name> markers of a source file: name -> line number.
+std::map<std::string, uint32_t> markers(const std::string& file) {
+  std::map<std::string, uint32_t> out;
+  std::ifstream in(kSource + file);
+  std::string text;
+  for (uint32_t n = 1; std::getline(in, text); ++n) {
+    const std::size_t at = text.find("/* LINE:");
+    if (at == std::string::npos) continue;
+    const std::size_t end = text.find(" */", at);
+    out[text.substr(at + 8, end - at - 8)] = n;
+  }
+  return out;
+}
+
+std::string base_name(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
+// The program's captured return addresses as link-time pcs minus one (caller frames' lookup
+// pcs): it prints them with where its ELF header is loaded.
+std::vector<uint64_t> lookup_pcs(const std::string& program, const Image& image) {
+  FILE* p = popen((kFixtures + "/" + program).c_str(), "r");
+  if (p == nullptr) return {};
+  unsigned long a = 0, b = 0, header = 0;
+  int r = 0;
+  const int got = fscanf(p, "%lx %lx %lx %d", &a, &b, &header, &r);
+  pclose(p);
+  if (got != 4) return {};
+  const uint64_t bias = header - image.min_vaddr();
+  return {a - bias - 1, b - bias - 1};
+}
+
+Module module_of(std::shared_ptr<const Image> image) {
+  Module m;
+  m.image = std::move(image);
+  m.path = m.image->name();
+  return m;
+}
+
+struct Expected {
+  uint32_t level3_call, level2_call, level1_call, level1_own;
+};
+
+Expected expected_lines() {
+  auto c = markers("inline_chain.c");
+  auto h = markers("inline_chain.h");
+  return {h.at("level3_call"), c.at("level2_call"), c.at("level1_call"), c.at("level1_own")};
+}
+
+// The checks every form must pass: slot 0 is three levels deep, slot 1 in level1 itself.
+void check_program(const Module& m, const std::vector<uint64_t>& pcs) {
+  ASSERT_EQ(pcs.size(), 2u);
+  const Expected want = expected_lines();
+  std::string problem;
+  auto deep = lines::lookup_source(m, pcs[0], Limits{}, &problem);
+  EXPECT_EQ(problem, "");
+  ASSERT_TRUE(deep.has_value());
+  ASSERT_EQ(deep->inlined.size(), 2u);
+  EXPECT_EQ(deep->inlined[0].function, "level3");
+  ASSERT_TRUE(deep->inlined[0].location.has_value());
+  EXPECT_EQ(base_name(deep->inlined[0].location->file), "inline_chain.h");
+  EXPECT_EQ(deep->inlined[0].location->line, want.level3_call);
+  EXPECT_EQ(deep->inlined[1].function, "level2");
+  ASSERT_TRUE(deep->inlined[1].location.has_value());
+  EXPECT_EQ(base_name(deep->inlined[1].location->file), "inline_chain.c");
+  EXPECT_EQ(deep->inlined[1].location->line, want.level2_call);
+  ASSERT_TRUE(deep->location.has_value());
+  EXPECT_EQ(base_name(deep->location->file), "inline_chain.c");
+  EXPECT_EQ(deep->location->line, want.level1_call);
+
+  auto own = lines::lookup_source(m, pcs[1], Limits{}, &problem);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_TRUE(own->inlined.empty());
+  ASSERT_TRUE(own->location.has_value());
+  EXPECT_EQ(base_name(own->location->file), "inline_chain.c");
+  EXPECT_EQ(own->location->line, want.level1_own);
+  EXPECT_GT(own->location->column, 0u);  // GCC writes columns
+}
+
+std::shared_ptr<const Image> open_image(const std::string& name) {
+  auto img = Image::open(kFixtures + "/" + name);
+  EXPECT_TRUE(img.has_value()) << name;
+  return img ? std::shared_ptr<const Image>(std::move(img.value())) : nullptr;
+}
+
+TEST(LinesDwarf, Dwarf4InTheFile) {
+  auto img = open_image("dw4");
+  ASSERT_TRUE(img);
+  check_program(module_of(img), lookup_pcs("dw4", *img));
+}
+
+TEST(LinesDwarf, Dwarf5InTheFile) {
+  auto img = open_image("dw5");
+  ASSERT_TRUE(img);
+  check_program(module_of(img), lookup_pcs("dw5", *img));
+}
+
+TEST(LinesDwarf, SeparateDebugFile) {
+  auto img = open_image("dw5.stripped");
+  ASSERT_TRUE(img);
+  // Without its debug file the stripped program has no lines (and no problem).
+  const std::vector<uint64_t> pcs = lookup_pcs("dw5.stripped", *img);
+  ASSERT_EQ(pcs.size(), 2u);
+  auto bare = open_image("dw5.stripped");
+  std::string problem = "unset";
+  EXPECT_FALSE(lines::lookup_source(module_of(bare), pcs[0], Limits{}, &problem).has_value());
+  EXPECT_EQ(problem, "");
+  ASSERT_TRUE(img->attach_debug_file(open_image("dw5.debug")));
+  check_program(module_of(img), pcs);
+}
+
+TEST(LinesDwarf, DwzCommonFile) {
+  if (!exists(kFixtures + "/lines.dwz")) GTEST_SKIP() << "dwz not installed";
+  auto img = open_image("dwzA.stripped");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dwzA.stripped", *img);
+  // The names (even the file names) are in the common file, found by the relative name the
+  // debug file's .gnu_debugaltlink records.
+  ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
+  check_program(module_of(img), pcs);
+}
+
+TEST(LinesDwarf, DisplayNamesAsRecorded) {
+  EXPECT_EQ(lines::display_file_name("/src/app/crash.c", "/src/app"), "crash.c");
+  EXPECT_EQ(lines::display_file_name("/src/app/./nptl/x.c", "/src/app/"), "./nptl/x.c");
+  EXPECT_EQ(lines::display_file_name("/usr/include/stdio.h", "/src/app"), "/usr/include/stdio.h");
+  EXPECT_EQ(lines::display_file_name("/src/application/a.c", "/src/app"), "/src/application/a.c");
+}
+
+TEST(LinesDwarf, InlineDepthLimit) {
+  auto img = open_image("dw4");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw4", *img);
+  ASSERT_EQ(pcs.size(), 2u);
+  Limits tight;
+  tight.max_inline_depth = 1;
+  std::string problem;
+  // A fresh image: answers are memoised per image.
+  EXPECT_FALSE(lines::lookup_source(module_of(open_image("dw4")), pcs[0], tight, &problem));
+  EXPECT_NE(problem.find("inlined"), std::string::npos) << problem;
+}
+
+// ---- malformed DWARF ------------------------------------------------------------------------
+
+// The file's bytes with every byte of section `name` set to `fill`.
+std::vector<std::byte> with_section_filled(const std::string& path, const char* name,
+                                           unsigned char fill) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  elf_version(EV_CURRENT);
+  Elf* e = elf_memory(raw.data(), raw.size());
+  std::size_t shstrndx = 0;
+  uint64_t offset = 0, size = 0;
+  elf_getshdrstrndx(e, &shstrndx);
+  for (Elf_Scn* s = elf_nextscn(e, nullptr); s != nullptr; s = elf_nextscn(e, s)) {
+    GElf_Shdr sh;
+    gelf_getshdr(s, &sh);
+    if (std::string(elf_strptr(e, shstrndx, sh.sh_name)) == name) {
+      offset = sh.sh_offset;
+      size = sh.sh_size;
+    }
+  }
+  elf_end(e);
+  std::vector<std::byte> out(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const bool inside = i >= offset && i < offset + size;
+    out[i] = static_cast<std::byte>(inside ? fill : static_cast<unsigned char>(raw[i]));
+  }
+  return out;
+}
+
+void check_malformed(const char* section, unsigned char fill) {
+  auto good = open_image("dw4");
+  ASSERT_TRUE(good);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw4", *good);
+  ASSERT_EQ(pcs.size(), 2u);
+  auto bad = Image::from_bytes(with_section_filled(kFixtures + "/dw4", section, fill), "dw4.bad");
+  ASSERT_TRUE(bad.has_value());
+  Module m = module_of(std::shared_ptr<const Image>(std::move(bad.value())));
+
+  // Through the report: both frames without a location, and one warning for the module.
+  report::BacktraceReport r;
+  r.threads.emplace_back();
+  r.threads[0].frames.resize(2);
+  std::vector<report::PendingLine> pending{{&m, pcs[0], 0, 0}, {&m, pcs[1], 0, 1}};
+  report::locate_frames(pending, r, Limits{});
+  for (const report::FrameLine& f : r.threads[0].frames) {
+    EXPECT_FALSE(f.location.has_value()) << section;
+    EXPECT_TRUE(f.inlined.empty()) << section;
+  }
+  ASSERT_EQ(r.warnings.size(), 1u) << section;
+  EXPECT_EQ(r.warnings[0].kind, kWarningBadDebugInfo);
+  EXPECT_EQ(r.warnings[0].path, "dw4.bad");
+}
+
+TEST(LinesDwarf, CorruptDebugInfoGivesNoLocationAndOneWarning) {
+  check_malformed(".debug_info", 0xff);
+}
+
+TEST(LinesDwarf, CorruptDebugLineGivesNoLocationAndOneWarning) {
+  check_malformed(".debug_line", 0xff);
+}
+
+TEST(LinesDwarf, TheReportFillsFramesThroughLocateFrames) {
+  auto img = open_image("dw4");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw4", *img);
+  ASSERT_EQ(pcs.size(), 2u);
+  Module m = module_of(img);
+  report::BacktraceReport r;
+  r.threads.emplace_back();
+  r.threads[0].frames.resize(2);
+  std::vector<report::PendingLine> pending{{&m, pcs[1], 0, 1}, {&m, pcs[0], 0, 0}};
+  report::locate_frames(pending, r, Limits{});
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(r.threads[0].frames[0].inlined.size(), 2u);
+  ASSERT_TRUE(r.threads[0].frames[1].location.has_value());
+  EXPECT_EQ(r.threads[0].frames[1].location->line, expected_lines().level1_own);
+}
+
+}  // namespace
+}  // namespace ehbt
