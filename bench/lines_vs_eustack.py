@@ -79,6 +79,33 @@ def as_expected(raw):
         for f in t["frames"] if "error" not in f]} for t in raw["threads"]]}
 
 
+def frame_agreement(rules, exp, doc):
+    """(frames equal to GDB's, {kind of difference: count}) over the flattened threads, by
+    lines_expect's rules (physical names not compared: the raw record has no ELF symbols)."""
+    got = {t["tid"]: rules.ehbt_flat(t) for t in doc["threads"]}
+    same, kinds = 0, {}
+    for t in exp["threads"]:
+        want, have = rules.gdb_flat(t), got.get(t["tid"], [])
+        if len(want) != len(have):
+            kinds["thread with another frame count"] = kinds.get(
+                "thread with another frame count", 0) + 1
+        for w, g in zip(want, have):
+            if w[0] != g[0]:
+                why = "inlined vs physical"
+            elif w[0] == "inline" and not rules.function_matches(g[1], w[1]):
+                why = "inlined function name"
+            elif not rules.position_matches(g[2], w[2]):
+                why = "position: ehbt %s, GDB %s" % (
+                    "-" if not g[2] else "%s:%s" % (g[2]["file"], g[2]["line"]),
+                    "-" if not w[2] else "%s:%s" % (w[2]["file"], w[2]["line"]))
+                why = "position" if len(kinds) > 40 else why
+            else:
+                same += 1
+                continue
+            kinds[why] = kinds.get(why, 0) + 1
+    return same, kinds
+
+
 def count_lines(doc):
     frames = [f for t in doc["threads"] for f in t["frames"]]
     inlined = sum(len(f.get("inlined") or []) for f in frames)
@@ -172,11 +199,12 @@ def main():
             exp = as_expected(raw)
             total = sum(len(rules.gdb_flat(t)) for t in exp["threads"])
             errors = rules.compare_lines(exp, doc, "cpython", physical_names=False)
-            bad_threads = len(errors)
-            print("\nGDB: %d threads, %d frames with inlined ones; ehbt's lines differ in %d "
-                  "thread(s)" % (len(exp["threads"]), total, bad_threads))
-            for e in errors[:1]:  # the first thread that differs, shortened
-                print(e[:2500])
+            same, kinds = frame_agreement(rules, exp, doc)
+            print("\nGDB: %d threads, %d frames with inlined ones; ehbt gives %d of them GDB's "
+                  "kind, function and position (%d differ), %d threads differ somewhere"
+                  % (len(exp["threads"]), total, same, total - same, len(errors)))
+            for why, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:8]:
+                print("  %5d  %s" % (n, why))
     print("\nload after: %s" % TOOLS.uptime())
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
