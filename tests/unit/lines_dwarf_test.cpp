@@ -152,11 +152,29 @@ TEST(LinesDwarf, DwzCommonFile) {
   check_program(module_of(img), pcs);
 }
 
-TEST(LinesDwarf, DisplayNamesAsRecorded) {
-  EXPECT_EQ(lines::display_file_name("/src/app/crash.c", "/src/app"), "crash.c");
-  EXPECT_EQ(lines::display_file_name("/src/app/./nptl/x.c", "/src/app/"), "./nptl/x.c");
-  EXPECT_EQ(lines::display_file_name("/usr/include/stdio.h", "/src/app"), "/usr/include/stdio.h");
-  EXPECT_EQ(lines::display_file_name("/src/application/a.c", "/src/app"), "/src/application/a.c");
+// GDB's names (GDB 13, `bt`), by the cases seen in its output: `gcc -g crash.c` (DWARF 5, dir 0
+// the compilation directory) prints "crash.c"; a unit named by an absolute path prints
+// absolute names; glibc's headers in relative directories print "../sysdeps/...".
+TEST(LinesDwarf, DisplayNamesAsGdb) {
+  using lines::display_file_name;
+  EXPECT_EQ(display_file_name("/src/app/crash.c", "/src/app", "crash.c", 5), "crash.c");
+  EXPECT_EQ(display_file_name("/src/app/crash.c", "/src/app/", "crash.c", 4), "crash.c");
+  // Another file in the compilation directory: DWARF 5 names its directory, DWARF 4 does not.
+  EXPECT_EQ(display_file_name("/src/app/util.h", "/src/app", "crash.c", 5), "/src/app/util.h");
+  EXPECT_EQ(display_file_name("/src/app/util.h", "/src/app", "crash.c", 4), "util.h");
+  EXPECT_EQ(display_file_name("/work/main/cores/programs/fixture.h", "/work/main",
+                              "/work/main/cores/programs/chain.c", 5),
+            "/work/main/cores/programs/fixture.h");
+  EXPECT_EQ(display_file_name("../sysdeps/nptl/libc_start_call_main.h", "./csu",
+                              "../csu/libc-start.c", 5),
+            "../sysdeps/nptl/libc_start_call_main.h");
+  // glibc's units: a relative compilation directory, and GDB prints the joined name.
+  EXPECT_EQ(display_file_name("./nptl/pthread_kill.c", "./nptl", "pthread_kill.c", 5),
+            "./nptl/pthread_kill.c");
+  EXPECT_EQ(display_file_name("/usr/include/stdio.h", "/src/app", "a.c", 4),
+            "/usr/include/stdio.h");
+  EXPECT_EQ(display_file_name("/src/application/a.c", "/src/app", "a.c", 4),
+            "/src/application/a.c");
 }
 
 TEST(LinesDwarf, InlineDepthLimit) {

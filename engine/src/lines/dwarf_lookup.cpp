@@ -11,12 +11,25 @@
 
 namespace ehbt::lines {
 
-std::string display_file_name(std::string_view path, std::string_view comp_dir) {
-  while (!comp_dir.empty() && comp_dir.back() == '/') comp_dir.remove_suffix(1);
-  if (!comp_dir.empty() && path.size() > comp_dir.size() + 1 && path.starts_with(comp_dir) &&
-      path[comp_dir.size()] == '/') {
-    path.remove_prefix(comp_dir.size() + 1);
+std::string display_file_name(std::string_view path, std::string_view comp_dir,
+                              std::string_view unit_name, int dwarf_version) {
+  while (comp_dir.size() > 1 && comp_dir.back() == '/') comp_dir.remove_suffix(1);
+  // `path` is DIR/NAME with DIR the compilation directory: NAME, else nothing.
+  auto under_comp_dir = [&]() -> std::optional<std::string_view> {
+    if (comp_dir.empty() || path.size() <= comp_dir.size() + 1 || !path.starts_with(comp_dir) ||
+        path[comp_dir.size()] != '/') {
+      return std::nullopt;
+    }
+    return path.substr(comp_dir.size() + 1);
+  };
+  const std::optional<std::string_view> rest = under_comp_dir();
+  // Only where the joined name is absolute: GDB matches a line-table file to the unit's own
+  // by absolute names (glibc's comp dir "./nptl" gives "./nptl/pthread_kill.c").
+  if (rest && comp_dir.front() == '/' && !unit_name.empty() && unit_name.front() != '/' &&
+      *rest == unit_name) {
+    return std::string(unit_name);
   }
+  if (rest && dwarf_version < 5) return std::string(*rest);
   return std::string(path);
 }
 
@@ -24,19 +37,19 @@ namespace {
 
 // What the lookups of one pc share: the unit, its compilation directory and file table.
 struct UnitView {
-  Dwarf_Die unit;     // the DIE tree to search (a skeleton's split unit)
-  Dwarf_Die line_cu;  // the unit whose line table covers the pc
-  std::string_view comp_dir;
-  Dwarf_Files* files = nullptr;  // the file table DW_AT_call_file indexes (loaded on demand)
+  Dwarf_Die unit;                   // the DIE tree to search (a skeleton's split unit)
+  Dwarf_Die line_cu;                // the unit whose line table covers the pc
+  std::string_view comp_dir, name;  // the unit's DW_AT_comp_dir and DW_AT_name
+  int version = 0;                  // of the unit's header
+  Dwarf_Files* files = nullptr;     // the file table DW_AT_call_file indexes (loaded on demand)
   std::size_t file_count = 0;
   bool files_read = false;
 };
 
-std::optional<SourcePosition> position(const char* file, int line, int column,
-                                       std::string_view comp_dir) {
+std::optional<SourcePosition> position(const char* file, int line, int column, const UnitView& u) {
   if (file == nullptr || line <= 0) return std::nullopt;
   SourcePosition p;
-  p.file = display_file_name(file, comp_dir);
+  p.file = display_file_name(file, u.comp_dir, u.name, u.version);
   p.line = static_cast<uint32_t>(line);
   p.column = column > 0 ? static_cast<uint32_t>(column) : 0;
   return p;
@@ -56,7 +69,7 @@ std::optional<SourcePosition> call_site(Dwarf_Die& scope, UnitView& u) {
   if (u.files == nullptr || file >= u.file_count || line > UINT32_MAX) return std::nullopt;
   const char* name = dwarf_filesrc(u.files, file, nullptr, nullptr);
   return position(name, static_cast<int>(line), column > UINT32_MAX ? 0 : static_cast<int>(column),
-                  u.comp_dir);
+                  u);
 }
 
 // The inlined function's name: its linkage name demangled (as symbols are), else its name,
@@ -91,8 +104,9 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
   // Split DWARF: the skeleton has the line table, the .dwo/.dwp unit the DIEs (when libdw
   // finds it; else only lines).
   uint8_t unit_type = 0;
+  Dwarf_Half version = 0;
   Dwarf_Die split;
-  if (dwarf_cu_info(u.line_cu.cu, nullptr, &unit_type, nullptr, &split, nullptr, nullptr,
+  if (dwarf_cu_info(u.line_cu.cu, &version, &unit_type, nullptr, &split, nullptr, nullptr,
                     nullptr) == 0 &&
       unit_type == DW_UT_skeleton && dwarf_tag(&split) == DW_TAG_compile_unit) {
     u.unit = split;
@@ -101,6 +115,10 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
   if (const char* dir = dwarf_formstring(dwarf_attr(&u.line_cu, DW_AT_comp_dir, &attr))) {
     u.comp_dir = dir;
   }
+  if (const char* name = dwarf_formstring(dwarf_attr(&u.line_cu, DW_AT_name, &attr))) {
+    u.name = name;
+  }
+  u.version = version;
 
   std::optional<SourcePosition> here;
   Dwarf_Lines* table = nullptr;
@@ -114,7 +132,7 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
     int line = 0, column = 0;
     dwarf_lineno(row, &line);
     dwarf_linecol(row, &column);
-    here = position(dwarf_linesrc(row, nullptr, nullptr), line, column, u.comp_dir);
+    here = position(dwarf_linesrc(row, nullptr, nullptr), line, column, u);
   }
 
   std::vector<Dwarf_Die> scopes;

@@ -21,8 +21,13 @@ struct DwarfLookup {
 
 DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits);
 
-// A file name as GDB shows it: as the debug info records it, so without the compilation
-// directory libdw puts in front of relative names. Exposed for tests.
-std::string display_file_name(std::string_view path, std::string_view comp_dir);
+// A file name as GDB shows it. `path` is libdw's: the line table's name joined with its
+// directory entry as recorded (relative directories stay relative; DWARF 4's entry 0 is the
+// compilation directory). GDB names the unit's own source file by its DW_AT_name
+// (`unit_name`: "crash.c" when the compiler was given that), and does not prepend DWARF 4's
+// implicit compilation directory to other files; otherwise it shows the joined name.
+// Exposed for tests.
+std::string display_file_name(std::string_view path, std::string_view comp_dir,
+                              std::string_view unit_name, int dwarf_version);
 
 }  // namespace ehbt::lines
