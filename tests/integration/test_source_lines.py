@@ -168,8 +168,9 @@ def raw_as_expected(raw):
 @pytest.mark.parametrize("arch,name", CASES, ids=IDS)
 def test_gdb_plugin_prints_the_clis_lines_and_gdbs(build_dir, ehbt_bin, line_cores, arch, name,
                                                    tmp_path):
-    """GDB's `ehbt` prints the CLI's text and the CLI's location/inlined per frame, and those
-    are GDB's own frames in the same session (cores/gdb_expect.py run there too)."""
+    """GDB's `ehbt` prints the CLI's text and the CLI's location/inlined per frame, those are
+    the expected file's (GDB's), and on a native core GDB's own frames in the same session
+    (cores/gdb_expect.py run there too)."""
     exp = expected(line_cores, arch, name)
     gdb = ce.MAKE.ARCHES[arch]["gdb"]
     h.need_gdb(gdb)
@@ -197,9 +198,14 @@ def test_gdb_plugin_prints_the_clis_lines_and_gdbs(build_dir, ehbt_bin, line_cor
         errors.append("GDB's ehbt locations differ from the CLI's:\n%s\n%s" % (
             lines_of(got_doc), lines_of(want_doc)))
     errors += le.compare_lines(exp, got_doc, "gdb plugin " + where(arch, name))
-    session = raw_as_expected(json.loads(raw.read_text()))
-    errors += le.compare_lines(session, got_doc, "gdb session " + where(arch, name),
-                               physical_names=False)
+    # GDB's own frames in this session: on a native core. GDB cannot place a qemu-user core's
+    # PIE executable (cores/README.md: qemu writes no contents for its read-only mappings), so
+    # there it shows `??` frames; the expected file (GDB live through qemu's gdbstub at the
+    # crash) stands for GDB on those arches, compared above.
+    if not ce.MAKE.ARCHES[arch]["qemu"]:
+        session = raw_as_expected(json.loads(raw.read_text()))
+        errors += le.compare_lines(session, got_doc, "gdb session " + where(arch, name),
+                                   physical_names=False)
     assert not errors, "\n".join(errors)
 
 
@@ -247,6 +253,7 @@ def test_lldb_plugin_prints_the_clis_lines_and_lldbs(build_dir, ehbt_bin, line_c
     if lines_of(got_doc) != lines_of(want_doc):
         errors.append("LLDB's ehbt locations differ from the CLI's:\n%s\n%s" % (
             lines_of(got_doc), lines_of(want_doc)))
+    errors += le.compare_lines(exp, got_doc, "lldb plugin " + where(arch, name))
     exe_name = os.path.basename(exe)
     ours = [(k, pos) for k, _, pos, f in le.ehbt_flat(got_doc["threads"][0])
             if f.get("module") and os.path.basename(f["module"]) == exe_name]
