@@ -18,7 +18,11 @@ STOP_REASONS = {"outermost", "max_frames", "no_module", "no_unwind_info", "memor
                 "bad_unwind_info", "unsupported", "no_progress", "bad_pc"}
 SOURCES = {"context", "eh_frame", "debug_frame", "sframe", "signal", "frame_pointer", "scan",
            "go_pclntab"}
-FRAME_LINE = re.compile(r"^#(\d+) +0x([0-9a-f]{16}) in (\S+) \(\)(?: from (\S+))?( \[\w+\])?$")
+FRAME_LINE = re.compile(r"^#(\d+) +0x([0-9a-f]{16}) in (\S+) \(\)(?: from (\S+))?"
+                        r"(?: at (\S+):(\d+))?( \[\w+\])?$")
+# The lines after a frame's first for the rest of its inlined calls and its physical function
+# (GDB's frames without an address): "#4  outer () at a.c:20".
+INLINED_LINE = re.compile(r"^#(\d+) +(\S+) \(\)(?: from (\S+))?(?: at (\S+):(\d+))?$")
 
 CRASH_C = r"""
 #include <stddef.h>
@@ -315,15 +319,35 @@ def test_text_output_of_a_crash(ehbt_bin, crash):
     if thread["stop_reason"] != "outermost":
         assert frame_lines[-1].startswith(f"Backtrace stopped: {thread['stop_reason']}")
         frame_lines = frame_lines[:-1]
-    assert len(frame_lines) == len(thread["frames"])
-    for line, frame in zip(frame_lines, thread["frames"]):
-        m = FRAME_LINE.match(line)
-        assert m, line
-        assert int(m[1]) == frame["index"]
-        assert int(m[2], 16) == int(frame["pc"], 16)
-        assert m[3] == (frame["symbol"] or "??")
-        assert m[4] == frame["module"]
+    # With debug info (crasher is -g) a frame is one line per inlined call, then its own.
+    assert len(frame_lines) == sum(1 + len(f["inlined"]) for f in thread["frames"])
+    at = 0
+    for frame in thread["frames"]:
+        names = [c["function"] for c in frame["inlined"]] + [frame["symbol"] or "??"]
+        places = [c["location"] for c in frame["inlined"]] + [frame["location"]]
+        for k, (name, place) in enumerate(zip(names, places)):
+            line = frame_lines[at]
+            m = FRAME_LINE.match(line) if k == 0 else INLINED_LINE.match(line)
+            assert m, line
+            assert int(m[1]) == at
+            if k == 0:
+                assert int(m[2], 16) == int(frame["pc"], 16)
+                assert m[3] == name
+                module, file, number = m[4], m[5], m[6]
+            else:
+                assert m[2] == name
+                module, file, number = m[3], m[4], m[5]
+            # "from MODULE" only on the physical function's line, and only without a position.
+            physical = k == len(names) - 1
+            assert module == (frame["module"] if physical and place is None else None), line
+            if place is None:
+                assert file is None, line
+            else:
+                assert (file, int(number)) == (place["file"], place["line"]), line
+            at += 1
     assert FRAME_LINE.match(frame_lines[0])[3] == "cli_fx_level3"
+    # The crasher's own frames have their lines: its functions are -O2 -g and not inlined.
+    assert thread["frames"][0]["location"]["file"].endswith("crasher.c")
 
 
 def test_thread_selection_and_max_frames(ehbt_bin, crash):
