@@ -4,8 +4,13 @@
 Adds the command `ehbt-expect OUTPUT [MAX_FRAMES]`. For each thread it walks
 gdb.newest_frame() -> older() and writes, per *physical* frame, what GDB believes: the pc, the
 function name, the minimal (ELF) symbol covering the lookup address, the module and the frame
-type. Inline frames and tail-call frames are dropped (they share or invent pcs and do not exist
-on the machine stack); signal trampoline frames are kept (the trampoline is a real frame).
+type. Inline frames and tail-call frames are not frames of their own (they share or invent pcs
+and do not exist on the machine stack); signal trampoline frames are kept (the trampoline is a
+real frame). GDB's source lines are kept with the physical frame (#28): its `location` (GDB's
+sal for it: for a frame with calls inlined at its pc, the call site of the outermost one) and
+`inlined`, the inline frames GDB shows just above it, innermost first, each with its name and
+sal. Tail-call frames GDB invents from call-site DWARF are dropped with their lines (the
+machine stack does not say them; no unwinder can).
 
 The output is raw GDB facts; cores/make_cores.py turns it into the expected file. Nothing here
 depends on ehbt.
@@ -77,8 +82,25 @@ def _module(addr, exe_file):
     return None
 
 
+def _position(frame):
+    """GDB's source position of a frame: {file (as the debug info names it), fullname (GDB's
+    absolute path), line}, or None when GDB knows no line there."""
+    try:
+        sal = frame.find_sal()
+    except gdb.error:
+        return None
+    if sal is None or sal.symtab is None or not sal.line:
+        return None
+    try:
+        fullname = sal.symtab.fullname()
+    except gdb.error:
+        fullname = None
+    return {"file": sal.symtab.filename, "fullname": fullname, "line": sal.line}
+
+
 def _walk(max_frames, exe_file):
     frames = []
+    inlined = []  # the inline frames seen since the last physical frame, innermost first
     frame = gdb.newest_frame()
     prev_type = None
     levels = 0
@@ -87,6 +109,10 @@ def _walk(max_frames, exe_file):
         levels += 1
         last = frame
         ftype = frame.type()
+        if ftype == gdb.INLINE_FRAME:
+            inlined.append({"function": frame.name(), "location": _position(frame)})
+        elif ftype == gdb.TAILCALL_FRAME:
+            inlined = []  # calls GDB guessed from call sites: not part of any physical frame
         if ftype not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):
             pc = int(frame.pc())
             # GDB looks callers up at pc-1 (the call instruction), except for frame 0, the
@@ -107,7 +133,10 @@ def _walk(max_frames, exe_file):
                 "min_symbol_offset": msym_off,
                 "section": msym_sect,
                 "module": _module(lookup, exe_file),
+                "location": _position(frame),
+                "inlined": inlined,
             })
+            inlined = []
             prev_type = ftype
         try:
             frame = frame.older()

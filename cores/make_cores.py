@@ -73,7 +73,7 @@ class Case:
     def __init__(self, name, sources, chain, signal, arches=BASE_ARCHES,
                  cflags=(), ldflags=(), mode="signal", post_build=None, checks=(), max_frames=None,
                  compare_frames=None, stop="outermost", stack_kb=None, qemu_cpu=None,
-                 expect_cpu=None, note=""):
+                 expect_cpu=None, note="", inline_chain=None):
         self.name = name
         self.sources = sources
         self.chain = chain  # fixture functions of the crashing thread, youngest first, contiguous
@@ -92,6 +92,9 @@ class Case:
         # {arch: -cpu} of a second run that GDB can read when it cannot read the crash run.
         self.expect_cpu = expect_cpu or {}
         self.note = note
+        # GDB's frames of the crashing thread with the inlined ones (#28), youngest first,
+        # contiguous: the inlining the case exists for (cores/make_line_cores.py).
+        self.inline_chain = inline_chain
 
 
 class CaseError(Exception):
@@ -463,7 +466,7 @@ CASES = {c.name: c for c in CASE_LIST}
 # ---------------------------------------------------------------------------------------------
 # Building
 
-def compile_program(arch, case, exe, extra=()):
+def compile_program(arch, case, exe, extra=(), link_extra=()):
     prefix = ARCHES[arch]["prefix"]
     objs = []
     is_cxx = any(str(s if isinstance(s, str) else s[0]).endswith(".cc") for s in case.sources)
@@ -478,7 +481,7 @@ def compile_program(arch, case, exe, extra=()):
             ["-c", os.path.join(PROGRAMS, name), "-o", obj])
         objs.append(obj)
     link = prefix + ("g++" if is_cxx else "gcc")
-    run([link] + CFLAGS + case.ldflags + objs + ["-o", exe])
+    run([link] + CFLAGS + case.ldflags + list(link_extra) + objs + ["-o", exe])
     for obj in objs:
         os.unlink(obj)
 
@@ -787,6 +790,9 @@ def expected_frames(arch, raw_frames, bins, syms, sysroot):
             "module_core_path": core_path,
             "symbols": names,
             "symbol_required": required,
+            # GDB's source lines (#28): absent in records made before gdb_expect kept them.
+            "location": f.get("location"),
+            "inlined": f.get("inlined", []),
         })
     return frames
 
@@ -794,6 +800,24 @@ def expected_frames(arch, raw_frames, bins, syms, sysroot):
 def frame_names(frames):
     return ["<signal handler called>" if f["type"] == "sigtramp" else f["function"]
             for f in frames]
+
+
+def gdb_frame_names(frames):
+    """The crashing thread as GDB numbers it: each physical frame after its inlined calls."""
+    names = []
+    for f in frames:
+        names += [i["function"] for i in f.get("inlined", [])]
+        names.append("<signal handler called>" if f["type"] == "sigtramp" else f["function"])
+    return names
+
+
+def verify_inline_chain(case, frames):
+    names = gdb_frame_names(frames)
+    chain = case.inline_chain
+    if not any(names[i:i + len(chain)] == chain for i in range(len(names))):
+        raise CaseError("GDB's crashing thread with inlined frames %s does not contain %s" %
+                        (names, chain))
+    return "GDB shows the inlined frames %s" % " <- ".join(chain)
 
 
 def verify_chain(case, frames):
@@ -889,6 +913,8 @@ def finish(arch, case, bins, raw_path, core, text_path, notes, source="gdb", ext
         check_return_addresses(arch, bins, raw_path, ct["frames"], case.chain)
     start = verify_chain(case, ct["frames"])
     case_notes = list(notes)
+    if case.inline_chain:
+        case_notes.append(verify_inline_chain(case, ct["frames"]))
     if arch == "i386" and case.name in I386_SIGRETURN:
         case_notes.append(check_i386_sigreturn(arch, case, ct["frames"]))
 
@@ -1102,7 +1128,7 @@ def do_case(arch, case):
         for t, c in zip(doc["threads"], crash_threads):
             t["tid"] = c["tid"]
     doc.update(exe_build_id_location(arch, bins, doc, raw))
-    for key in ("debug_sysroot", "debuglink_file"):
+    for key in ("debug_sysroot", "debuglink_file", "debug_dir", "debug_file", "dwz_file"):
         if key in bins:
             doc[key] = bins[key]
     if "variant" in bins:

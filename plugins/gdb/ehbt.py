@@ -290,7 +290,8 @@ class EhbtCommand(gdb.Command):
         gdb.write(frontend.document(
             results, _modules.get(inferior, opts), exe or None, core=core, pid=pid,
             warnings=warnings, signal=signal, signal_tid=signal_tid,
-            input_format=engine_core.input_format if engine_core else None) + "\n")
+            input_format=engine_core.input_format if engine_core else None,
+            lines=not opts["no_lines"]) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------

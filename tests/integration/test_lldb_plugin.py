@@ -62,6 +62,15 @@ def _recognized(frame):
     return out
 
 
+def _line(frame):
+    """LLDB's own source position of a frame (file path, line), or None."""
+    entry = frame.GetLineEntry()
+    if not entry.IsValid() or not entry.GetLine():
+        return None
+    spec = entry.GetFileSpec()
+    return {"file": spec.fullpath, "line": entry.GetLine()}
+
+
 def dump(debugger, command, exe_ctx, result, internal_dict):
     process = exe_ctx.GetProcess()
     threads = []
@@ -72,6 +81,7 @@ def dump(debugger, command, exe_ctx, result, internal_dict):
                            "module": frame.GetModule().GetFileSpec().GetFilename(),
                            "inlined": frame.IsInlined(), "cfa": frame.GetCFA(),
                            "function": frame.GetFunctionName(),
+                           "line": _line(frame),
                            "recognized": _recognized(frame)})
         threads.append({"tid": thread.GetThreadID(), "frames": frames})
     with open(command.strip(), "w") as f:

@@ -472,13 +472,13 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     proc = triage(tool_env, "--db", db, "-j", jobs, a)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     con = sqlite3.connect(db)
-    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
-                                                                "content_key": "2"}
+    assert dict(con.execute("SELECT key, value FROM meta")) == {
+        "schema": "5", "content_key": "2", "signature_version": "2"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(a),)]
     # What the previous release left: schema 3, no content_key, version-1 keys.
     con.execute("UPDATE cores SET sha256 = ?", (_reference_sparse_sha256(a, 1),))
     con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
-    con.execute("DELETE FROM meta WHERE key = 'content_key'")
+    con.execute("DELETE FROM meta WHERE key IN ('content_key', 'signature_version')")
     con.commit()
     copy = tmp_path / "renamed-a.core"
     shutil.copy(a, copy)
@@ -488,8 +488,9 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     recs = by_core(read_jsonl(tmp_path / "o.jsonl"))
     assert recs["renamed-a.core"]["status"] == "seen_before"
     assert recs["renamed-a.core"]["sha256"] == _reference_sparse_sha256(a, 1)
-    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
-                                                                "content_key": "1"}
+    # ... and its buckets by signature version 1 (physical frames only, #28), kept as well.
+    assert dict(con.execute("SELECT key, value FROM meta")) == {
+        "schema": "5", "content_key": "1", "signature_version": "1"}
     assert dict(con.execute("SELECT path, sha256 FROM cores")) == {
         a: _reference_sparse_sha256(a, 1), b: _reference_sparse_sha256(b, 1)}
     con.close()
@@ -502,8 +503,8 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     con.commit()
     proc = triage(tool_env, "--db", empty, "-j", jobs, b)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert dict(con.execute("SELECT key, value FROM meta")) == {"schema": "4",
-                                                                "content_key": "2"}
+    assert dict(con.execute("SELECT key, value FROM meta")) == {
+        "schema": "5", "content_key": "2", "signature_version": "2"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(b),)]
     con.close()
 
@@ -524,14 +525,14 @@ def test_store_of_a_newer_schema_is_refused(tool_env, cores, tmp_path):
     proc = triage(tool_env, "--db", db, cores["a"][0][0])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     con = sqlite3.connect(db)
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema'")
     con.commit()
     proc = triage(tool_env, "--db", db, cores["b"][0][0])
     assert proc.returncode == 2
-    assert "made by a newer ehbt-triage (schema version 5; this one knows 4)" in proc.stderr
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("5",)
+    assert "made by a newer ehbt-triage (schema version 6; this one knows 5)" in proc.stderr
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("6",)
     assert con.execute("SELECT COUNT(*) FROM cores").fetchone() == (1,)
-    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
     con.execute("UPDATE meta SET value = '9' WHERE key = 'content_key'")
     con.commit()
     proc = triage(tool_env, "--db", db, cores["b"][0][0])

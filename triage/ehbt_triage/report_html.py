@@ -17,7 +17,7 @@ import os
 import time
 
 from . import engine
-from .signature import DEFAULT_TOP, frame_label
+from .signature import DEFAULT_TOP, frame_label, with_inlined
 
 DAY = 86400.0
 MAX_BARS = 120
@@ -39,7 +39,7 @@ table.stack{margin:.4em 0 .6em;width:auto}
 table.stack td,table.stack th{border:none;padding:.1em .6em;cursor:auto;background:none}
 table.stack{font-size:.9em}table.stack code{white-space:nowrap}
 td.ex{max-width:22em}
-table.stack tr.skipped{color:#999}table.stack tr.insig td:first-child{border-left:3px solid #4a78b5}
+table.stack tr.skipped{color:#999}table.stack tr.inlined td{font-style:italic}table.stack tr.insig td:first-child{border-left:3px solid #4a78b5}
 .fail{color:#a00}
 .flag{display:inline-block;font-size:.8em;padding:0 .4em;margin:0 .2em .2em 0;border-radius:.6em;
 color:#fff;white-space:nowrap}.flag.partial{background:#b5651d}.flag.unreliable{background:#a00}
@@ -146,28 +146,72 @@ def _stack(store, core_id, signer):
     """The example core's crashing thread; the frames that form the signature are marked,
     the leading skipped ones greyed."""
     tid, stop, frames = store.crashing_frames(core_id)
+    # The inlined calls are rows of their own, as GDB shows them; the signature's marks follow
+    # the store's signature version (inlined calls count as frames from version 2).
+    shown = with_inlined(frames)
+    signed = signer.signed_frames(frames) if signer else shown
+    frames = shown
     labels = [frame_label(f) for f in frames]
     start = signer.first_kept(labels, frames) if signer and labels else 0
+    if signed is not shown:  # version 1: the marks count physical frames only
+        physical = [i for i, f in enumerate(shown) if "inlined_into" not in f]
+        kept = signer.first_kept([labels[i] for i in physical],
+                                 [shown[i] for i in physical]) if physical else 0
+        start = physical[kept] if kept < len(physical) else len(shown)
+        while 0 < start < len(shown) and "inlined_into" in shown[start - 1]:
+            start -= 1  # the calls inlined into the first signed frame come with it
     top = signer.top if signer else DEFAULT_TOP
     rows = ['<table class="stack"><tr><th>#</th><th>symbol</th><th>module</th>'
             '<th>offset</th><th>build-id key</th><th>via</th></tr>']
+    in_signature = _signature_rows(shown, start, top, signed is shown)
     for i, f in enumerate(frames[:MAX_STACK]):
-        cls = "skipped" if i < start else "insig" if i < start + top else ""
+        inlined = "inlined_into" in f
+        cls = "skipped" if i < start else "insig" if i in in_signature else ""
+        if inlined:
+            cls = (cls + " inlined").strip()
         sym = f["symbol"] or ""
-        if sym and f["symbol_offset"]:
+        if sym and not inlined and f["symbol_offset"]:
             sym += "+" + f["symbol_offset"]
-        rows.append('<tr class="%s"><td>%d</td><td><code>%s</code></td><td><code>%s</code></td>'
+        rows.append('<tr class="%s"><td>%s</td><td><code>%s</code>%s</td><td><code>%s</code></td>'
                     '<td><code>%s</code></td><td><code title="%s">%s</code></td><td>%s</td></tr>'
-                    % (cls, f["idx"], _e(sym or "??"),
+                    % (cls, "" if inlined else f["idx"], _e(sym or "??"),
+                       _position_html(f.get("location")),
                        _e(os.path.basename(f["module"] or "") or "?"),
-                       _e(f["module_offset"] or f["pc"]), _e(f["build_id_key"]),
-                       _e(_short_key(f["build_id_key"])), _e(f["source"])))
+                       _e(f["module_offset"] or f["pc"]), _e(f.get("build_id_key")),
+                       _e(_short_key(f.get("build_id_key"))),
+                       "inlined into <code>%s</code>" % _e(f["inlined_into"] or "??")
+                       if inlined else _e(f["source"])))
     if len(frames) > MAX_STACK:
         rows.append('<tr><td></td><td colspan="5">... %d more frames</td></tr>'
                     % (len(frames) - MAX_STACK))
     rows.append("</table><div class=\"meta\">thread %s, walk stopped: %s; grey: frames skipped "
-                "as crash reporting, marked: frames in the signature</div>" % (_e(tid), _e(stop)))
+                "as crash reporting, marked: frames in the signature, italic: calls inlined "
+                "into the frame below (no stack frame of their own)</div>" % (_e(tid), _e(stop)))
     return "".join(rows)
+
+
+def _position_html(location):
+    """` at file.c:42` (the file's base name; its path in the title), or nothing."""
+    if not location or not location.get("file"):
+        return ""
+    return ' at <code class="pos" title="%s">%s:%s</code>' % (
+        _e(location["file"]), _e(os.path.basename(location["file"])), _e(location.get("line")))
+
+
+def _signature_rows(shown, start, top, inlined_count):
+    """Indexes of the rows in the signature: `top` frames from `start`, counting inlined calls
+    when the signature does (version 2), else only physical frames (and the calls inlined
+    into those)."""
+    if inlined_count:
+        return set(range(start, start + top))
+    rows, physical = set(), 0
+    for i in range(start, len(shown)):
+        if physical >= top:
+            break
+        rows.add(i)
+        if "inlined_into" not in shown[i]:
+            physical += 1
+    return rows
 
 
 def trend_svg(times):

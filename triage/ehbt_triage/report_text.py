@@ -69,8 +69,10 @@ def bucket_flags(bucket):
     return ",".join(flags) or "-"
 
 
-def bucket_table(buckets, run_counts, run_cores, out):
-    """The table of the buckets this run's cores fall into, most cores first."""
+def bucket_table(buckets, run_counts, run_cores, out, places=None):
+    """The table of the buckets this run's cores fall into, most cores first. `places`
+    ({bucket id: "fn at file.c:42"}): where the example core's signature starts in the
+    source, printed under the bucket's row when debug info gave it (crash_place())."""
     out.write("\nBuckets of the %d core(s) analysed or seen in this run "
               "(count = all cores with that signature in the database, run = in this run; "
               "flags: partial = some walks stopped early, unreliable = no frame named):\n"
@@ -85,6 +87,24 @@ def bucket_table(buckets, run_counts, run_cores, out):
         out.write("%6d %5d  %-18s  %-*s  %s\n" % (
             b["count"], run_counts.get(b["id"], 0), bucket_flags(b), sig_width,
             _clip(b["signature"], sig_width), b.get("example_path") or "-"))
+        if places and places.get(b["id"]):
+            out.write("%6s %5s  %-18s  %s\n" % ("", "", "", places[b["id"]]))
+
+
+def crash_place(signer, frames):
+    """'fn at file.c:42 (inlined into caller)': the first frame of the signature that has a
+    source position (frames as store.crashing_frames gives them), or None."""
+    if not frames:
+        return None
+    _labels, picked = signer.chosen(signer.signed_frames(frames))
+    for f in picked:
+        at = f.get("location")
+        if at and at.get("file"):
+            text = "%s at %s:%s" % (f.get("symbol") or "??", at["file"], at.get("line"))
+            if "inlined_into" in f:
+                text += " (inlined into %s)" % (f["inlined_into"] or "??")
+            return text
+    return None
 
 
 def failures(failed, rejected, out):

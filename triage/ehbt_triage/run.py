@@ -176,7 +176,7 @@ class Run:
         build_ids = module_names(doc) if rows is None else None
         missing = missing_modules(doc)
         info = dict(info, unreliable=bool(result.get("unreliable")), missing_modules=missing,
-                    warnings=doc.get("warnings") or [])
+                    warnings=doc.get("warnings") or [], signature_version=self.signer.version)
         core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
                                                   lambda f: frame_key(f, build_ids), rows=rows)
         self.stats["ok"] += 1
@@ -329,6 +329,9 @@ def run(args):
     except ImportError as e:
         return _usage("--db %s needs psycopg (Debian: python3-psycopg): %s"
                       % (describe(db_path), e))
+    # Sign as the store's buckets were made: a store keeps its signature version (with or
+    # without inlined calls as frames; docs/triage.md, "Signature versions").
+    signer.version = store.signature_version
     try:
         writer = jsonl.JsonlWriter(args.jsonl) if args.jsonl else None
     except OSError as e:
@@ -389,7 +392,10 @@ def run(args):
 
     out = sys.stdout
     buckets = store.buckets_with_cores(state.core_ids)
-    report_text.bucket_table(buckets, state.bucket_run_counts, len(state.core_ids), out)
+    places = {b["id"]: report_text.crash_place(signer, store.crashing_frames(
+        b["example_core_id"])[2]) for b in buckets if b.get("example_core_id")}
+    report_text.bucket_table(buckets, state.bucket_run_counts, len(state.core_ids), out,
+                             places)
     report_text.failures(sorted(state.failed), [], out)
     _note_missing(state.missing, out)
     total = len(found.cores) + len(found.rejected)

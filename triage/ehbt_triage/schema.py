@@ -6,15 +6,17 @@ column that a later schema version added says so (``since``), and an older store
 with ALTER TABLE when it is opened (added_columns).
 
 Also here, because both stores check them the same way: the schema version, the version of
-the content keys a store holds, and the error a store raises.
+the content keys a store holds, the version of the signatures it buckets by, and the error a
+store raises.
 """
 
 from .content_hash import BLOCKS as KEY_VERSIONS
 from .content_hash import KEY_VERSION
+from .signature import SIGNATURE_VERSION, SIGNATURE_VERSIONS
 
 # A store at this version is opened without running the DDL again: change TABLES (a table, a
 # column, an index), raise the version.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DIALECTS = ("sqlite", "postgresql")
 
@@ -90,6 +92,8 @@ TABLES = (
         C("warnings", "text", since=2),  # JSON list
         # Version 3: content_hash.file_identity of the file hashed at `path`.
         C("file_id", "text", since=3),
+        # Version 5: the signature version the core was signed with (signature.py).
+        C("signature_version", "int", since=5),
     )),
     ("threads", (
         C("id", "id"),
@@ -111,6 +115,13 @@ TABLES = (
         C("symbol", "text"),
         C("symbol_offset", "text"),
         C("source", "text"),
+        # Version 5: the frame's source position from debug info (#28) and the calls
+        # inlined at its pc, innermost first, as the document spells them: JSON
+        # [{"function", "location": {"file", "line", "column"}|null}] (NULL when none).
+        C("src_file", "text", since=5),
+        C("src_line", "int", since=5),
+        C("src_column", "int", since=5),
+        C("inlined", "text", since=5),
     )),
 )
 
@@ -174,6 +185,24 @@ def key_version_of(value):
                          "ehbt-triage does not know" % (value,))
     return version
 
+
+def signature_version_of(value):
+    """The store's signature version from its meta value; StoreError for an unknown one."""
+    try:
+        version = int(value)
+    except (TypeError, ValueError):
+        version = None
+    if version not in SIGNATURE_VERSIONS:
+        raise StoreError("its buckets are made by signature version %r, which this "
+                         "ehbt-triage does not know" % (value,))
+    return version
+
+
+# The signature version for a store that has none recorded: a store with cores was bucketed
+# before signatures had versions (version 1: physical frames only) and keeps that version, so
+# that its new cores fall into its old buckets; an empty one takes the newest.
+SIGNATURE_VERSION_SQL = ("SELECT CASE WHEN EXISTS (SELECT 1 FROM cores) THEN '1' ELSE '%d' END"
+                         % SIGNATURE_VERSION)
 
 # The content key version for a store that has none recorded: a store with cores was made
 # before keys had versions (version 1); an empty one takes the newest.

@@ -39,6 +39,13 @@ The rule (kept in one place so the report, the store and the docs agree):
    lies in the null page (< 4096), else the plain name (``SIGSEGV``, ``SIGBUS``, ...). No
    signal (a live process, a gcore snapshot): nothing.
 
+Signature version 2 (SIGNATURE_VERSION; docs/triage.md): the calls inlined at a frame's pc
+(the document's ``inlined``, from debug info) are frames of their own, innermost first and
+before the frame they were inlined into, as GDB numbers them and as Socorro signs them; rules
+2-5 then apply to that list (an inlined call's label is its function's name). Version 1
+(stores made before versions existed, which keep it) uses the physical frames only. Without
+debug info the two versions give the same signature.
+
 Each frame also has a stable key ``<build-id>+0x<module_offset>`` (the module's basename when
 it has no build-id) that identifies the instruction across builds' file names and ASLR.
 """
@@ -48,6 +55,10 @@ import re
 
 from .skipmatch import SkipMatcher
 
+# The signature format: 2 counts inlined calls as frames, 1 does not. A store records the
+# version its buckets were made with and keeps it (schema.SIGNATURE_VERSION_SQL).
+SIGNATURE_VERSION = 2
+SIGNATURE_VERSIONS = (1, 2)
 DEFAULT_TOP = 5
 NULL_PAGE = 4096
 UNKNOWN = "<unknown>"
@@ -156,6 +167,24 @@ def frame_label(frame):
     return UNKNOWN
 
 
+def with_inlined(frames):
+    """The frames as GDB shows them: before each frame, the calls inlined at its pc
+    (innermost first), each as a frame dict of its own named by the inlined function, at the
+    frame's pc and module offset, with ``inlined_into`` set to the frame's symbol. Frames
+    without inlined calls are the same objects."""
+    if not any(f.get("inlined") for f in frames):
+        return frames
+    out = []
+    for f in frames:
+        for call in f.get("inlined") or ():
+            out.append({"symbol": call.get("function") or None, "module": f.get("module"),
+                        "module_offset": f.get("module_offset"), "pc": f.get("pc"),
+                        "location": call.get("location"), "inlined_into": f.get("symbol"),
+                        "index": f.get("index", f.get("idx"))})
+        out.append(f)
+    return out
+
+
 def frame_key(frame, build_ids):
     """The stable per-frame key ``build_id+0xOFFSET`` (basename when there is no build-id)."""
     module = frame.get("module")
@@ -179,10 +208,15 @@ def _module_base(frame):
 class Signer:
     """Computes signatures with one skip list and one frame count."""
 
-    def __init__(self, top=DEFAULT_TOP, extra_skip=(), use_default=True):
+    def __init__(self, top=DEFAULT_TOP, extra_skip=(), use_default=True,
+                 version=SIGNATURE_VERSION):
         if top < 1:
             raise ValueError("--top must be at least 1")
+        if version not in SIGNATURE_VERSIONS:
+            raise ValueError("unknown signature version %r" % (version,))
         self.top = top
+        # The store's signature version (run.py sets it from the store it writes to).
+        self.version = version
         # The shipped patterns are known to compile (a test compiles each one); the user's
         # --skip patterns are compiled one by one, so that a bad one is named.
         shipped = load_skiplist() if use_default else []
@@ -271,13 +305,18 @@ class Signer:
         stop = min(end, start + self.top)
         return labels[start:stop], frames[start:stop]
 
+    def signed_frames(self, frames):
+        """The frames the rules apply to in this signature version: with the inlined calls
+        as frames from version 2 on."""
+        return with_inlined(frames) if self.version >= 2 else frames
+
     def frames_part(self, frames, executable=None, arch=None):
         return self._frames_part(frames, executable, arch)[0]
 
     def _frames_part(self, frames, executable, arch):
         if not frames:
             return NO_FRAMES, True
-        labels, picked = self.chosen(frames)
+        labels, picked = self.chosen(self.signed_frames(frames))
         if any(f.get("symbol") for f in picked):
             return SEPARATOR.join(labels), False
         # Nothing names the crash: the program, its architecture, and where each pc lies --

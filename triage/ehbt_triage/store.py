@@ -20,6 +20,13 @@ Rules:
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
+- Schema version 5 stores each frame's source position (``src_file``, ``src_line``,
+  ``src_column``) and the calls inlined at its pc (``inlined``, JSON as the document spells
+  it), and records in ``meta`` the signature version the store buckets by
+  (``signature_version``, signature.py) and in ``cores.signature_version`` each core's. A new
+  store takes the newest (2: inlined calls are frames); a store made before (version 4 or
+  older) that holds cores keeps version 1, so that its new cores fall into the buckets its
+  old ones made (re-bucketing: docs/triage.md). Its old frames have no positions (NULL).
 - Schema version 4 records in ``meta`` the version of the content key the store's cores are
   keyed by (``content_key``: content_hash.py). A new store takes the newest (2); a store made
   before (version 3 or older) holds version-1 keys and keeps them, since the two versions of
@@ -47,7 +54,8 @@ import time
 from itertools import repeat
 
 from . import schema
-from .schema import KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema, key_version_of
+from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, SIGNATURE_VERSION_SQL, StoreError,
+                     check_schema, key_version_of, signature_version_of)
 
 # A batch transaction is committed when it is this old or holds this many cores (see above),
 # checked after each core and by tick() while the run waits for its workers: a slow core does
@@ -103,6 +111,7 @@ class Store:
                 self._migrate()
                 meta = self._meta()
             self.key_version = key_version_of(meta.get("content_key"))
+            self.signature_version = signature_version_of(meta.get("signature_version"))
             if new:
                 self.db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as e:
@@ -117,7 +126,8 @@ class Store:
         from version 4, 'content_key' (the version of its cores' content keys)."""
         try:
             return dict(self.db.execute(
-                "SELECT key, value FROM meta WHERE key IN ('schema', 'content_key')"))
+                "SELECT key, value FROM meta WHERE key IN ('schema', 'content_key', "
+                "'signature_version')"))
         except sqlite3.OperationalError:  # no meta table yet
             return {}
 
@@ -135,6 +145,8 @@ class Store:
                                     % (table, column.sql("sqlite")))
             self.db.execute("INSERT OR IGNORE INTO meta(key, value) SELECT 'content_key', ("
                             + KEY_VERSION_SQL + ")")
+            self.db.execute("INSERT OR IGNORE INTO meta(key, value) SELECT "
+                            "'signature_version', (" + SIGNATURE_VERSION_SQL + ")")
             self.db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema', ?)",
                             (str(SCHEMA_VERSION),))
             self.db.execute("COMMIT")
@@ -203,10 +215,11 @@ class Store:
         if t is None:
             return None, None, []
         cur = self._exec(
-            "SELECT idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source "
+            "SELECT idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source, "
+            "src_file, src_line, src_column, inlined "
             "FROM frames WHERE thread_id = ? ORDER BY idx", (t[0],))
         names = [c[0] for c in cur.description]
-        return t[1], t[2], [dict(zip(names, r)) for r in cur.fetchall()]
+        return t[1], t[2], [stored_frame(dict(zip(names, r))) for r in cur.fetchall()]
 
     def buckets_with_cores(self, core_ids=None):
         """Buckets (dicts, with an example core path) sorted by count, then signature.
@@ -372,7 +385,8 @@ class Store:
             [(first + n, core_id) + tuple(t) for n, t in enumerate(threads)])
         self.db.executemany(
             "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
-            "build_id_key, symbol, symbol_offset, source) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, "
+            "inlined) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             frame_rows(core_id, first, frames))
 
     def _refresh_bucket(self, bucket_id, core_id):
@@ -411,11 +425,26 @@ def frame_rows(core_id, first_thread_id, frames):
     return zip(repeat(core_id), map(first_thread_id.__add__, frames[0]), *frames[1:])
 
 
+FRAME_COLUMNS = 13  # the columns document_rows gives per frame
+
+
+def stored_frame(row):
+    """A frames row (dict) with its position and inlined calls as the document spells them:
+    ``location`` {file, line, column} or None, ``inlined`` a list (the src_* columns go)."""
+    src_file, line, column = row.pop("src_file"), row.pop("src_line"), row.pop("src_column")
+    row["location"] = ({"file": src_file, "line": line, "column": column} if src_file
+                       else None)
+    calls = row.pop("inlined")
+    row["inlined"] = json.loads(calls) if calls else []
+    return row
+
+
 def document_rows(doc, frame_key):
     """(threads, frames) of an ehbt-backtrace/1 document, ready for _insert_rows:
-    threads [(tid, crashing, stop_reason, stop_detail)]; frames as 9 columns (lists of equal
-    length): thread number in that list, idx, pc, module, module_offset, build_id_key,
-    symbol, symbol_offset, source. `frame_key(frame)` must depend on the frame's module and
+    threads [(tid, crashing, stop_reason, stop_detail)]; frames as FRAME_COLUMNS columns
+    (lists of equal length): thread number in that list, idx, pc, module, module_offset,
+    build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, inlined
+    (JSON text, None when nothing is inlined). `frame_key(frame)` must depend on the frame's module and
     module_offset alone: it is asked once per distinct pair.
 
     Made in the worker and sent to the parent, which only inserts: columns, so that the
@@ -439,10 +468,19 @@ def document_rows(doc, frame_key):
                 key = keys[where] = frame_key(f)
             pc, symbol, symbol_offset, source = (get("pc"), get("symbol"),
                                                  get("symbol_offset"), get("source"))
+            at = get("location")
+            if at:
+                src_file, src_line, src_column = at.get("file"), at.get("line"), at.get("column")
+                src_file = one(src_file, src_file)
+            else:
+                src_file = src_line = src_column = None
+            calls = get("inlined")
             rows.append((n, get("index", i), one(pc, pc), one(module, module),
                          one(offset, offset), key, one(symbol, symbol),
-                         one(symbol_offset, symbol_offset), one(source, source)))
-    frames = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(9)]
+                         one(symbol_offset, symbol_offset), one(source, source),
+                         src_file, src_line, src_column,
+                         json.dumps(calls, separators=(",", ":")) if calls else None))
+    frames = [list(c) for c in zip(*rows)] if rows else [[] for _ in range(FRAME_COLUMNS)]
     return threads, frames
 
 

@@ -19,8 +19,8 @@ import time
 from itertools import repeat
 
 from . import schema
-from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, StoreError, check_schema,
-                     key_version_of)
+from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, SIGNATURE_VERSION_SQL, StoreError,
+                     check_schema, key_version_of, signature_version_of)
 from .store import (BUCKET_SELECT, EXTRA_COLUMNS, Store, _crashing_stop, document_rows,
                     extra_columns)
 from .credentials import mask
@@ -52,12 +52,17 @@ class PgStore(Store):
                                     % (table, column.sql("postgresql")))
                 self.db.execute("INSERT INTO meta(key, value) SELECT 'content_key', ("
                                 + KEY_VERSION_SQL + ") ON CONFLICT (key) DO NOTHING")
+                self.db.execute("INSERT INTO meta(key, value) SELECT 'signature_version', ("
+                                + SIGNATURE_VERSION_SQL + ") ON CONFLICT (key) DO NOTHING")
                 self.db.execute("INSERT INTO meta(key, value) VALUES ('schema', %s) "
                                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                                 (str(SCHEMA_VERSION),))
                 row = self.db.execute(
                     "SELECT value FROM meta WHERE key = 'content_key'").fetchone()
                 self.key_version = key_version_of(row[0] if row else None)
+                row = self.db.execute(
+                    "SELECT value FROM meta WHERE key = 'signature_version'").fetchone()
+                self.signature_version = signature_version_of(row[0] if row else None)
         except psycopg.Error as e:
             # libpq's parse errors quote what they could not read, a password included.
             text = str(e).strip()
@@ -182,8 +187,8 @@ class PgStore(Store):
                 [(ids[n], core_id) + tuple(t) for n, t in enumerate(threads)])
             cur.executemany(
                 "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
-                "build_id_key, symbol, symbol_offset, source) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                "build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, "
+                "inlined) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 list(zip(repeat(core_id), map(ids.__getitem__, frames[0]), *frames[1:])))
 
 

@@ -51,6 +51,8 @@ OPTIONS = (
            text="each frame's CFA, how it was found, its registers"),
     Option("compare", "--compare", gdb=("-compare",),
            text="the debugger's own frames beside the engine's"),
+    Option("no_lines", "--no-lines", gdb=("-no-lines",),
+           text="no source lines or inlined calls (reads no debug info)"),
     Option("source", "--source", "S",
            text="auto (default), eh_frame, sframe or frame_pointer"),
     Option("sysroot", "--sysroot", "DIR", repeat=True, check="dir",
@@ -75,7 +77,10 @@ The text is the `ehbt core` CLI's, line for line: one line per stack
 frame ("#3  0x000055d4... in check () from /opt/app/bin/server"),
 "<signal handler called>" for a signal frame, "Backtrace stopped:
 <reason>: <detail>" when the walk did not reach the outermost frame, and
-with --all-threads a "Thread TID:" line before each thread."""
+with --all-threads a "Thread TID:" line before each thread. Where debug
+info exists a frame shows "at FILE:LINE" instead of "from MODULE", and
+the calls inlined at its pc come first as frames of their own, numbered
+as GDB numbers them; --no-lines reads no debug info for that."""
 
 
 def forms(host):
@@ -252,9 +257,11 @@ def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
 
 
 def report(results, signal=None, signal_tid=None, arch=None, modules=None, executable=None,
-           core=None, pid=None, warnings=(), symbol_of=None, input_format=None):
+           core=None, pid=None, warnings=(), symbol_of=None, input_format=None,
+           lines=True):
     """The ehbt.Report of the command: its threads in the order given, the one that took the
-    signal marked crashing. A live process is named by its pid, a core by its path."""
+    signal marked crashing. A live process is named by its pid, a core by its path. lines:
+    each frame's source position and inlined calls from debug info (False: --no-lines)."""
     arch = results[0][1] if results else arch
     rep = _ehbt.Report(arch, core=None if pid else core, pid=pid or None, executable=executable,
                        input_format=None if pid else input_format)
@@ -267,7 +274,8 @@ def report(results, signal=None, signal_tid=None, arch=None, modules=None, execu
     for w in warnings:
         rep.add_warning(w)
     for tid, _arch, backtrace, _host in results:
-        rep.add_thread(int(tid), backtrace, crashing=tid == signal_tid, symbol_of=symbol_of)
+        rep.add_thread(int(tid), backtrace, crashing=tid == signal_tid, symbol_of=symbol_of,
+                       lines=lines)
     return rep
 
 
@@ -275,7 +283,8 @@ def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
     """The command's text: the CLI's thread blocks without its header block (a thread's
     header line only with --all-threads), or the comparison with the debugger's own frames
     (--compare)."""
-    rep = report(results, signal, signal_tid, symbol_of=symbol_of)
+    rep = report(results, signal, signal_tid, symbol_of=symbol_of,
+                 lines=not opts["no_lines"])
     out = []
     for thread, (_tid, arch, _bt, host_frames) in zip(rep.threads, results):
         if host_frames is None:
@@ -290,11 +299,12 @@ def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
 
 
 def document(results, modules, executable, core=None, pid=None, warnings=(), signal=None,
-             signal_tid=None, arch=None, symbol_of=None, input_format=None):
+             signal_tid=None, arch=None, symbol_of=None, input_format=None, lines=True):
     """The ehbt-backtrace/1 document on one line (the CLI indents it), without its newline.
-    `modules`: the ModuleSet (or list of Module) the walks were given."""
+    `modules`: the ModuleSet (or list of Module) the walks were given. lines: False for
+    --no-lines."""
     rep = report(results, signal, signal_tid, arch, modules, executable, core, pid, warnings,
-                 symbol_of, input_format)
+                 symbol_of, input_format, lines)
     return rep.json(compact=True).rstrip("\n")
 
 
