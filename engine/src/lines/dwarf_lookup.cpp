@@ -75,7 +75,7 @@ std::optional<SourcePosition> call_site(Dwarf_Die& scope, UnitView& u) {
 // The inlined function's name: its linkage name demangled (as symbols are), else its name,
 // both through the abstract origin (dwarf_attr_integrate follows it, and a bounded chain of
 // specifications, into the dwz file too).
-std::string function_name(Dwarf_Die& scope) {
+std::string function_name(Dwarf_Die& scope, uint32_t max_dies) {
   Dwarf_Attribute attr;
   for (int at : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
     if (const char* s = dwarf_formstring(dwarf_attr_integrate(&scope, at, &attr))) {
@@ -83,7 +83,20 @@ std::string function_name(Dwarf_Die& scope) {
     }
   }
   const char* s = dwarf_formstring(dwarf_attr_integrate(&scope, DW_AT_name, &attr));
-  return s != nullptr ? std::string(s) : std::string();
+  if (s == nullptr) return std::string();
+  // No linkage name (a template instantiated for a lambda, a static function in a namespace):
+  // qualified by where its declaration sits, as GDB names it ("fx::apply<...>").
+  Dwarf_Die decl = scope;
+  for (int hop = 0; hop < 8; ++hop) {
+    Dwarf_Die next;
+    if (dwarf_formref_die(dwarf_attr(&decl, DW_AT_abstract_origin, &attr), &next) == nullptr &&
+        dwarf_formref_die(dwarf_attr(&decl, DW_AT_specification, &attr), &next) == nullptr) {
+      break;
+    }
+    decl = next;
+  }
+  if (auto prefix = qualification(decl, max_dies)) return *prefix + s;
+  return std::string(s);
 }
 
 }  // namespace
@@ -165,7 +178,7 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
           "more than " + std::to_string(limits.max_inline_depth) + " calls inlined at one pc";
       return out;
     }
-    info.inlined.push_back(InlinedCall{function_name(*it), std::move(here)});
+    info.inlined.push_back(InlinedCall{function_name(*it, limits.max_line_dies), std::move(here)});
     here = call_site(*it, u);
   }
   info.location = std::move(here);

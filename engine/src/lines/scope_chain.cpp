@@ -84,4 +84,44 @@ ScopeSearch find_scopes(Dwarf_Die unit, Dwarf_Addr pc, uint32_t max_dies,
   }
 }
 
+std::optional<std::string> qualification(Dwarf_Die decl, uint32_t max_dies) {
+  Dwarf_Die unit;
+  if (dwarf_diecu(&decl, &unit, nullptr, nullptr) == nullptr) return std::nullopt;
+  const Dwarf_Off target = dwarf_dieoffset(&decl);
+  // Depth-first, iteratively: each entry is a scope to search and the qualification inside it.
+  struct Open {
+    Dwarf_Die die;
+    std::string prefix;
+  };
+  std::vector<Open> todo{{unit, ""}};
+  uint32_t visited = 0;
+  while (!todo.empty()) {
+    Open scope = std::move(todo.back());
+    todo.pop_back();
+    Dwarf_Die child;
+    const int first = dwarf_child(&scope.die, &child);
+    if (first < 0) return std::nullopt;
+    if (first > 0) continue;
+    while (true) {
+      if (++visited > max_dies) return std::nullopt;
+      if (dwarf_dieoffset(&child) == target) return scope.prefix;
+      const int tag = dwarf_tag(&child);
+      if ((tag == DW_TAG_namespace || tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+           tag == DW_TAG_union_type) &&
+          dwarf_haschildren(&child) > 0) {
+        const char* name = dwarf_diename(&child);
+        // An anonymous namespace is "(anonymous namespace)" in GDB's names.
+        const std::string part = name != nullptr           ? name
+                                 : tag == DW_TAG_namespace ? "(anonymous namespace)"
+                                                           : "";
+        if (!part.empty()) todo.push_back({child, scope.prefix + part + "::"});
+      }
+      const int next = dwarf_siblingof(&child, &child);
+      if (next < 0) return std::nullopt;
+      if (next > 0) break;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace ehbt::lines

@@ -8,6 +8,8 @@
 #include <elfutils/libdw.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace ehbt::lines {
@@ -20,5 +22,11 @@ enum class ScopeSearch {
 
 ScopeSearch find_scopes(Dwarf_Die unit, Dwarf_Addr pc, uint32_t max_dies,
                         std::vector<Dwarf_Die>& out);
+
+// The C++ qualification of `decl` ("fx::Box<long>::", "" at the top level): the names of the
+// namespaces, classes, structures and unions around it, found by descending from its unit's
+// DIE to it (libdw keeps no parent links). Nothing when it is not found within max_dies DIEs
+// or a DIE cannot be read.
+std::optional<std::string> qualification(Dwarf_Die decl, uint32_t max_dies);
 
 }  // namespace ehbt::lines
