@@ -99,6 +99,38 @@ std::string function_name(Dwarf_Die& scope, uint32_t max_dies) {
   return std::string(s);
 }
 
+// The row GDB shows for a pc: of the rows at the address libdw's row starts at, the last that
+// begins a statement (is_stmt), else libdw's own (the last one). Compilers put several rows at
+// one address (a header's inline helper, then the caller's line as a non-statement row):
+// libdw and addr2line take the last, GDB the statement.
+Dwarf_Line* statement_row(Dwarf_Lines* table, std::size_t rows, Dwarf_Line* row) {
+  Dwarf_Addr at = 0;
+  if (dwarf_lineaddr(row, &at) != 0) return row;
+  // The table is sorted by address: the first row at `at`, by bisection.
+  std::size_t lo = 0, hi = rows;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    Dwarf_Addr a = 0;
+    Dwarf_Line* line = dwarf_onesrcline(table, mid);
+    if (line == nullptr || dwarf_lineaddr(line, &a) != 0) return row;
+    if (a < at) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  Dwarf_Line* best = nullptr;
+  for (std::size_t i = lo; i < rows; ++i) {
+    Dwarf_Line* line = dwarf_onesrcline(table, i);
+    Dwarf_Addr a = 0;
+    if (line == nullptr || dwarf_lineaddr(line, &a) != 0 || a != at) break;
+    bool stmt = false, end = false;
+    if (dwarf_lineendsequence(line, &end) == 0 && end) continue;
+    if (dwarf_linebeginstatement(line, &stmt) == 0 && stmt) best = line;
+  }
+  return best != nullptr ? best : row;
+}
+
 }  // namespace
 
 DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) {
@@ -147,6 +179,7 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
     return out;
   }
   if (Dwarf_Line* row = table != nullptr ? dwarf_getsrc_die(&u.line_cu, pc) : nullptr) {
+    row = statement_row(table, rows, row);
     int line = 0, column = 0;
     dwarf_lineno(row, &line);
     dwarf_linecol(row, &column);
