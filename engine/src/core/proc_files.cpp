@@ -47,7 +47,7 @@ std::string_view next_field(std::string_view line, std::size_t& pos) {
 
 }  // namespace
 
-std::vector<FileMapping> parse_proc_maps(const std::string& text, std::size_t max_lines) {
+std::vector<FileMapping> parse_proc_maps(std::string_view text, std::size_t max_lines) {
   std::vector<FileMapping> out;
   std::size_t pos = 0;
   for (std::size_t n = 0; pos < text.size() && n < max_lines; ++n) {

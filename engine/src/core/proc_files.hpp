@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,7 +14,7 @@
 namespace ehbt::core {
 
 // Parses /proc/PID/maps text: file-backed and special ([vdso], [stack]) mappings alike.
-std::vector<FileMapping> parse_proc_maps(const std::string& text, std::size_t max_lines);
+std::vector<FileMapping> parse_proc_maps(std::string_view text, std::size_t max_lines);
 
 // The whole of a small /proc file ("" on error), at most max_bytes.
 std::string read_proc_file(const std::string& path, std::size_t max_bytes);
