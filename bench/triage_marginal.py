@@ -149,7 +149,7 @@ def main():
                 res[i]["eu"].append(eustack_loop(cores))
         f_wall = statistics.median(w for w, _c in fixed)
         f_cpu = statistics.median(c for _w, c in fixed)
-        print("ehbt-triage -j%d on an empty directory (fixed start-up cost): %.1f ms wall, "
+        print("fixed start-up cost (ehbt-triage -j%d on an empty directory): %.1f ms wall, "
               "%.1f ms CPU (median of %d)" % (args.jobs, f_wall * 1e3, f_cpu * 1e3, args.rounds))
         print()
         head = ("cores", "N", "triage wall s", "marginal ms/core", "CPU marginal",

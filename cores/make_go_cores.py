@@ -486,6 +486,8 @@ def make_lines(name, flags):
                        stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limits, timeout=300)
     files = os.listdir(rundir)
     if qemu:
+        for host_core in [c for c in files if c == "core" or c.startswith("core.")]:
+            os.unlink(os.path.join(rundir, host_core))  # qemu's own, not the guest's
         cores = [c for c in files if c.startswith("qemu_") and c.endswith(".core")]
     else:
         cores = [c for c in files if c == "core" or c.startswith("core.")]

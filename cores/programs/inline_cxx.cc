@@ -23,7 +23,8 @@ __attribute__((always_inline)) inline void apply(F f, int v) {
 }  // namespace fx
 
 FX_NOINLINE void fx_cxx_crash(int v) {
-  fx::apply([](int x) __attribute__((always_inline)) { fx::Box<long>{x}.poke(); }, v);
+  fx::apply(
+      [](int x) __attribute__((always_inline)) { fx::Box<long>{x}.poke(); }, v);
   FX_KEEP();
 }
 

@@ -226,8 +226,9 @@ def test_truncated_core_fails_cleanly_or_gives_a_partial_trace(ehbt_bin, tmp_pat
 
 
 def check_schema(doc, core_path):
-    assert set(doc) == {"format", "core", "arch", "executable", "signal", "modules", "warnings",
-                        "threads"}
+    assert set(doc) == {"format", "core", "input_format", "arch", "executable", "signal",
+                        "modules", "warnings", "threads"}
+    assert doc["input_format"] == "elf_core"
     for w in doc["warnings"]:
         assert set(w) == {"kind", "message", "path", "option"}
     assert doc["format"] == "ehbt-backtrace/1"

@@ -168,6 +168,10 @@ TEST(LinesDwarf, DisplayNamesAsGdb) {
   // Another file in the compilation directory: DWARF 5 names its directory, DWARF 4 does not.
   EXPECT_EQ(display_file_name("/src/app/util.h", "/src/app", "crash.c", 5), "/src/app/util.h");
   EXPECT_EQ(display_file_name("/src/app/util.h", "/src/app", "crash.c", 4), "util.h");
+  // DWARF 4 with the directory recorded (gcc given absolute paths: an entry of its own, under
+  // the compilation directory): GDB shows the joined, absolute name.
+  EXPECT_EQ(display_file_name("/src/app/lib/util.h", "/src/app", "/src/app/lib/a.c", 4, true),
+            "/src/app/lib/util.h");
   EXPECT_EQ(display_file_name("/work/main/cores/programs/fixture.h", "/work/main",
                               "/work/main/cores/programs/chain.c", 5),
             "/work/main/cores/programs/fixture.h");

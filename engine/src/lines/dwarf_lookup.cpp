@@ -12,7 +12,7 @@
 namespace ehbt::lines {
 
 std::string display_file_name(std::string_view path, std::string_view comp_dir,
-                              std::string_view unit_name, int dwarf_version) {
+                              std::string_view unit_name, int dwarf_version, bool recorded_dir) {
   while (comp_dir.size() > 1 && comp_dir.back() == '/') comp_dir.remove_suffix(1);
   // `path` is DIR/NAME with DIR the compilation directory: NAME, else nothing.
   auto under_comp_dir = [&]() -> std::optional<std::string_view> {
@@ -29,7 +29,7 @@ std::string display_file_name(std::string_view path, std::string_view comp_dir,
       *rest == unit_name) {
     return std::string(unit_name);
   }
-  if (rest && dwarf_version < 5) return std::string(*rest);
+  if (rest && dwarf_version < 5 && !recorded_dir) return std::string(*rest);
   return std::string(path);
 }
 
@@ -46,10 +46,29 @@ struct UnitView {
   bool files_read = false;
 };
 
-std::optional<SourcePosition> position(const char* file, int line, int column, const UnitView& u) {
+// Whether `path` lies in a directory the table records explicitly (an absolute entry other than
+// DWARF 4's implicit entry 0, the compilation directory): gcc writes the source directory so
+// when it was given absolute paths, and GDB then shows the joined, absolute name.
+bool in_recorded_dir(std::string_view path, Dwarf_Files* files) {
+  const char* const* dirs = nullptr;
+  std::size_t count = 0;
+  if (files == nullptr || dwarf_getsrcdirs(files, &dirs, &count) != 0) return false;
+  for (std::size_t k = 1; k < count; ++k) {
+    const std::string_view dir = dirs[k] != nullptr ? dirs[k] : "";
+    if (!dir.empty() && dir.front() == '/' && path.size() > dir.size() && path.starts_with(dir) &&
+        path[dir.size()] == '/') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<SourcePosition> position(const char* file, int line, int column, const UnitView& u,
+                                       Dwarf_Files* files) {
   if (file == nullptr || line <= 0) return std::nullopt;
   SourcePosition p;
-  p.file = display_file_name(file, u.comp_dir, u.name, u.version);
+  p.file = display_file_name(file, u.comp_dir, u.name, u.version,
+                             u.version < 5 && in_recorded_dir(file, files));
   p.line = static_cast<uint32_t>(line);
   p.column = column > 0 ? static_cast<uint32_t>(column) : 0;
   return p;
@@ -69,7 +88,7 @@ std::optional<SourcePosition> call_site(Dwarf_Die& scope, UnitView& u) {
   if (u.files == nullptr || file >= u.file_count || line > UINT32_MAX) return std::nullopt;
   const char* name = dwarf_filesrc(u.files, file, nullptr, nullptr);
   return position(name, static_cast<int>(line), column > UINT32_MAX ? 0 : static_cast<int>(column),
-                  u);
+                  u, u.files);
 }
 
 // The inlined function's name: its linkage name demangled (as symbols are), else its name,
@@ -183,7 +202,10 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) 
     int line = 0, column = 0;
     dwarf_lineno(row, &line);
     dwarf_linecol(row, &column);
-    here = position(dwarf_linesrc(row, nullptr, nullptr), line, column, u);
+    Dwarf_Files* row_files = nullptr;
+    std::size_t row_file = 0;
+    if (dwarf_line_file(row, &row_files, &row_file) != 0) row_files = nullptr;
+    here = position(dwarf_linesrc(row, nullptr, nullptr), line, column, u, row_files);
   }
 
   std::vector<Dwarf_Die> scopes;

@@ -25,9 +25,10 @@ DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits);
 // directory entry as recorded (relative directories stay relative; DWARF 4's entry 0 is the
 // compilation directory). GDB names the unit's own source file by its DW_AT_name
 // (`unit_name`: "crash.c" when the compiler was given that), and does not prepend DWARF 4's
-// implicit compilation directory to other files; otherwise it shows the joined name.
-// Exposed for tests.
+// implicit compilation directory to other files (`recorded_dir` false: the file's directory is
+// that entry 0); otherwise it shows the joined name. Exposed for tests.
 std::string display_file_name(std::string_view path, std::string_view comp_dir,
-                              std::string_view unit_name, int dwarf_version);
+                              std::string_view unit_name, int dwarf_version,
+                              bool recorded_dir = false);
 
 }  // namespace ehbt::lines
