@@ -966,6 +966,22 @@ def test_signature_rule_on_documents():
     assert s.sign(_doc([_f("getppid@plt"), _f("caller")])) == "getppid@plt | caller"
 
 
+def test_signal_trampoline_inside_the_reporting_run_is_skipped():
+    """A Go crash under qemu: Go's handler re-raises SIGABRT; between the handler
+    (runtime.sigtramp) and the interrupted runtime.raise lies qemu's restorer page, in no
+    module. The signature reaches the user's code, not "<unknown> | runtime.raise"."""
+    s = sigmod.Signer(top=3)
+    go = [_f("runtime.raise.abi0"), _f("runtime.dieFromSignal"), _f("runtime.sigtramp.abi0"),
+          dict(_f(None, module=None, pc="0x5500801000"), source="go_pclntab"),
+          dict(_f("runtime.raise.abi0"), source="signal"), _f("runtime.dieFromSignal"),
+          _f("runtime.crash"), _f("runtime.fatalpanic"), _f("runtime.gopanic"),
+          _f("runtime.panicmem"), _f("runtime.sigpanic"), _f("main.fxInLeaf"), _f("main.main")]
+    assert s.sign(_doc(go)) == "main.fxInLeaf | main.main"
+    # A frame in no module that no signal step follows still ends the run.
+    plain = [_f("abort"), _f(None, module=None, pc="0x5500801000"), _f("raise"), _f("main")]
+    assert s.sign(_doc(plain)) == "<unknown> | raise | main"
+
+
 def _reference_sparse_sha256(path, version=2):
     """content_hash's documented definition, the slow obvious way (whole file in memory):
     blocks of 4 KiB in version 2, 64 KiB in version 1."""

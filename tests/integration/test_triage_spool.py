@@ -57,7 +57,7 @@ def spool_run(tool_env, spool, tmp_path_factory):
     return proc, recs, work
 
 
-def gdb_identity(exp):
+def gdb_identity(exp, inlined=True):
     """A crash as GDB tells it: the crashing thread's first three functions of the program
     itself (its own module, inlined calls included), after libc's and libstdc++'s abort
     machinery. The Go and no-CFI
@@ -75,10 +75,12 @@ def gdb_identity(exp):
         return ("program", "node process.abort()" if program.startswith("node_") else program)
     (thread,) = [t for t in exp["threads"] if t.get("crashing")] or exp["threads"][:1]
     # GDB's frames, the calls it shows inlined into a frame included (they are frames of a
-    # signature since signature version 2, #28; records made before hold none).
+    # signature since signature version 2, #28). With inlined=False only the physical ones:
+    # through qemu's gdbstub GDB hides an inlined call whose first instruction is the pc (native
+    # GDB and the DWARF show it), so for the bucket check the same crash would read as two.
     own = [name for f in thread["frames"] if f.get("module") == exp["program"]
-           for name in [c["function"] for c in f.get("inlined", [])] + [f.get("function")]
-           if name]
+           for name in ([c["function"] for c in f.get("inlined", [])] if inlined else [])
+           + [f.get("function")] if name]
     return tuple(own[:3])
 
 
@@ -306,7 +308,9 @@ def test_mixed_architectures_without_sysroots_never_merge_different_crashes(
         else:
             exp_file = path[:-len(".core")] + ".expected.json"
         exp = json.loads(open(exp_file).read())
-        buckets.setdefault(r["bucket"], set()).add(gdb_identity(exp))
+        # Physical frames: a signature that counts inlined calls may split a crash more
+        # finely than that; this checks only that it never merges two.
+        buckets.setdefault(r["bucket"], set()).add(gdb_identity(exp, inlined=False))
         if r["unreliable"]:
             assert r["signature"].startswith(("?", "SIG")) and "?" in r["signature"]
     merged = {b: ids for b, ids in buckets.items() if len(ids) > 1}

@@ -19,7 +19,9 @@ The rule (kept in one place so the report, the store and the docs agree):
    label matches the skip list's [crash-reporting] patterns, and, between them, frames without
    a symbol in a runtime library (libc, libpthread, ld.so, libstdc++, libgcc_s) or in the
    module of a skip-listed frame of the same run -- inside ``pthread_kill`` or ``abort``
-   where the library has no symbol for its internal function. The run ends at its last
+   where the library has no symbol for its internal function -- and signal trampolines (a
+   frame whose caller was found through its signal frame: Go's handler re-raising under qemu,
+   whose restorer page is in no module). The run ends at its last
    skip-listed frame: an unnamed frame that no skip-listed frame follows stays. A skip-listed
    frame further down stays. If every frame matches, none is dropped.
 4. Frames that start a process or thread (the [process-start] patterns: ``_start``,
@@ -267,6 +269,13 @@ class Signer:
                 last = i
                 if _module_base(frame):
                     skip_modules.add(_module_base(frame))
+                continue
+            if (frame is not None and i + 1 < len(frames)
+                    and frames[i + 1].get("source") == "signal"
+                    and self._skip_module_follows(labels, frames, i) is not None):
+                # The signal trampoline (the frame a sigreturn step leaves) between a handler
+                # that re-raises and the re-raise: Go's runtime under qemu, whose restorer page
+                # is in no module. Part of the run when skip-listed frames go on after it.
                 continue
             if frame is not None and not frame.get("symbol") and _module_base(frame):
                 base = _module_base(frame)
