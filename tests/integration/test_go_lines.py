@@ -18,6 +18,8 @@ import subprocess
 import pytest
 
 import cores_expect as ce
+import ehbt_py as h
+from test_lldb_plugin import LLDB, run_lldb
 
 GO_CORES = ce.CORES / "make_go_cores.py"
 NAMES = ["goinline", "goinlinestripped"]
@@ -98,7 +100,12 @@ def position(loc):
 def test_go_lines_equal_go_traceback(ehbt_bin, case):
     arch, _, name = case.rpartition("/")
     exp = expected(arch or "x86_64", name)
-    frames = crashing_thread(ehbt_bin, exp)
+    compare_with_go(crashing_thread(ehbt_bin, exp), exp, name)
+
+
+def compare_with_go(frames, exp, name):
+    """Every frame of Go's traceback, and the frames above it, in `frames` (ehbt-backtrace/1
+    frames of the crashing thread), as the module's docstring says."""
     go = traceback_frames(exp["traceback"])
     assert go[0]["function"] == "runtime.gopanic" and go[-1]["function"] == "runtime.goexit"
     pcs = [int(f["pc"], 16) for f in frames]
@@ -137,6 +144,64 @@ def test_go_lines_equal_go_traceback(ehbt_bin, case):
         innermost = f["inlined"][0]["location"] if f["inlined"] else f["location"]
         assert innermost is not None, f
         assert "%s:%d" % (innermost["file"], innermost["line"]) == want, f
+
+
+# The debugger plugins' `ehbt` builds its report from the debugger's own walk and modules
+# (Report.add_thread), through the same lines dispatcher as the CLI: Go's frames get their
+# lines there too. GDB 13 (gdb-multiarch for arm64) and LLDB 16 both load these static Go
+# cores.
+PLUGIN_CASES = NAMES + ["aarch64/" + n for n in NAMES] + ["go", "gostripped"]
+
+
+def gdb_plugin_document(build_dir, exp, arch, tmp_path):
+    gdb = "gdb" if arch == "x86_64" else "gdb-multiarch"
+    h.need_gdb(gdb)
+    out_file = tmp_path / "gdb.json"
+    out = h.run_gdb(build_dir, [], [
+        "file " + exp["exe"], "core " + exp["core"],
+        "python open(%r, 'w').write(gdb.execute('ehbt --json', to_string=True))" % str(
+            out_file)], gdb=gdb)
+    assert out_file.exists(), out[-3000:]
+    return one_document(out_file.read_text())
+
+
+def lldb_plugin_document(build_dir, exp, arch, tmp_path):
+    if shutil.which(LLDB) is None:
+        pytest.skip(LLDB + " not installed")
+    out_file = tmp_path / "lldb.json"
+    # A static Go binary carries no OS note: LLDB reads its arm64 core only when told it is
+    # Linux's.
+    triple = "" if arch == "x86_64" else "--arch aarch64-unknown-linux-gnu "
+    out = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s ehbt --json" % out_file],
+                   pre=["target create %s%s --core %s" % (triple, exp["exe"], exp["core"])])
+    assert out_file.exists(), out[-3000:]
+    return one_document(out_file.read_text())
+
+
+def one_document(text):
+    docs = [line for line in text.splitlines() if line.startswith("{")]
+    assert len(docs) == 1, text[-3000:]
+    return json.loads(docs[0])
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+@pytest.mark.parametrize("case", PLUGIN_CASES)
+def test_plugins_give_go_lines(build_dir, ehbt_bin, debugger, case, tmp_path):
+    """GDB's and LLDB's `ehbt --json` on a Go core: the crashing thread's positions and inline
+    chains are Go's traceback (and go tool addr2line above it), as the CLI's are."""
+    arch, _, name = case.rpartition("/")
+    arch = arch or "x86_64"
+    exp = expected(arch, name)
+    if debugger == "gdb":
+        doc = gdb_plugin_document(build_dir, exp, arch, tmp_path)
+    else:
+        doc = lldb_plugin_document(build_dir, exp, arch, tmp_path)
+    [thread] = [t for t in doc["threads"] if t["crashing"]] or doc["threads"][:1]
+    assert thread["tid"] == exp["tid"]
+    compare_with_go(thread["frames"], exp, name)
+    cli = crashing_thread(ehbt_bin, exp)
+    lines = [(f["pc"], f["location"], f["inlined"]) for f in thread["frames"]]
+    assert lines == [(f["pc"], f["location"], f["inlined"]) for f in cli]
 
 
 def marked_lines():
