@@ -204,6 +204,69 @@ def test_plugins_give_go_lines(build_dir, ehbt_bin, debugger, case, tmp_path):
     assert lines == [(f["pc"], f["location"], f["inlined"]) for f in cli]
 
 
+# C code linked into a Go binary (cgo) has no .gopclntab entry: its lines come from the DWARF
+# gcc wrote. Its store is inlined into fx_cgo_crash, and Go's signal handler makes the fault
+# look like a call to runtime.sigpanic, so the frame is looked up at its pc, as Go's traceback
+# names it ("[signal SIGSEGV ... pc=0x...]"); GDB, which does not know that, looks up pc - 1.
+CGO_PROGRAM = """package main
+
+/*
+static inline __attribute__((always_inline)) void fx_cgo_store(int *p, int v) {
+\t*(volatile int *)p = v; // at:store
+}
+
+__attribute__((noinline)) void fx_cgo_crash(int v) {
+\tint *p = 0;
+\t__asm__("" : "+r"(p));
+\tfx_cgo_store(p, v + 1); // at:call
+}
+*/
+import "C"
+
+func main() {
+\tC.fx_cgo_crash(7)
+}
+"""
+
+
+def test_cgo_c_frame_has_its_dwarf_lines(ehbt_bin, tmp_path):
+    if not os.path.exists("/usr/bin/go") or not shutil.which("gcc"):
+        pytest.skip("Debian golang-go and gcc are needed")
+    src = tmp_path / "main.go"
+    src.write_text(CGO_PROGRAM)
+    (tmp_path / "go.mod").write_text("module cgocrash\n\ngo 1.19\n")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "cache"),
+               GOPATH=str(tmp_path / "gopath"), GOFLAGS="-mod=mod", CGO_ENABLED="1",
+               CGO_CFLAGS="-O2 -g", GOTOOLCHAIN="local")
+    subprocess.run(["/usr/bin/go", "build", "-o", "cgocrash", "."], cwd=tmp_path, env=env,
+                   check=True, capture_output=True, timeout=600)
+    exe = tmp_path / "cgocrash"
+    core = h.make_core(exe, tmp_path, env=dict(env, GOTRACEBACK="crash"))
+    # The same run again for what Go printed (a non-PIE executable: the same pcs).
+    run = subprocess.run([str(exe)], cwd=tmp_path, env=dict(env, GOTRACEBACK="single"),
+                         capture_output=True, text=True, timeout=60)
+    fault = re.search(r"\[signal SIGSEGV: .* pc=(0x[0-9a-f]+)\]", run.stderr)
+    assert fault, run.stderr
+    proc = subprocess.run([str(ehbt_bin), "core", str(core), "--exe", str(exe), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    # Exit 1: the walk past runtime.asmcgocall (Go's unwinding through cgo) may stop early.
+    assert proc.returncode in (0, 1), proc.stderr
+    [thread] = [t for t in json.loads(proc.stdout)["threads"] if t["crashing"]]
+    at = {m.group(1): n for n, line in enumerate(CGO_PROGRAM.splitlines(), 1)
+          for m in [re.search(r"// at:(\w+)", line)] if m}
+    [c] = [f for f in thread["frames"] if int(f["pc"], 16) == int(fault.group(1), 16)]
+    assert c["symbol"] == "fx_cgo_crash", c
+    file_line = lambda loc: loc and (loc["file"], loc["line"])  # noqa: E731 (gcc's columns)
+    assert [(i["function"], file_line(i["location"])) for i in c["inlined"]] == [
+        ("fx_cgo_store", (str(src), at["store"]))], c
+    assert file_line(c["location"]) == (str(src), at["call"]), c
+    # Its callee, runtime.sigpanic, keeps the line Go's traceback gives it.
+    callee = thread["frames"][thread["frames"].index(c) - 1]
+    sigpanic = re.search(r"^runtime\.sigpanic\(\)\n\t(\S+):(\d+) ", run.stderr, re.M)
+    assert callee["symbol"] == "runtime.sigpanic" and sigpanic, (callee, run.stderr)
+    assert file_line(callee["location"]) == (sigpanic.group(1), int(sigpanic.group(2)))
+
+
 def marked_lines():
     """Line of each `// at:NAME` marker in the program."""
     src = (ce.CORES / "programs" / "go" / "goinline.go").read_text().splitlines()
