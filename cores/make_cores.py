@@ -73,7 +73,7 @@ class Case:
     def __init__(self, name, sources, chain, signal, arches=BASE_ARCHES,
                  cflags=(), ldflags=(), mode="signal", post_build=None, checks=(), max_frames=None,
                  compare_frames=None, stop="outermost", stack_kb=None, qemu_cpu=None,
-                 expect_cpu=None, note="", inline_chain=None):
+                 expect_cpu=None, note="", inline_chain=None, build_with=None):
         self.name = name
         self.sources = sources
         self.chain = chain  # fixture functions of the crashing thread, youngest first, contiguous
@@ -95,6 +95,9 @@ class Case:
         # GDB's frames of the crashing thread with the inlined ones (#28), youngest first,
         # contiguous: the inlining the case exists for (cores/make_line_cores.py).
         self.inline_chain = inline_chain
+        # build_with(arch, case, exe): builds the executable instead of compile_program (a
+        # program in another language: cores/make_line_cores.py's Rust case).
+        self.build_with = build_with
 
 
 class CaseError(Exception):
@@ -490,7 +493,7 @@ def build(arch, case):
     bindir = os.path.join(OUT, arch, "bin")
     os.makedirs(bindir, exist_ok=True)
     exe = os.path.join(bindir, case.name)
-    compile_program(arch, case, exe)
+    (case.build_with or compile_program)(arch, case, exe)
     bins = {"exe": exe, "gdb_exe": exe}
     if case.post_build:
         case.post_build(arch, exe, bins)
@@ -741,8 +744,10 @@ class SymbolTables:
             return [name], True
         name = self.gdb_to_elf_name(name)
         own, dbg = self.tables(path)
-        if name[:2] != "_Z" and "(" in name:
-            # GDB shows C++ minimal symbols demangled; find the mangled name it came from.
+        if name[:2] != "_Z" and ("(" in name or "::" in name):
+            # GDB shows C++ minimal symbols demangled (and Rust's legacy-mangled ones, without
+            # a parameter list: `std::rt::lang_start::{{closure}}::h0123...`); find the mangled
+            # name it came from.
             name = self.mangled(own + dbg).get(name, name)
         own_names, sized = self.aliases(own, name, off)
         dbg_names, _ = self.aliases(dbg, name, off)
@@ -1155,26 +1160,36 @@ def do_case_twice(arch, case):
             raise CaseError("%s; and again: %s" % (first, second)) from None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+# ---------------------------------------------------------------------------------------------
+# The command line and the run, shared with the other core scripts (make_line_cores.py)
+
+def command_line(doc, case_list, arch_names=ARCHES, default_workers=3):
+    """The arguments of a core script: architectures (`all`: every one of arch_names), --only
+    NAME,... and -j N. Returns (arches, only, [(arch, case)] to make, workers)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("arches", nargs="*", default=["x86_64"])
     ap.add_argument("--only", default="", help="comma-separated case names")
-    ap.add_argument("-j", type=int, default=3,
+    ap.add_argument("-j", type=int, default=default_workers,
                     help="parallel cases (they mostly wait on gdb and qemu)")
     args = ap.parse_args()
     arches = []
     for a in args.arches:
-        arches += list(ARCHES) if a == "all" else [a]
+        arches += list(arch_names) if a == "all" else [a]
     for a in arches:
-        if a not in ARCHES:
+        if a not in arch_names:
             ap.error("unknown architecture " + a)
     only = set(filter(None, args.only.split(",")))
-    jobs = [(a, c) for a in arches for c in CASE_LIST
+    jobs = [(a, c) for a in arches for c in case_list
             if a in c.arches and (not only or c.name in only)]
+    return arches, only, jobs, max(1, args.j)
+
+
+def run_cases(jobs, make_one, workers):
+    """make_one(arch, case) for every job, `workers` at a time; prints each result, or why it
+    failed, as it comes. Returns how many failed."""
     failed = 0
-    t0 = time.time()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-        futs = {pool.submit(do_case_twice, a, c): (a, c.name) for a, c in jobs}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futs = {pool.submit(make_one, a, c): (a, c.name) for a, c in jobs}
         for fut in concurrent.futures.as_completed(futs):
             a, name = futs[fut]
             try:
@@ -1182,6 +1197,22 @@ def main():
             except (CaseError, subprocess.TimeoutExpired, OSError) as e:
                 failed += 1
                 print("%s/%s: FAILED: %s" % (a, name, e), flush=True)
+    return failed
+
+
+def remove_run_dirs(arches):
+    """The arches' run directories, where every case has cleaned up after itself."""
+    for a in arches:
+        try:
+            os.rmdir(os.path.join(OUT, a, "run"))
+        except OSError:
+            pass
+
+
+def main():
+    arches, only, jobs, workers = command_line(__doc__, CASE_LIST)
+    t0 = time.time()
+    failed = run_cases(jobs, do_case_twice, workers)
     if "x86_64" in arches and shutil.which("lldb-16"):
         # The minidump family (make_minidumps.py): LLDB's minidumps of some of these programs.
         sys.path.insert(0, HERE)
@@ -1189,11 +1220,7 @@ def main():
         mini_only = {n for n in only if n in make_minidumps.CASES}
         if not only or mini_only:
             failed += make_minidumps.make_all(mini_only)
-    for a in arches:
-        try:
-            os.rmdir(os.path.join(OUT, a, "run"))
-        except OSError:
-            pass
+    remove_run_dirs(arches)
     print("make-cores: %d cases, %d failed, %.0fs" % (len(jobs), failed, time.time() - t0))
     return 1 if failed else 0
 

@@ -23,11 +23,15 @@ Cases (programs/inline.c + inline_lto.c + inline_steps.h, programs/inline_cxx.cc
                 build's (as Debian's -dbgsym packages are): the shared DIEs (fx_null_write's
                 abstract instance among them) live in the common file its .gnu_debugaltlink
                 names, installed under the debug directory by its own build-id
+  inlinerust    Rust (programs/rust_inline.rs + rust_inline_steps.rs), Debian's rustc
+                (/usr/bin/rustc, not a rustup one), -C opt-level=2 -C debuginfo=2: a null
+                write three #[inline(always)] calls deep (the last from the other file, with
+                core::ptr::write_volatile inlined into it), a caller inlined at the next level;
+                std's own frames (statically linked, with Debian's debug info) inlined too.
+                x86-64 only: Debian has no aarch64 Rust std without a foreign dpkg architecture
 The expected frames for the split cases come from GDB on the unstripped copy.
 """
 
-import argparse
-import concurrent.futures
 import importlib.util
 import json
 import os
@@ -59,6 +63,13 @@ INLINE_CHAIN = ["fx_inline_deepest", "fx_inline_middle", "fx_inline_crash",
 CXX_CHAIN = ["fx_cxx_crash", "fx_cxx_outer<short>", "main"]
 CXX_INLINE_CHAIN = ["fx_null_write", "fx::Box<long>::poke", "operator()",
                     "fx::apply<fx_cxx_crash(int)::<lambda(int)> >", "fx_cxx_crash"]
+RUST_CHAIN = ["rust_inline::fx_rust_crash", "rust_inline::fx_rust_outer", "rust_inline::main"]
+RUST_INLINE_CHAIN = ["core::ptr::write_volatile<u32>", "rust_inline::steps::fx_rust_store",
+                     "rust_inline::fx_rust_deepest", "rust_inline::fx_rust_middle",
+                     "rust_inline::fx_rust_crash", "rust_inline::steps::fx_rust_step",
+                     "rust_inline::fx_rust_outer", "rust_inline::main"]
+RUST_INLINED = ["fx_rust_store", "fx_rust_deepest", "fx_rust_middle", "fx_rust_step"]
+RUST_NOINLINE = ["fx_rust_crash", "fx_rust_outer"]
 
 
 def debug_dir_of(arch, exe):
@@ -125,6 +136,32 @@ def _dwz(arch, exe, bins):
         os.unlink(leftover)
 
 
+RUSTC = "/usr/bin/rustc"  # Debian's (CI installs it); not a rustup one earlier on PATH
+
+
+def _rustc(arch, case, exe):
+    """Builds a Rust case: its first source is the crate root (it names the others). Run in
+    cores/, whatever the caller's directory: rustc records a source below its working
+    directory by its relative name (`programs/rust_inline.rs`), and the case always has
+    those."""
+    if arch != "x86_64":
+        raise MC.CaseError("no Rust std for " + arch)
+    MC.run([RUSTC, "-C", "opt-level=2", "-C", "debuginfo=2",
+            os.path.join(MC.PROGRAMS, case.sources[0]), "-o", exe], cwd=HERE)
+
+
+def check_rust_inlining(arch, exe, bins):
+    """The #[inline(always)] functions were inlined (no symbol of their own), the others not."""
+    names = {n for _, _, _, n in MC.nm_symbols(exe)}
+    text = "\n".join(MC.demangle(sorted(names)))
+    kept = [f for f in RUST_NOINLINE if "rust_inline::%s::" % f not in text]
+    gone = [f for f in RUST_INLINED if "::%s::" % f in text]
+    if kept or gone:
+        raise MC.CaseError("rustc did not inline as written: missing %s, not inlined %s" % (
+            kept, gone))
+    return "rustc inlined %s" % ", ".join(RUST_INLINED)
+
+
 def check_stripped_with_debug_dir(arch, exe, bins):
     sections = MC.run([MC.tool(arch, "readelf"), "-SW", exe]).stdout
     if ".debug_info" in sections or ".symtab" in sections or ".gnu_debuglink" not in sections:
@@ -183,6 +220,11 @@ CASE_LIST = [
             checks=[check_stripped_with_debug_dir, check_dwz],
             note="the inline case stripped; its debug file dwz-compressed with a twin's, the "
                  "common file found through .gnu_debugaltlink"),
+    MC.Case("inlinerust", ["rust_inline.rs", "rust_inline_steps.rs"], RUST_CHAIN, 11,
+            arches=("x86_64",), build_with=_rustc, inline_chain=RUST_INLINE_CHAIN,
+            checks=[check_rust_inlining],
+            note="Rust: a null write three #[inline(always)] calls deep, a caller inlined "
+                 "across files; legacy-mangled names"),
 ]
 CASES = {c.name: c for c in CASE_LIST}
 
@@ -246,36 +288,10 @@ def make_one(arch, case):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("arches", nargs="*", default=["x86_64"])
-    ap.add_argument("--only", default="", help="comma-separated case names")
-    ap.add_argument("-j", type=int, default=2)
-    args = ap.parse_args()
-    arches = []
-    for a in args.arches:
-        arches += list(ARCHES) if a == "all" else [a]
-    for a in arches:
-        if a not in ARCHES:
-            ap.error("unknown architecture " + a)
-    only = set(filter(None, args.only.split(",")))
-    jobs = [(a, c) for a in arches for c in CASE_LIST
-            if a in c.arches and (not only or c.name in only)]
-    failed = 0
+    arches, _, jobs, workers = MC.command_line(__doc__, CASE_LIST, ARCHES, default_workers=2)
     t0 = time.time()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-        futs = {pool.submit(make_one, a, c): (a, c.name) for a, c in jobs}
-        for fut in concurrent.futures.as_completed(futs):
-            a, name = futs[fut]
-            try:
-                print(fut.result(), flush=True)
-            except (MC.CaseError, OSError) as e:
-                failed += 1
-                print("%s/%s: FAILED: %s" % (a, name, e), flush=True)
-    for a in arches:
-        try:
-            os.rmdir(os.path.join(MC.OUT, a, "run"))
-        except OSError:
-            pass
+    failed = MC.run_cases(jobs, make_one, workers)
+    MC.remove_run_dirs(arches)
     print("make-line-cores: %d cases, %d failed, %.0fs" % (len(jobs), failed, time.time() - t0))
     return 1 if failed else 0
 

@@ -75,9 +75,11 @@ constexpr std::string_view kOutputHelp = R"(options:
                      null)
   --no-lines         no source lines: open no debug info for them (by
                      default a frame shows `at FILE:LINE` and the calls
-                     inlined at its pc, from the DWARF of the module's
-                     own file, else of its separate debug file, found as
-                     --debug-dir says, with its dwz file)
+                     inlined at its pc: in Go code from .gopclntab,
+                     stripped binaries too; in C, C++ and Rust code from
+                     the DWARF of the module's own file, else of its
+                     separate debug file, found as --debug-dir says,
+                     with its dwz file)
   --json             print the ehbt-backtrace/1 JSON document instead of
                      text
   --all-threads      print every thread (default: the crashing thread,

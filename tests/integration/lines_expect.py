@@ -38,17 +38,27 @@ def _load_make_line_cores():
 
 MAKE = _load_make_line_cores()
 CASES = [(a, c.name) for c in MAKE.CASE_LIST for a in c.arches]
+# What a case needs besides the architecture's toolchain (scripts/install-deps.sh has it).
+TOOLS = {"inlinerust": [MAKE.RUSTC]}
+
+
+def missing_tools(name):
+    """The tools case `name` needs that this machine lacks (its test skips)."""
+    return [t for t in TOOLS.get(name, []) if not os.path.exists(t)]
 
 
 def ensure_line_cores(arches):
-    """Runs make_line_cores.py for each architecture with a missing expected file (under
-    EHBT_CORES_OUT when set, as make_cores.py writes). Returns its output per architecture."""
+    """Runs make_line_cores.py for the cases of each architecture whose expected file is
+    missing (under EHBT_CORES_OUT when set, as make_cores.py writes), those whose tools this
+    machine has. Returns its output per architecture."""
     logs = {}
     for arch in arches:
-        if any(not ce.expected_path(a, n).exists() for a, n in CASES if a == arch):
-            proc = subprocess.run(["/usr/bin/python3", str(MAKE_LINES), arch], text=True,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  timeout=1800)
+        missing = [n for a, n in CASES if a == arch and not ce.expected_path(a, n).exists()
+                   and not missing_tools(n)]
+        if missing:
+            proc = subprocess.run(["/usr/bin/python3", str(MAKE_LINES), arch, "--only",
+                                   ",".join(missing)], text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, timeout=1800)
             logs[arch] = proc.stdout
     return logs
 
@@ -107,10 +117,68 @@ def _canonical(name):
     return re.sub(r"\s+>", ">", name)
 
 
+# Rust (legacy mangling, rustc's default): ehbt names an inlined function by its linkage name
+# demangled as every symbol is (the Itanium demangler: `core::ptr::write_volatile::h0123...`,
+# `impls::_$LT$impl$u20$...$GT$::call_once::h...`, `{{closure}}` escaped as `_$u7b$...`),
+# GDB by the DWARF names (`core::ptr::write_volatile<u32>`, `impls::{impl#2}::call_once<...>`,
+# `lang_start_internal::{closure#2}`). The same function when, segment by segment, they agree
+# after: the hash and the escapes of the mangled form read as rustc-demangle reads them; the
+# generic arguments GDB prints (not in a legacy-mangled name) removed; `<impl ...>` and
+# GDB's `{impl#N}` both read as an impl of that module; `{{closure}}` and `{closure#N}` as a
+# closure of that function.
+RUST_HASH = re.compile(r"::h[0-9a-f]{16}(?:\.llvm\.\d+)?$")
+RUST_ESCAPES = {"$LT$": "<", "$GT$": ">", "$RF$": "&", "$BP$": "*", "$LP$": "(", "$RP$": ")",
+                "$C$": ",", "$SP$": "@", "$u20$": " ", "$u27$": "'", "$u5b$": "[",
+                "$u5d$": "]", "$u7b$": "{", "$u7d$": "}", "$u7e$": "~"}
+
+
+def _rust_segments(name):
+    """`a::b<T::U>::c` -> ["a", "b<T::U>", "c"]: split at `::` outside brackets."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(name):
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        elif c == ":" and depth == 0 and name[i:i + 2] == "::" and i > start:
+            out.append(name[start:i])
+            start = i + 2
+    return out + [name[start:]]
+
+
+def _rust_segment(seg):
+    if seg.startswith("<impl ") or re.fullmatch(r"\{impl#\d+\}", seg):
+        return "{impl}"
+    if seg == "{{closure}}" or re.fullmatch(r"\{closure#\d+\}", seg):
+        return "{closure}"
+    if seg.endswith(">") and "<" in seg:  # GDB's generic arguments
+        depth = 0
+        for i in range(len(seg) - 1, -1, -1):
+            depth += {">": 1, "<": -1}.get(seg[i], 0)
+            if depth == 0:
+                return seg[:i]
+    return seg
+
+
+def rust_matches(got, gdb_name):
+    """ehbt's legacy-demangled Rust name against GDB's (see above); False for other names."""
+    if not RUST_HASH.search(got):
+        return False
+    name = RUST_HASH.sub("", got)
+    segs = []
+    for seg in name.split("::"):
+        seg = re.sub(r"^_(?=\$)", "", seg)
+        for esc, c in RUST_ESCAPES.items():
+            seg = seg.replace(esc, c)
+        segs.append(seg.replace("..", "::"))
+    mine = [_rust_segment(s) for s in _rust_segments("::".join(segs))]
+    return mine == [_rust_segment(s) for s in _rust_segments(gdb_name)]
+
+
 def function_matches(got, gdb_name):
     if got is None or gdb_name is None:
         return got == gdb_name
-    if got == gdb_name:
+    if got == gdb_name or rust_matches(got, gdb_name):
         return True
     g, w = _canonical(got), _canonical(gdb_name)
     # GDB prints a lambda's call operator as plain `operator()`.

@@ -18,6 +18,8 @@ import subprocess
 import pytest
 
 import cores_expect as ce
+import ehbt_py as h
+from test_lldb_plugin import LLDB, run_lldb
 
 GO_CORES = ce.CORES / "make_go_cores.py"
 NAMES = ["goinline", "goinlinestripped"]
@@ -98,7 +100,12 @@ def position(loc):
 def test_go_lines_equal_go_traceback(ehbt_bin, case):
     arch, _, name = case.rpartition("/")
     exp = expected(arch or "x86_64", name)
-    frames = crashing_thread(ehbt_bin, exp)
+    compare_with_go(crashing_thread(ehbt_bin, exp), exp, name)
+
+
+def compare_with_go(frames, exp, name):
+    """Every frame of Go's traceback, and the frames above it, in `frames` (ehbt-backtrace/1
+    frames of the crashing thread), as the module's docstring says."""
     go = traceback_frames(exp["traceback"])
     assert go[0]["function"] == "runtime.gopanic" and go[-1]["function"] == "runtime.goexit"
     pcs = [int(f["pc"], 16) for f in frames]
@@ -137,6 +144,127 @@ def test_go_lines_equal_go_traceback(ehbt_bin, case):
         innermost = f["inlined"][0]["location"] if f["inlined"] else f["location"]
         assert innermost is not None, f
         assert "%s:%d" % (innermost["file"], innermost["line"]) == want, f
+
+
+# The debugger plugins' `ehbt` builds its report from the debugger's own walk and modules
+# (Report.add_thread), through the same lines dispatcher as the CLI: Go's frames get their
+# lines there too. GDB 13 (gdb-multiarch for arm64) and LLDB 16 both load these static Go
+# cores.
+PLUGIN_CASES = NAMES + ["aarch64/" + n for n in NAMES] + ["go", "gostripped"]
+
+
+def gdb_plugin_document(build_dir, exp, arch, tmp_path):
+    gdb = "gdb" if arch == "x86_64" else "gdb-multiarch"
+    h.need_gdb(gdb)
+    out_file = tmp_path / "gdb.json"
+    out = h.run_gdb(build_dir, [], [
+        "file " + exp["exe"], "core " + exp["core"],
+        "python open(%r, 'w').write(gdb.execute('ehbt --json', to_string=True))" % str(
+            out_file)], gdb=gdb)
+    assert out_file.exists(), out[-3000:]
+    return one_document(out_file.read_text())
+
+
+def lldb_plugin_document(build_dir, exp, arch, tmp_path):
+    if shutil.which(LLDB) is None:
+        pytest.skip(LLDB + " not installed")
+    out_file = tmp_path / "lldb.json"
+    # A static Go binary carries no OS note: LLDB reads its arm64 core only when told it is
+    # Linux's.
+    triple = "" if arch == "x86_64" else "--arch aarch64-unknown-linux-gnu "
+    out = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s ehbt --json" % out_file],
+                   pre=["target create %s%s --core %s" % (triple, exp["exe"], exp["core"])])
+    assert out_file.exists(), out[-3000:]
+    return one_document(out_file.read_text())
+
+
+def one_document(text):
+    docs = [line for line in text.splitlines() if line.startswith("{")]
+    assert len(docs) == 1, text[-3000:]
+    return json.loads(docs[0])
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+@pytest.mark.parametrize("case", PLUGIN_CASES)
+def test_plugins_give_go_lines(build_dir, ehbt_bin, debugger, case, tmp_path):
+    """GDB's and LLDB's `ehbt --json` on a Go core: the crashing thread's positions and inline
+    chains are Go's traceback (and go tool addr2line above it), as the CLI's are."""
+    arch, _, name = case.rpartition("/")
+    arch = arch or "x86_64"
+    exp = expected(arch, name)
+    if debugger == "gdb":
+        doc = gdb_plugin_document(build_dir, exp, arch, tmp_path)
+    else:
+        doc = lldb_plugin_document(build_dir, exp, arch, tmp_path)
+    [thread] = [t for t in doc["threads"] if t["crashing"]] or doc["threads"][:1]
+    assert thread["tid"] == exp["tid"]
+    compare_with_go(thread["frames"], exp, name)
+    cli = crashing_thread(ehbt_bin, exp)
+    lines = [(f["pc"], f["location"], f["inlined"]) for f in thread["frames"]]
+    assert lines == [(f["pc"], f["location"], f["inlined"]) for f in cli]
+
+
+# C code linked into a Go binary (cgo) has no .gopclntab entry: its lines come from the DWARF
+# gcc wrote. Its store is inlined into fx_cgo_crash, and Go's signal handler makes the fault
+# look like a call to runtime.sigpanic, so the frame is looked up at its pc, as Go's traceback
+# names it ("[signal SIGSEGV ... pc=0x...]"); GDB, which does not know that, looks up pc - 1.
+CGO_PROGRAM = """package main
+
+/*
+static inline __attribute__((always_inline)) void fx_cgo_store(int *p, int v) {
+\t*(volatile int *)p = v; // at:store
+}
+
+__attribute__((noinline)) void fx_cgo_crash(int v) {
+\tint *p = 0;
+\t__asm__("" : "+r"(p));
+\tfx_cgo_store(p, v + 1); // at:call
+}
+*/
+import "C"
+
+func main() {
+\tC.fx_cgo_crash(7)
+}
+"""
+
+
+def test_cgo_c_frame_has_its_dwarf_lines(ehbt_bin, tmp_path):
+    if not os.path.exists("/usr/bin/go") or not shutil.which("gcc"):
+        pytest.skip("Debian golang-go and gcc are needed")
+    src = tmp_path / "main.go"
+    src.write_text(CGO_PROGRAM)
+    (tmp_path / "go.mod").write_text("module cgocrash\n\ngo 1.19\n")
+    env = dict(os.environ, HOME=str(tmp_path), GOCACHE=str(tmp_path / "cache"),
+               GOPATH=str(tmp_path / "gopath"), GOFLAGS="-mod=mod", CGO_ENABLED="1",
+               CGO_CFLAGS="-O2 -g", GOTOOLCHAIN="local")
+    subprocess.run(["/usr/bin/go", "build", "-o", "cgocrash", "."], cwd=tmp_path, env=env,
+                   check=True, capture_output=True, timeout=600)
+    exe = tmp_path / "cgocrash"
+    core = h.make_core(exe, tmp_path, env=dict(env, GOTRACEBACK="crash"))
+    # The same run again for what Go printed (a non-PIE executable: the same pcs).
+    run = subprocess.run([str(exe)], cwd=tmp_path, env=dict(env, GOTRACEBACK="single"),
+                         capture_output=True, text=True, timeout=60)
+    fault = re.search(r"\[signal SIGSEGV: .* pc=(0x[0-9a-f]+)\]", run.stderr)
+    assert fault, run.stderr
+    proc = subprocess.run([str(ehbt_bin), "core", str(core), "--exe", str(exe), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    # Exit 1: the walk past runtime.asmcgocall (Go's unwinding through cgo) may stop early.
+    assert proc.returncode in (0, 1), proc.stderr
+    [thread] = [t for t in json.loads(proc.stdout)["threads"] if t["crashing"]]
+    at = {m.group(1): n for n, line in enumerate(CGO_PROGRAM.splitlines(), 1)
+          for m in [re.search(r"// at:(\w+)", line)] if m}
+    [c] = [f for f in thread["frames"] if int(f["pc"], 16) == int(fault.group(1), 16)]
+    assert c["symbol"] == "fx_cgo_crash", c
+    file_line = lambda loc: loc and (loc["file"], loc["line"])  # noqa: E731 (gcc's columns)
+    assert [(i["function"], file_line(i["location"])) for i in c["inlined"]] == [
+        ("fx_cgo_store", (str(src), at["store"]))], c
+    assert file_line(c["location"]) == (str(src), at["call"]), c
+    # Its callee, runtime.sigpanic, keeps the line Go's traceback gives it.
+    callee = thread["frames"][thread["frames"].index(c) - 1]
+    sigpanic = re.search(r"^runtime\.sigpanic\(\)\n\t(\S+):(\d+) ", run.stderr, re.M)
+    assert callee["symbol"] == "runtime.sigpanic" and sigpanic, (callee, run.stderr)
+    assert file_line(callee["location"]) == (sigpanic.group(1), int(sigpanic.group(2)))
 
 
 def marked_lines():

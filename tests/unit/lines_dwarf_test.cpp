@@ -278,5 +278,32 @@ TEST(LinesDwarf, TheReportFillsFramesThroughLocateFrames) {
   EXPECT_EQ(r.threads[0].frames[1].location->line, expected_lines().level1_own);
 }
 
+// The lookup pc of each frame of a walk (outside Go code): the pc for frame 0 and for a planted
+// return address, pc - 1 for a caller, nothing for a signal trampoline or a frame without a
+// module.
+TEST(LinesDwarf, WalkLookupsGiveEachFramesLookupPc) {
+  auto img = open_image("dw4");
+  ASSERT_TRUE(img);
+  Module m = module_of(img);
+  m.bias = 0x1000;
+  lines::WalkLookups lookups(Limits{});
+  Frame top;
+  top.pc = 0x5000;
+  EXPECT_EQ(lookups.next(top, &m), 0x4000u);
+  Frame caller;
+  caller.pc = 0x5010;
+  caller.exact_pc = false;
+  EXPECT_EQ(lookups.next(caller, &m), 0x400fu);
+  Frame planted = caller;
+  planted.planted = true;
+  EXPECT_EQ(lookups.next(planted, &m), 0x4010u);
+  Frame trampoline = caller;
+  trampoline.signal_trampoline = true;
+  EXPECT_EQ(lookups.next(trampoline, &m), std::nullopt);
+  EXPECT_EQ(lookups.next(caller, nullptr), std::nullopt);
+  Module no_image;
+  EXPECT_EQ(lookups.next(caller, &no_image), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ehbt

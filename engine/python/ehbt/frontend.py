@@ -80,7 +80,8 @@ frame ("#3  0x000055d4... in check () from /opt/app/bin/server"),
 with --all-threads a "Thread TID:" line before each thread. Where debug
 info exists a frame shows "at FILE:LINE" instead of "from MODULE", and
 the calls inlined at its pc come first as frames of their own, numbered
-as GDB numbers them; --no-lines reads no debug info for that."""
+as GDB numbers them (Go code: from .gopclntab, no DWARF needed);
+--no-lines reads no debug info for that."""
 
 
 def forms(host):

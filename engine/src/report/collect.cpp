@@ -7,8 +7,7 @@
 
 #include "ehbt/perf_map.hpp"
 #include "ehbt/report.hpp"
-#include "elf/go_image.hpp"
-#include "elf/go_lines.hpp"
+#include "lines/source_lookup.hpp"
 #include "report/source_lines.hpp"
 
 namespace ehbt::report {
@@ -70,43 +69,14 @@ void keep_registers(const Frame& frame, FrameLine& line) {
   }
 }
 
-// Addition (#28, Go source lines; a pass of its own until the source-line lookup takes it
-// in): each frame in Go code gets its file:line and inlined calls from .gopclntab alone
-// (elf/go_lines.hpp), so stripped Go binaries have them too. Looked up at the frame's lookup
-// pc, except in the frame whose callee is runtime.sigpanic: Go's signal handler made the
-// faulting instruction look like a call there, so its pc is where execution was, and Go's own
-// traceback looks it up as is.
-void fill_go_lines(const Backtrace& bt, const ModuleSet& modules, const Limits& limits,
-                   ThreadReport& thread) {
-  bool after_sigpanic = false;
-  for (std::size_t k = 0; k < bt.frames.size() && k < thread.frames.size(); ++k) {
-    const Frame& frame = bt.frames[k];
-    const bool exact = std::exchange(after_sigpanic, false);
-    const Module* module = module_in(frame, modules);
-    if (module == nullptr || !module->image) continue;
-    const elf::GoPclntab* table = elf::go_pclntab(*module->image);
-    if (table == nullptr) continue;
-    const uint64_t pc = module->to_link(exact ? frame.pc : frame.lookup_pc());
-    if (auto info = elf::go_source_info(*module->image, pc, limits)) {
-      thread.frames[k].location = std::move(info->location);
-      thread.frames[k].inlined = std::move(info->inlined);
-    }
-    if (auto f = table->find(pc, limits.max_search_probes)) {
-      after_sigpanic = table->name(*f) == "runtime.sigpanic";
-    }
-  }
-}
-
-// Queues a frame for its source location: a frame in a module with an image, not a signal
-// trampoline (GDB prints none for `<signal handler called>`), not Go code: fill_go_lines gives
-// that what Go itself prints, from .gopclntab (its DWARF, where kept, says the same or less).
-void add_pending_line(const Frame& frame, const ModuleSet& modules, std::size_t thread,
-                      std::size_t index, std::vector<PendingLine>& pending) {
-  if (frame.signal_trampoline) return;
+// Queues a frame for its source location, at the pc the lines area's rule for it gives
+// (lines::WalkLookups, fed the walk's frames in order).
+void add_pending_line(const Frame& frame, const ModuleSet& modules, lines::WalkLookups& lookups,
+                      std::size_t thread, std::size_t index, std::vector<PendingLine>& pending) {
   const Module* module = module_in(frame, modules);
-  if (module == nullptr || !module->image) return;
-  if (elf::go_pclntab(*module->image) != nullptr) return;
-  pending.push_back(PendingLine{module, module->to_link(frame.lookup_pc()), thread, index});
+  if (auto link_pc = lookups.next(frame, module)) {
+    pending.push_back(PendingLine{module, *link_pc, thread, index});
+  }
 }
 
 }  // namespace
@@ -186,12 +156,13 @@ ThreadReport& add_thread(BacktraceReport& report, int64_t tid, std::string name,
   t.frames.reserve(backtrace.frames.size());
   std::vector<PendingLine> pending;
   const std::size_t thread = report.threads.size() - 1;
+  lines::WalkLookups lookups(limits);
   for (std::size_t k = 0; k < backtrace.frames.size(); ++k) {
     const Frame& frame = backtrace.frames[k];
     FrameLine& line = t.frames.emplace_back(
         describe_frame(frame, static_cast<uint32_t>(k), modules, /*with_symbol=*/true));
     keep_registers(frame, line);
-    if (lines) add_pending_line(frame, modules, thread, k, pending);
+    if (lines) add_pending_line(frame, modules, lookups, thread, k, pending);
   }
   // `t` stays valid: locate_frames adds no thread.
   locate_frames(pending, report, limits);
@@ -252,6 +223,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
     t.stop = bt.stop;
     t.detail = bt.detail;
     t.frames.reserve(bt.frames.size());
+    lines::WalkLookups lookups(options.limits);
     for (std::size_t k = 0; k < bt.frames.size(); ++k) {
       const Frame& frame = bt.frames[k];
       FrameLine line = describe_frame(frame, static_cast<uint32_t>(k), target.modules(), false);
@@ -262,11 +234,10 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
                                         report.threads.size(), k});
       }
       if (options.lines) {
-        add_pending_line(frame, target.modules(), report.threads.size(), k, pending_lines);
+        add_pending_line(frame, target.modules(), lookups, report.threads.size(), k, pending_lines);
       }
       t.frames.push_back(std::move(line));
     }
-    if (options.lines) fill_go_lines(bt, target.modules(), options.limits, t);
     report.threads.push_back(std::move(t));
     target.resume_thread(i);
   }

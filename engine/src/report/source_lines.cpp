@@ -21,13 +21,17 @@ void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
                    const Limits& limits) {
   std::stable_sort(pending.begin(), pending.end(),
                    [](const PendingLine& a, const PendingLine& b) { return a.module < b.module; });
-  std::string problem;
+  std::string problem, said;
   for (std::size_t i = 0; i < pending.size();) {
     const Module& module = *pending[i].module;
+    problem.clear();
     std::size_t j = i;
     for (; j < pending.size() && pending[j].module == &module; ++j) {
       const PendingLine& p = pending[j];
-      std::optional<SourceInfo> info = lines::lookup_source(module, p.link_pc, limits, &problem);
+      // A Go module answers from .gopclntab and, for its C code, DWARF: the DWARF's problem
+      // is kept when a later frame's answer came from .gopclntab.
+      std::optional<SourceInfo> info = lines::lookup_source(module, p.link_pc, limits, &said);
+      if (!said.empty()) problem = said;
       if (!info) continue;
       FrameLine& line = report.threads[p.thread].frames[p.frame];
       line.location = std::move(info->location);

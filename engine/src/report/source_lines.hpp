@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Filling the frames' source locations and inlined calls (FrameLine::location, ::inlined)
-// from the lines area, after the walks: one module after another, so each module's debug
+// from the lines area (lines/source_lookup.hpp: WalkLookups chose each frame's pc while the
+// report was built), after the walks: one module after another, so each module's debug
 // info is opened once and looked up while it is warm.
 #pragma once
 
@@ -15,7 +16,7 @@ namespace ehbt::report {
 // A frame whose source position is still to be looked up.
 struct PendingLine {
   const Module* module;
-  uint64_t link_pc;  // the module's link-time lookup pc (pc - 1 for callers)
+  uint64_t link_pc;  // the module's link-time lookup pc (lines::WalkLookups::next)
   std::size_t thread, frame;
 };
 
