@@ -27,7 +27,7 @@ import time
 import pytest
 
 import scale_services as svc
-from test_triage import ROOT, TRIAGE, tool_env  # noqa: F401
+from test_triage import ROOT, TRIAGE, tool_env, triage  # noqa: F401
 
 FIXTURES = ROOT / "cores" / "out" / "x86_64"
 # Small fixture cores whose crashes differ (each its own bucket): name -> a function GDB
@@ -292,6 +292,72 @@ def test_cores_dropped_while_running(tool_env, fixtures, tmp_path, watches):
 
 
 # ---------------------------------------------------------------------------------------------
+# A core written in place and closed twice
+
+
+def rows_at(db, path):
+    return sqlite_rows(db, "SELECT status, error FROM cores WHERE path = ? ORDER BY id",
+                       (str(path),))
+
+
+def write_closed(path, data, mode="wb"):
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def test_a_core_closed_half_written_then_completed_counts_once(tool_env, fixtures, tmp_path,
+                                                              watches):
+    """A writer that closes a core half-written and then appends the rest: the first close is
+    taken, and the half fails (its notes are cut off: the engine says "truncated core"); the
+    second close is the crash. The path holds one crash, as in systemd-coredump's spool: the
+    failure of the half's bytes, which are gone, is not kept -- neither when the whole core
+    is new (stored ok) nor when it is a copy of a stored core (seen before)."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    html = tmp_path / "r.html"
+    w = Watch(tool_env, spool, db, "--html", html, "--report-interval", "1")
+    watches.append(w)
+    plt = fixtures["plt"][0].read_bytes()
+    original = drop_renamed(spool, "original.core", plt)
+    wait_for("original.core stored", lambda: stored(db, original), w)
+    for name, data in (("twice.core", variant(fixtures["plt"][0], 7)), ("again.core", plt)):
+        core = spool / name
+        write_closed(core, data[:len(data) // 2])
+        wait_for("the half of %s stored" % name, lambda: rows_at(db, core), w)
+        ((status, error),) = rows_at(db, core)
+        assert status == "failed" and error.startswith("truncated core: "), error
+        write_closed(core, data[len(data) // 2:], "ab")
+        w.wait_log(r"event=core status=(ok|seen_before) path=%s " % logged(core))
+    w.wait_log(r"event=core status=seen_before path=%s " % logged(spool / "again.core"))
+    assert w.stop() == 0, w.log()
+    assert rows_at(db, spool / "twice.core") == [("ok", None)]
+    assert rows_at(db, spool / "again.core") == []  # its content is stored from original.core
+    assert integrity(db) == (2, 2, 2, 0, 0)
+    assert sqlite_rows(db, "SELECT count FROM buckets") == [(2,)]
+    assert "2 analysed core(s) in 1 bucket(s), 0 failed" in html.read_text()
+
+
+def test_a_batch_run_after_the_core_was_completed_keeps_no_failed_row(tool_env, fixtures,
+                                                                       tmp_path):
+    """The same in two batch runs: the first finds the core half-written (failed, exit 1), the
+    second finds it whole: ok, and the failed row of the half is gone (exit 0)."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    core = spool / "twice.core"
+    data = fixtures["plt"][0].read_bytes()
+    write_closed(core, data[:len(data) // 2])
+    proc = triage(tool_env, "--db", db, "-j", "1", spool)
+    assert proc.returncode == 1 and "truncated core: " in proc.stdout, proc.stdout + proc.stderr
+    write_closed(core, data[len(data) // 2:], "ab")
+    proc = triage(tool_env, "--db", db, "-j", "1", spool)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert rows_at(db, core) == [("ok", None)]
+    assert integrity(db) == (1, 1, 1, 0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
 # Start-up, restarts, SIGTERM
 
 
@@ -536,6 +602,150 @@ def test_postgresql_store(tool_env, fixtures, tmp_path, watches, postgres):
     assert pg_rows(url, "SELECT COUNT(*) FROM cores c WHERE NOT EXISTS "
                         "(SELECT 1 FROM threads t WHERE t.core_id = c.id)") == [(0,)]
     assert str(present) in [p for (p,) in pg_rows(url, "SELECT path FROM cores")]
+
+
+# ---------------------------------------------------------------------------------------------
+# --scheduler: the cores analysed by a dask cluster's workers
+
+
+def dask_env(env):
+    """The dask workers import ehbt_triage and ehbt, as docs/triage.md tells users to arrange."""
+    return dict(env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent), env["PYTHONPATH"]]))
+
+
+@pytest.fixture(scope="module")
+def cluster(tool_env, request):
+    pytest.importorskip("distributed")
+    if not shutil.which("dask"):
+        pytest.skip("no dask command (Debian: python3-distributed)")
+    c = svc.DaskCluster(dask_env(tool_env), workers=2)
+    request.addfinalizer(c.stop)
+    return c.start()
+
+
+def helper_cores(cluster):
+    """How many cores the analysis helpers of the dask workers have analysed, in all."""
+    with cluster.client() as c:
+        counts = c.run(lambda: sum(h.cores for h in __import__(
+            "ehbt_triage.helper", fromlist=["_idle"])._idle))
+    return sum(counts.values())
+
+
+def children(pid):
+    """The pids of a process's children (a watch with --scheduler forks no worker)."""
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            out += f.read().split()
+    return out
+
+
+def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watches, cluster):
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    before = helper_cores(cluster)
+    # Slowed helpers (0.3 s a core) so that the burst is still running when SIGTERM comes.
+    w = Watch(tool_env, spool, db, "--scheduler", cluster.address,
+              extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.3"})
+    watches.append(w)
+    assert re.search(r"event=started .*scheduler=%s .*analysed on dask cluster" %
+                     re.escape(cluster.address), w.log()), w.log()
+    assert children(w.proc.pid) == []  # no local worker: the cluster analyses
+    per_kind, n, dropped = 6, 0, {}
+    for i in range(per_kind):
+        for k in ("chain", "drap", "plt"):
+            data = variant(fixtures[k][0], n)
+            if i % 3 == 2:  # every third systemd-coredump style, compressed
+                path = drop_renamed(spool, systemd_name(k, 1000 + n, 1717652311000000 + n,
+                                                        ".zst"), zstd(data))
+            else:
+                path = drop_renamed(spool, "burst-%s-%02d.core" % (k, i), data)
+            dropped[path] = k
+            n += 1
+    wait_for("some burst cores stored", lambda: core_count(db) >= 3, w)
+    assert w.stop() == 0, w.log()
+    assert re.search(r"event=stopped abandoned=\d+", w.log()), w.log()
+    total, ok, counted, bare, drift = integrity(db)
+    assert 3 <= total < n and total == ok == counted and bare == 0 and drift == 0, w.log()
+    # The restart does the rest, each core once; a copy of a stored core is seen before.
+    w = Watch(tool_env, spool, db, "--scheduler", cluster.address)
+    watches.append(w)
+    wait_for("every burst core stored", lambda: core_count(db) == n, w)
+    w.wait_log(r"event=caught_up")
+    copy = drop_renamed(spool, "copy.core", variant(fixtures["chain"][0], 0))
+    w.wait_log(r"event=core status=seen_before path=%s " % logged(copy))
+    assert children(w.proc.pid) == []
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (n, n, n, 0, 0)
+    assert stored(db, copy) is None
+    bucket_of = {}
+    for path, k in dropped.items():
+        status, error, signature, bucket, compression, *_ = stored(db, path)
+        assert status == "ok", (path, error)
+        assert fixtures[k][1] in signature, (path, signature)
+        assert compression == ("zstd" if path.name.endswith(".zst") else None), path
+        bucket_of.setdefault(k, set()).add(bucket)
+    assert all(len(b) == 1 for b in bucket_of.values()), bucket_of
+    assert sorted(c for (c,) in sqlite_rows(db, "SELECT count FROM buckets")) == [per_kind] * 3
+    # Every stored core was analysed on the cluster (some twice: those abandoned at SIGTERM
+    # whose helper finished them anyway are done again after the restart).
+    assert helper_cores(cluster) - before >= n
+
+
+@pytest.mark.parametrize("fault,expect", [("segv", "worker died: SIGSEGV"),
+                                          ("hang", "timed out after 3s")])
+def test_scheduler_core_that_crashes_or_hangs_its_helper(tool_env, fixtures, tmp_path, watches,
+                                                         cluster, fault, expect):
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, "--scheduler", cluster.address, "--timeout", "3",
+              extra_env={"EHBT_TRIAGE_TEST_FAULT": fault + ":bad-one"})
+    watches.append(w)
+    bad = drop_renamed(spool, "bad-one.core", variant(fixtures["chain"][0], 50))
+    wait_for("bad-one stored", lambda: stored(db, bad), w)
+    assert stored(db, bad)[0] == "failed" and expect in stored(db, bad)[1], stored(db, bad)
+    good = [drop_renamed(spool, "good-%s.core" % k, variant(fixtures[k][0], 51))
+            for k in ("drap", "plt", "threads")]
+    for p in good:
+        wait_for("%s stored" % p.name, lambda: stored(db, p), w)
+    assert all(stored(db, p)[0] == "ok" for p in good)
+    assert w.stop() == 0
+    assert integrity(db)[:3] == (4, 3, 3)
+    cluster.wait_for_workers(2, timeout=60)  # the dask workers themselves survived
+
+
+def test_scheduler_sighup_connects_again(tool_env, fixtures, tmp_path, watches, request):
+    """The scheduler restarted (same address, new workers): SIGHUP makes the watch connect to
+    it again, and the cores dropped after are analysed there."""
+    pytest.importorskip("distributed")
+    if not shutil.which("dask"):
+        pytest.skip("no dask command (Debian: python3-distributed)")
+    first = svc.DaskCluster(dask_env(tool_env), workers=1)
+    request.addfinalizer(first.stop)
+    first.start()
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, "--scheduler", first.address)
+    watches.append(w)
+    one = drop_renamed(spool, "one.core", fixtures["chain"][0].read_bytes())
+    wait_for("one.core stored", lambda: stored(db, one), w)
+    first.stop()
+    second = svc.DaskCluster(dask_env(tool_env), workers=1)
+    second.port, second.address = first.port, first.address
+    request.addfinalizer(second.stop)
+    second.start()
+    w.signal(signal.SIGHUP)
+    w.wait_log(r"event=reloaded")
+    assert "event=reload_failed" not in w.log(), w.log()
+    two = drop_renamed(spool, "two.core", fixtures["drap"][0].read_bytes())
+    wait_for("two.core stored", lambda: stored(db, two), w)
+    assert helper_cores(second) == 1  # analysed by the new cluster's worker
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (2, 2, 2, 0, 0)
+    assert stored(db, one)[0] == stored(db, two)[0] == "ok"
 
 
 # ---------------------------------------------------------------------------------------------
