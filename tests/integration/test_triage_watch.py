@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`ehbt-triage watch` (issue #31) as a real process on a temporary spool: cores dropped the
+"""`ehbt-triage watch` (issue #31) as a real process on a temporary spool, with local workers
+or a real dask cluster (--scheduler; scheduler and workers on 127.0.0.1): cores dropped the
 ways systemd-coredump and other writers drop them (a temporary name then a rename, an O_TMPFILE
 linked in complete, a plain copy, zstd-compressed, written in two halves), things that are not
 cores (a FIFO, a directory, a text file), cores present at start-up, SIGTERM in the middle of a
@@ -308,10 +309,11 @@ def write_closed(path, data, mode="wb"):
 def test_a_core_closed_half_written_then_completed_counts_once(tool_env, fixtures, tmp_path,
                                                               watches):
     """A writer that closes a core half-written and then appends the rest: the first close is
-    taken, and the half fails (its notes are cut off: the engine says "truncated core"); the
-    second close is the crash. The path holds one crash, as in systemd-coredump's spool: the
-    failure of the half's bytes, which are gone, is not kept -- neither when the whole core
-    is new (stored ok) nor when it is a copy of a stored core (seen before)."""
+    taken, the second is the crash. The path holds one crash, as in systemd-coredump's spool:
+    what was stored of the half goes -- a failure (plt's half: its notes are cut off, the
+    engine says "truncated core"), whether the whole core is new (stored ok) or a copy of a
+    stored core (seen before); and an ok row of the half (chain's half still has its notes:
+    analysed, with the engine's truncated_core warning), the same crash counted once."""
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
@@ -321,40 +323,57 @@ def test_a_core_closed_half_written_then_completed_counts_once(tool_env, fixture
     plt = fixtures["plt"][0].read_bytes()
     original = drop_renamed(spool, "original.core", plt)
     wait_for("original.core stored", lambda: stored(db, original), w)
-    for name, data in (("twice.core", variant(fixtures["plt"][0], 7)), ("again.core", plt)):
+    for name, data, half_status in (("twice.core", variant(fixtures["plt"][0], 7), "failed"),
+                                    ("again.core", plt, "failed"),
+                                    ("grown.core", variant(fixtures["chain"][0], 8), "ok")):
         core = spool / name
         write_closed(core, data[:len(data) // 2])
         wait_for("the half of %s stored" % name, lambda: rows_at(db, core), w)
         ((status, error),) = rows_at(db, core)
-        assert status == "failed" and error.startswith("truncated core: "), error
+        assert status == half_status, (name, status, error)
+        if status == "failed":
+            assert error.startswith("truncated core: "), error
+        else:
+            (warnings,) = sqlite_rows(db, "SELECT warnings FROM cores WHERE path = ?",
+                                      (str(core),))[0]
+            assert [x["kind"] for x in json.loads(warnings)] == ["truncated_core"], warnings
         write_closed(core, data[len(data) // 2:], "ab")
-        w.wait_log(r"event=core status=(ok|seen_before) path=%s " % logged(core))
+        # (an ok half has its own line: the whole core's is the second)
+        w.wait_log(r"event=core status=(ok|seen_before) path=%s " % logged(core),
+                   count=2 if half_status == "ok" else 1)
     w.wait_log(r"event=core status=seen_before path=%s " % logged(spool / "again.core"))
     assert w.stop() == 0, w.log()
     assert rows_at(db, spool / "twice.core") == [("ok", None)]
     assert rows_at(db, spool / "again.core") == []  # its content is stored from original.core
-    assert integrity(db) == (2, 2, 2, 0, 0)
-    assert sqlite_rows(db, "SELECT count FROM buckets") == [(2,)]
-    assert "2 analysed core(s) in 1 bucket(s), 0 failed" in html.read_text()
+    assert rows_at(db, spool / "grown.core") == [("ok", None)]
+    assert sqlite_rows(db, "SELECT warnings FROM cores WHERE path = ?",
+                       (str(spool / "grown.core"),)) == [("[]",)]
+    assert integrity(db) == (3, 3, 3, 0, 0)
+    assert sorted(sqlite_rows(db, "SELECT count FROM buckets WHERE count > 0")) == [(1,), (2,)]
+    assert "3 analysed core(s) in 2 bucket(s), 0 failed" in html.read_text()
 
 
-def test_a_batch_run_after_the_core_was_completed_keeps_no_failed_row(tool_env, fixtures,
-                                                                       tmp_path):
-    """The same in two batch runs: the first finds the core half-written (failed, exit 1), the
-    second finds it whole: ok, and the failed row of the half is gone (exit 0)."""
+@pytest.mark.parametrize("kind,half_status", [("plt", "failed"), ("chain", "ok")])
+def test_a_batch_run_after_the_core_was_completed_counts_it_once(tool_env, fixtures, tmp_path,
+                                                                 kind, half_status):
+    """The same in two batch runs: the first finds the core half-written (failed, or analysed
+    as a truncated core), the second finds it whole: one ok row, one core in one bucket."""
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
     core = spool / "twice.core"
-    data = fixtures["plt"][0].read_bytes()
+    data = fixtures[kind][0].read_bytes()
     write_closed(core, data[:len(data) // 2])
     proc = triage(tool_env, "--db", db, "-j", "1", spool)
-    assert proc.returncode == 1 and "truncated core: " in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == (1 if half_status == "failed" else 0), proc.stdout + proc.stderr
+    assert [s for s, _ in rows_at(db, core)] == [half_status]
     write_closed(core, data[len(data) // 2:], "ab")
     proc = triage(tool_env, "--db", db, "-j", "1", spool)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert rows_at(db, core) == [("ok", None)]
     assert integrity(db) == (1, 1, 1, 0, 0)
+    assert sqlite_rows(db, "SELECT count FROM buckets WHERE count > 0") == [(1,)]
+    assert fixtures[kind][1] in stored(db, core)[2]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -437,14 +456,19 @@ def test_sigterm_in_a_burst_then_restart(tool_env, fixtures, tmp_path, watches):
 # Failures, bounds, reload
 
 
+@pytest.mark.parametrize("executor", ["local", "scheduler"])
 @pytest.mark.parametrize("fault,expect", [("segv", "worker died: SIGSEGV"),
                                           ("hang", "timed out after 3s")])
 def test_a_core_that_crashes_or_hangs_a_worker(tool_env, fixtures, tmp_path, watches, fault,
-                                               expect):
+                                               expect, executor, request):
+    """A local worker, or with --scheduler the analysis helper of a dask worker: killed and
+    replaced, that core failed, the next ones analysed."""
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    w = Watch(tool_env, spool, db, "--timeout", "3" if fault == "hang" else "60",
+    cluster = request.getfixturevalue("cluster") if executor == "scheduler" else None
+    where = ["--scheduler", cluster.address] if cluster else []
+    w = Watch(tool_env, spool, db, "--timeout", "3" if fault == "hang" else "60", *where,
               extra_env={"EHBT_TRIAGE_TEST_FAULT": fault + ":bad-one"})
     watches.append(w)
     bad = drop_renamed(spool, "bad-one.core", fixtures["chain"][0].read_bytes())
@@ -458,6 +482,8 @@ def test_a_core_that_crashes_or_hangs_a_worker(tool_env, fixtures, tmp_path, wat
     assert all(stored(db, p)[0] == "ok" for p in good)
     assert w.stop() == 0
     assert integrity(db)[:3] == (4, 3, 3)
+    if cluster:
+        cluster.wait_for_workers(2, timeout=60)  # the dask workers themselves survived
 
 
 def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_path, watches):
@@ -691,29 +717,6 @@ def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watch
     # Every stored core was analysed on the cluster (some twice: those abandoned at SIGTERM
     # whose helper finished them anyway are done again after the restart).
     assert helper_cores(cluster) - before >= n
-
-
-@pytest.mark.parametrize("fault,expect", [("segv", "worker died: SIGSEGV"),
-                                          ("hang", "timed out after 3s")])
-def test_scheduler_core_that_crashes_or_hangs_its_helper(tool_env, fixtures, tmp_path, watches,
-                                                         cluster, fault, expect):
-    spool = tmp_path / "coredump"
-    spool.mkdir()
-    db = tmp_path / "db"
-    w = Watch(tool_env, spool, db, "--scheduler", cluster.address, "--timeout", "3",
-              extra_env={"EHBT_TRIAGE_TEST_FAULT": fault + ":bad-one"})
-    watches.append(w)
-    bad = drop_renamed(spool, "bad-one.core", variant(fixtures["chain"][0], 50))
-    wait_for("bad-one stored", lambda: stored(db, bad), w)
-    assert stored(db, bad)[0] == "failed" and expect in stored(db, bad)[1], stored(db, bad)
-    good = [drop_renamed(spool, "good-%s.core" % k, variant(fixtures[k][0], 51))
-            for k in ("drap", "plt", "threads")]
-    for p in good:
-        wait_for("%s stored" % p.name, lambda: stored(db, p), w)
-    assert all(stored(db, p)[0] == "ok" for p in good)
-    assert w.stop() == 0
-    assert integrity(db)[:3] == (4, 3, 3)
-    cluster.wait_for_workers(2, timeout=60)  # the dask workers themselves survived
 
 
 def test_scheduler_sighup_connects_again(tool_env, fixtures, tmp_path, watches, request):

@@ -22,6 +22,7 @@ import os
 import uuid
 
 from . import forked, helper
+from .feed import Feed
 from .plain_core import DecompressError
 
 
@@ -45,10 +46,10 @@ def _reason(exc):
     return "dask task failed: %s: %s" % (name, exc)
 
 
-class DaskPool:
-    """The same feeding as workers.WorkerPool -- run(paths, ...) for a batch, or start() once,
-    then submit(path) and step() for as long as cores keep coming (`watch`) -- with `paths`
-    (task -> path of the tasks not over), waiting(), busy(), renew() and close().
+class DaskPool(Feed):
+    """Fed as workers.WorkerPool is (feed.Feed: run(paths, ...) for a batch, or start() once,
+    then submit(path) and step() for as long as cores keep coming, for `watch`), with busy(),
+    renew() and close().
 
     dask calls back on its own thread when a task is over: the future is queued and a byte
     written to a pipe, which step() waits on along with its caller's handles (watch's inotify
@@ -71,12 +72,10 @@ class DaskPool:
         self.run_id = uuid.uuid4().hex[:12]
         self.jobs = self._threads()
         self.max_inflight = 2 * self.jobs
-        self.paths = {}
-        self._pending = collections.deque()
+        super().__init__()  # Feed: paths, the pending tasks
         self._what = {}  # future -> (kind, task), given to the scheduler and not handled yet
         self._done = collections.deque()  # futures dask said are over (filled on its thread)
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._next = 0
 
     def _connect(self):
         from distributed import Client
@@ -103,36 +102,15 @@ class DaskPool:
         self._on_hash, self._on_result = on_hash, on_result
         self._likely_known, self._settle = likely_known, settle
 
-    def submit(self, path):
-        """Queues one core; returns its task number."""
-        task = self._next
-        self._next += 1
-        self.paths[task] = path
-        self._pending.append(task)
-        return task
-
-    def waiting(self):
-        """Tasks submitted and not given to the scheduler yet."""
-        return len(self._pending)
-
     def busy(self):
         return bool(self._pending or self._what or self._done)
 
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
-            settle=None):
-        """A batch: every path, then the client is closed. Blocks on completions, no polling:
-        a poll interval would be added to every core; the deadlines are the helpers'
-        (--timeout), so nothing needs a clock tick here."""
+    def run(self, *args, **kwargs):
+        """A batch (Feed.run): every core is given to the scheduler at once. Blocks on
+        completions, no polling: a poll interval would be added to every core; the deadlines
+        are the helpers' (--timeout), so nothing needs a clock tick here."""
         self.max_inflight = None
-        self.start(on_hash, on_result, likely_known, settle)
-        for path in paths:
-            self.submit(path)
-        try:
-            while self.busy():
-                self.step()
-                on_tick()
-        finally:
-            self.close()
+        super().run(*args, **kwargs)
 
     def step(self, extra=(), timeout=None):
         """Gives the scheduler the pending cores it has room for, waits until a task is over,

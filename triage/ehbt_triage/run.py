@@ -12,7 +12,7 @@ import os
 import sys
 
 from . import jsonl, options, report_text, spool
-from .content_hash import file_identity
+from .content_hash import file_identity, python_sparse_sha256
 from .discover import discover
 from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .signature import crashing_thread, frame_key, missing_modules, module_names
@@ -127,7 +127,7 @@ class Run:
         if row is not None and row["status"] == "ok":
             if file_id and row["path"] == path and row.get("file_id") != file_id:
                 self.store.set_file_id(row["id"], path, file_id)  # the next run skips the hash
-            self.store.forget_stale_failed(path, sha256)  # a failure of this path's old bytes
+            self._forget_stale(path, sha256)
             self._seen_before(path, row)
             return False
         if sha256 in self.inflight:
@@ -174,6 +174,7 @@ class Run:
         missing = missing_modules(doc)
         info = dict(info, unreliable=bool(result.get("unreliable")), missing_modules=missing,
                     warnings=doc.get("warnings") or [], signature_version=self.signer.version)
+        self._forget_truncated(info["path"], info["sha256"])
         core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
                                                   lambda f: frame_key(f, build_ids), rows=rows)
         self.stats["ok"] += 1
@@ -211,6 +212,32 @@ class Run:
                 warnings=_json_list(row.get("warnings"))))
         self.event("seen_before", path, bucket=row["bucket_id"], sha256=row["sha256"])
 
+    def _forget_stale(self, path, sha256):
+        """`path` now holds a copy of the stored core `sha256`: what the store has of the
+        path's earlier content and that no longer stands for a crash goes (as record_ok
+        deletes it when it stores a new core there)."""
+        self.store.forget_stale_failed(path, sha256)
+        self._forget_truncated(path, sha256)
+
+    def _forget_truncated(self, path, sha256):
+        """A truncated core stored from `path` whose content is the beginning of what the
+        path holds now was this core, taken while it was still being written (closed
+        half-written, then completed): the same crash, counted once (store.py's rules). Only
+        for plain files, whose bytes can be compared; the stored core's content key is
+        compared with that of the file's first bytes, as many as it had."""
+        rows = self.store.truncated_cores_at(path, sha256)
+        if not rows or self.compression.get(path):
+            return
+        for core_id, old_sha256, size, compression in rows:
+            if compression or size is None:
+                continue
+            try:
+                beginning = python_sparse_sha256(path, self.store.key_version, size)
+            except OSError:
+                continue
+            if beginning == old_sha256:
+                self.store.forget_core(core_id)
+
     def _failed(self, path, info, reason):
         reason = _one_line(reason)
         self._note_failed(path, reason)
@@ -231,7 +258,7 @@ class Run:
         for path, _info in self.duplicates.pop(sha256, ()):
             row = self.store.core_by_hash(sha256)
             if row is not None and row["status"] == "ok":
-                self.store.forget_stale_failed(path, sha256)
+                self._forget_stale(path, sha256)
                 self._seen_before(path, row)
             else:
                 self._failed(path, None, "copy of a core that failed: %s"

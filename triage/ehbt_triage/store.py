@@ -23,7 +23,9 @@ Rules:
   failed row of the old content is deleted in the same transaction, so that the store and
   the reports do not count a failure of bytes that are gone (STALE_FAILED). The ``ok`` rows
   of a path are kept: a path reused by another crash (the kernel's plain ``core`` name) holds
-  another crash, and each counts.
+  another crash, and each counts -- except an ok row of a truncated core (the engine's
+  ``truncated_core`` warning) whose content is the beginning of the path's new content: the
+  same crash taken while it was still being written, deleted with forget_core (run.Run).
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
@@ -74,6 +76,13 @@ BATCH_CORES = 64
 SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
 # The failed rows of a path other than this content's (see the rules above): (path, sha256).
 STALE_FAILED = "DELETE FROM cores WHERE path = ? AND status = 'failed' AND sha256 != ?"
+# A bucket's counters and example after one of its cores was deleted (forget_core).
+RECOUNT = ("UPDATE buckets SET (count, first_seen, last_seen) = "
+           "(SELECT COUNT(*), MIN(core_time), MAX(core_time) FROM cores "
+           " WHERE bucket_id = {b} AND status = 'ok'), "
+           "example_core_id = CASE WHEN example_core_id = {c} THEN "
+           "(SELECT MIN(id) FROM cores WHERE bucket_id = {b} AND status = 'ok') "
+           "ELSE example_core_id END WHERE id = {b}")
 COMPLETE_STOPS = "('outermost', 'max_frames')"
 
 # Per bucket: what the report shows beside the signature. partial: its ok cores whose
@@ -225,6 +234,29 @@ class Store:
         try:
             self._begin()
             self.db.execute(STALE_FAILED, (path, sha256))
+            self._keep()
+        except BaseException:
+            self._undo()
+            raise
+
+    def truncated_cores_at(self, path, sha256):
+        """The ok rows (id, sha256, size, compression) stored from this path, of other content
+        than `sha256`, whose core the engine found truncated."""
+        return [tuple(r) for r in self._exec(
+            "SELECT id, sha256, size, compression FROM cores WHERE path = ? AND sha256 != ? "
+            "AND status = 'ok' AND warnings LIKE ?",  # (a parameter: psycopg reads % itself)
+            (path, sha256, '%"truncated_core"%')).fetchall()]
+
+    def forget_core(self, core_id):
+        """Deletes a stored core (its threads and frames go with it) and recounts its bucket,
+        all or nothing."""
+        try:
+            self._begin()
+            row = self.db.execute("SELECT bucket_id FROM cores WHERE id = ?",
+                                  (core_id,)).fetchone()
+            self.db.execute("DELETE FROM cores WHERE id = ?", (core_id,))
+            if row and row[0] is not None:
+                self.db.execute(RECOUNT.format(b=":b", c=":c"), {"b": row[0], "c": core_id})
             self._keep()
         except BaseException:
             self._undo()

@@ -21,8 +21,8 @@ from itertools import repeat
 from . import schema
 from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, SIGNATURE_VERSION_SQL, StoreError,
                      check_schema, key_version_of, signature_version_of)
-from .store import (BUCKET_SELECT, EXTRA_COLUMNS, STALE_FAILED, Store, _crashing_stop,
-                    document_rows, extra_columns)
+from .store import (BUCKET_SELECT, EXTRA_COLUMNS, RECOUNT, STALE_FAILED, Store,
+                    _crashing_stop, document_rows, extra_columns)
 from .credentials import mask
 
 SCHEMA = schema.ddl("postgresql")
@@ -104,6 +104,19 @@ class PgStore(Store):
     def forget_stale_failed(self, path, sha256):
         if self.has_stale_failed(path, sha256):
             self._retrying(lambda: self._exec(STALE_FAILED, (path, sha256)))
+
+    def forget_core(self, core_id):
+        def body():
+            row = self.db.execute("SELECT bucket_id FROM cores WHERE id = %s FOR UPDATE",
+                                  (core_id,)).fetchone()
+            self.db.execute("DELETE FROM cores WHERE id = %s", (core_id,))
+            if row and row[0] is not None:
+                # Counted again from the cores (a concurrent insert's count + 1 waits for
+                # this row lock and then adds to the new value).
+                self.db.execute(RECOUNT.format(b="%(b)s", c="%(c)s"),
+                                {"b": row[0], "c": core_id})
+
+        self._retrying(body)
 
     def record_ok(self, info, doc, signature, frame_key=None, rows=None):
         if rows is None:
