@@ -670,14 +670,12 @@ def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watch
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    before = helper_cores(cluster)
     # Slowed helpers (0.3 s a core) so that the burst is still running when SIGTERM comes.
     w = Watch(tool_env, spool, db, "--scheduler", cluster.address,
               extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.3"})
     watches.append(w)
     assert re.search(r"event=started .*scheduler=%s .*analysed on dask cluster" %
                      re.escape(cluster.address), w.log()), w.log()
-    assert children(w.proc.pid) == []  # no local worker: the cluster analyses
     per_kind, n, dropped = 6, 0, {}
     for i in range(per_kind):
         for k in ("chain", "drap", "plt"):
@@ -690,6 +688,9 @@ def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watch
             dropped[path] = k
             n += 1
     wait_for("some burst cores stored", lambda: core_count(db) >= 3, w)
+    # Analysed, and no local worker: the cluster did it (local workers, forked for the first
+    # core, stay until the end).
+    assert children(w.proc.pid) == []
     assert w.stop() == 0, w.log()
     assert re.search(r"event=stopped abandoned=\d+", w.log()), w.log()
     total, ok, counted, bare, drift = integrity(db)
@@ -714,9 +715,28 @@ def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watch
         bucket_of.setdefault(k, set()).add(bucket)
     assert all(len(b) == 1 for b in bucket_of.values()), bucket_of
     assert sorted(c for (c,) in sqlite_rows(db, "SELECT count FROM buckets")) == [per_kind] * 3
-    # Every stored core was analysed on the cluster (some twice: those abandoned at SIGTERM
-    # whose helper finished them anyway are done again after the restart).
-    assert helper_cores(cluster) - before >= n
+
+
+def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tmp_path,
+                                                          watches, cluster):
+    """A core whose analysis kills the dask worker process (as a machine failure would): the
+    scheduler runs its task elsewhere, and past the allowed failures (1 in these tests) gives
+    it up: that core is failed with the reason, the watch goes on with the next cores once
+    the nannies have brought the workers back."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, "--scheduler", cluster.address,
+              extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
+    watches.append(w)
+    poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
+    w.wait_log(r'event=core status=failed path=%s error="dask worker died' % logged(poison))
+    cluster.wait_for_workers(2, timeout=120)
+    good = drop_renamed(spool, "good.core", fixtures["drap"][0].read_bytes())
+    wait_for("good.core stored", lambda: stored(db, good), w)
+    assert stored(db, good)[0] == "ok"
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (1, 1, 1, 0, 0)  # the poison core has no content key to store
 
 
 def test_scheduler_sighup_connects_again(tool_env, fixtures, tmp_path, watches, request):

@@ -204,12 +204,13 @@ class DaskPool(Feed):
             fut.cancel()
         self._what.clear()
         self.client.close()
-        for fd in (self._wake_r, self._wake_w):
+        # -1 before the close: a late callback (_over) must not write to a reused number.
+        fds, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._wake_r = self._wake_w = -1
 
     # -- tasks ---------------------------------------------------------------------------------
 
