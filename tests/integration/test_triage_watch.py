@@ -730,7 +730,7 @@ def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tm
               extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
     watches.append(w)
     poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
-    w.wait_log(r'event=core status=failed path=%s error="dask worker died' % logged(poison))
+    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died' % logged(poison))
     cluster.wait_for_workers(2, timeout=120)
     good = drop_renamed(spool, "good.core", fixtures["drap"][0].read_bytes())
     wait_for("good.core stored", lambda: stored(db, good), w)
