@@ -353,27 +353,41 @@ def test_a_core_closed_half_written_then_completed_counts_once(tool_env, fixture
     assert "3 analysed core(s) in 2 bucket(s), 0 failed" in html.read_text()
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("kind,half_status", [("plt", "failed"), ("chain", "ok")])
 def test_a_batch_run_after_the_core_was_completed_counts_it_once(tool_env, fixtures, tmp_path,
-                                                                 kind, half_status):
+                                                                 kind, half_status, store,
+                                                                 request):
     """The same in two batch runs: the first finds the core half-written (failed, or analysed
-    as a truncated core), the second finds it whole: one ok row, one core in one bucket."""
+    as a truncated core), the second finds it whole: one ok row, one core in one bucket
+    whose example it is, no threads or frames left of the half; in either store."""
     spool = tmp_path / "coredump"
     spool.mkdir()
-    db = tmp_path / "db"
+    if store == "postgresql":
+        db = request.getfixturevalue("postgres").fresh_db("twice_" + kind)
+        query = lambda sql: pg_rows(db, sql)  # noqa: E731
+    else:
+        db = tmp_path / "db"
+        query = lambda sql: sqlite_rows(db, sql)  # noqa: E731
     core = spool / "twice.core"
+    at_core = "SELECT status, signature FROM cores WHERE path = '%s'" % core
     data = fixtures[kind][0].read_bytes()
     write_closed(core, data[:len(data) // 2])
     proc = triage(tool_env, "--db", db, "-j", "1", spool)
     assert proc.returncode == (1 if half_status == "failed" else 0), proc.stdout + proc.stderr
-    assert [s for s, _ in rows_at(db, core)] == [half_status]
+    assert [s for s, _ in query(at_core)] == [half_status]
     write_closed(core, data[len(data) // 2:], "ab")
     proc = triage(tool_env, "--db", db, "-j", "1", spool)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert rows_at(db, core) == [("ok", None)]
-    assert integrity(db) == (1, 1, 1, 0, 0)
-    assert sqlite_rows(db, "SELECT count FROM buckets WHERE count > 0") == [(1,)]
-    assert fixtures[kind][1] in stored(db, core)[2]
+    ((status, signature),) = query(at_core)
+    assert status == "ok" and fixtures[kind][1] in signature, signature
+    assert query("SELECT COUNT(*) FROM cores") == [(1,)]
+    assert query("SELECT b.count FROM buckets b JOIN cores c ON c.id = b.example_core_id "
+                 "WHERE b.count > 0") == [(1,)]
+    assert query("SELECT COUNT(*) FROM threads WHERE core_id NOT IN "
+                 "(SELECT id FROM cores)") == [(0,)]
+    assert query("SELECT COUNT(*) FROM frames WHERE core_id NOT IN "
+                 "(SELECT id FROM cores)") == [(0,)]
 
 
 # ---------------------------------------------------------------------------------------------
