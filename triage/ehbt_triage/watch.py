@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """``ehbt-triage watch [DIR...]``: a resident crash processor.
 
-The same analysis and storage as a batch run (run.Run's callbacks, workers.WorkerPool's
-long-lived forked workers with their warm image stores, the same store rules); only where the
-cores come from (inotify, plus a scan of what is already there) and how long the process lives
-differ.
+The same analysis and storage as a batch run (options.prepare's checks, run.Run's callbacks,
+workers.WorkerPool's long-lived forked workers with their warm image stores -- or with
+--scheduler dask_pool.DaskPool, the batch run's dask executor, fed the same way -- and the same
+store rules); only where the cores come from (inotify, plus a scan of what is already there)
+and how long the process lives differ.
 
 When a file is taken (see _on_event):
 - IN_CLOSE_WRITE: a writer closed it; IN_MOVED_TO: renamed into place (systemd-coredump's
