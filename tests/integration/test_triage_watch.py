@@ -680,14 +680,20 @@ def children(pid):
     return out
 
 
-def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watches, cluster):
+def on_cluster(env, tmp_path, cluster, watches, extra_env):
+    """(spool, db, a watch with --scheduler on a new spool)."""
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    # Slowed helpers (0.3 s a core) so that the burst is still running when SIGTERM comes.
-    w = Watch(tool_env, spool, db, "--scheduler", cluster.address,
-              extra_env={"EHBT_TRIAGE_TEST_DELAY": "0.3"})
+    w = Watch(env, spool, db, "--scheduler", cluster.address, extra_env=extra_env)
     watches.append(w)
+    return spool, db, w
+
+
+def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watches, cluster):
+    # Slowed helpers (0.3 s a core) so that the burst is still running when SIGTERM comes.
+    spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
+                              {"EHBT_TRIAGE_TEST_DELAY": "0.3"})
     assert re.search(r"event=started .*scheduler=%s .*analysed on dask cluster" %
                      re.escape(cluster.address), w.log()), w.log()
     per_kind, n, dropped = 6, 0, {}
@@ -737,12 +743,8 @@ def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tm
     scheduler runs its task elsewhere, and past the allowed failures (1 in these tests) gives
     it up: that core is failed with the reason, the watch goes on with the next cores once
     the nannies have brought the workers back."""
-    spool = tmp_path / "coredump"
-    spool.mkdir()
-    db = tmp_path / "db"
-    w = Watch(tool_env, spool, db, "--scheduler", cluster.address,
-              extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
-    watches.append(w)
+    spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
+                              {"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
     poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
     w.wait_log(r'event=core status=failed path=%s .*error="dask worker died' % logged(poison))
     cluster.wait_for_workers(2, timeout=120)
