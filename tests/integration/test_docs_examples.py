@@ -48,6 +48,10 @@ SKIP = {
     "ehbt-triage --scheduler tcp://HOST:8786 --db postgresql://triage@DBHOST/triage /spool/cores":
         "needs a dask.distributed cluster and a PostgreSQL server "
         "(test_triage_scale.py runs both on this machine)",
+    "ehbt-triage watch --scheduler tcp://HOST:8786 --db /var/lib/ehbt-triage/store.sqlite "
+    "/srv/spool":
+        "a resident process, and needs a dask.distributed cluster "
+        "(test_triage_watch.py runs one against a cluster on this machine)",
 }
 
 # Exit status other than 0 that an example is documented to give, with why.

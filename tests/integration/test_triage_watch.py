@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`ehbt-triage watch` (issue #31) as a real process on a temporary spool: cores dropped the
+"""`ehbt-triage watch` (issue #31) as a real process on a temporary spool, with local workers
+or a real dask cluster (--scheduler; scheduler and workers on 127.0.0.1): cores dropped the
 ways systemd-coredump and other writers drop them (a temporary name then a rename, an O_TMPFILE
 linked in complete, a plain copy, zstd-compressed, written in two halves), things that are not
 cores (a FIFO, a directory, a text file), cores present at start-up, SIGTERM in the middle of a
@@ -27,7 +28,7 @@ import time
 import pytest
 
 import scale_services as svc
-from test_triage import ROOT, TRIAGE, tool_env  # noqa: F401
+from test_triage import ROOT, TRIAGE, tool_env, triage  # noqa: F401
 
 FIXTURES = ROOT / "cores" / "out" / "x86_64"
 # Small fixture cores whose crashes differ (each its own bucket): name -> a function GDB
@@ -292,6 +293,104 @@ def test_cores_dropped_while_running(tool_env, fixtures, tmp_path, watches):
 
 
 # ---------------------------------------------------------------------------------------------
+# A core written in place and closed twice
+
+
+def rows_at(db, path):
+    return sqlite_rows(db, "SELECT status, error FROM cores WHERE path = ? ORDER BY id",
+                       (str(path),))
+
+
+def write_closed(path, data, mode="wb"):
+    with open(path, mode) as f:
+        f.write(data)
+
+
+def test_a_core_closed_half_written_then_completed_counts_once(tool_env, fixtures, tmp_path,
+                                                              watches):
+    """A writer that closes a core half-written and then appends the rest: the first close is
+    taken, the second is the crash. The path holds one crash, as in systemd-coredump's spool:
+    what was stored of the half goes -- a failure (plt's half: its notes are cut off, the
+    engine says "truncated core"), whether the whole core is new (stored ok) or a copy of a
+    stored core (seen before); and an ok row of the half (chain's half still has its notes:
+    analysed, with the engine's truncated_core warning), the same crash counted once."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    html = tmp_path / "r.html"
+    w = Watch(tool_env, spool, db, "--html", html, "--report-interval", "1")
+    watches.append(w)
+    plt = fixtures["plt"][0].read_bytes()
+    original = drop_renamed(spool, "original.core", plt)
+    wait_for("original.core stored", lambda: stored(db, original), w)
+    for name, data, half_status in (("twice.core", variant(fixtures["plt"][0], 7), "failed"),
+                                    ("again.core", plt, "failed"),
+                                    ("grown.core", variant(fixtures["chain"][0], 8), "ok")):
+        core = spool / name
+        write_closed(core, data[:len(data) // 2])
+        wait_for("the half of %s stored" % name, lambda: rows_at(db, core), w)
+        ((status, error),) = rows_at(db, core)
+        assert status == half_status, (name, status, error)
+        if status == "failed":
+            assert error.startswith("truncated core: "), error
+        else:
+            (warnings,) = sqlite_rows(db, "SELECT warnings FROM cores WHERE path = ?",
+                                      (str(core),))[0]
+            assert [x["kind"] for x in json.loads(warnings)] == ["truncated_core"], warnings
+        write_closed(core, data[len(data) // 2:], "ab")
+        # (an ok half has its own line: the whole core's is the second)
+        w.wait_log(r"event=core status=(ok|seen_before) path=%s " % logged(core),
+                   count=2 if half_status == "ok" else 1)
+    w.wait_log(r"event=core status=seen_before path=%s " % logged(spool / "again.core"))
+    assert w.stop() == 0, w.log()
+    assert rows_at(db, spool / "twice.core") == [("ok", None)]
+    assert rows_at(db, spool / "again.core") == []  # its content is stored from original.core
+    assert rows_at(db, spool / "grown.core") == [("ok", None)]
+    assert sqlite_rows(db, "SELECT warnings FROM cores WHERE path = ?",
+                       (str(spool / "grown.core"),)) == [("[]",)]
+    assert integrity(db) == (3, 3, 3, 0, 0)
+    assert sorted(sqlite_rows(db, "SELECT count FROM buckets WHERE count > 0")) == [(1,), (2,)]
+    assert "3 analysed core(s) in 2 bucket(s), 0 failed" in html.read_text()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("kind,half_status", [("plt", "failed"), ("chain", "ok")])
+def test_a_batch_run_after_the_core_was_completed_counts_it_once(tool_env, fixtures, tmp_path,
+                                                                 kind, half_status, store,
+                                                                 request):
+    """The same in two batch runs: the first finds the core half-written (failed, or analysed
+    as a truncated core), the second finds it whole: one ok row, one core in one bucket
+    whose example it is, no threads or frames left of the half; in either store."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    if store == "postgresql":
+        db = request.getfixturevalue("postgres").fresh_db("twice_" + kind)
+        query = lambda sql: pg_rows(db, sql)  # noqa: E731
+    else:
+        db = tmp_path / "db"
+        query = lambda sql: sqlite_rows(db, sql)  # noqa: E731
+    core = spool / "twice.core"
+    at_core = "SELECT status, signature FROM cores WHERE path = '%s'" % core
+    data = fixtures[kind][0].read_bytes()
+    write_closed(core, data[:len(data) // 2])
+    proc = triage(tool_env, "--db", db, "-j", "1", spool)
+    assert proc.returncode == (1 if half_status == "failed" else 0), proc.stdout + proc.stderr
+    assert [s for s, _ in query(at_core)] == [half_status]
+    write_closed(core, data[len(data) // 2:], "ab")
+    proc = triage(tool_env, "--db", db, "-j", "1", spool)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ((status, signature),) = query(at_core)
+    assert status == "ok" and fixtures[kind][1] in signature, signature
+    assert query("SELECT COUNT(*) FROM cores") == [(1,)]
+    assert query("SELECT b.count FROM buckets b JOIN cores c ON c.id = b.example_core_id "
+                 "WHERE b.count > 0") == [(1,)]
+    assert query("SELECT COUNT(*) FROM threads WHERE core_id NOT IN "
+                 "(SELECT id FROM cores)") == [(0,)]
+    assert query("SELECT COUNT(*) FROM frames WHERE core_id NOT IN "
+                 "(SELECT id FROM cores)") == [(0,)]
+
+
+# ---------------------------------------------------------------------------------------------
 # Start-up, restarts, SIGTERM
 
 
@@ -371,14 +470,19 @@ def test_sigterm_in_a_burst_then_restart(tool_env, fixtures, tmp_path, watches):
 # Failures, bounds, reload
 
 
+@pytest.mark.parametrize("executor", ["local", "scheduler"])
 @pytest.mark.parametrize("fault,expect", [("segv", "worker died: SIGSEGV"),
                                           ("hang", "timed out after 3s")])
 def test_a_core_that_crashes_or_hangs_a_worker(tool_env, fixtures, tmp_path, watches, fault,
-                                               expect):
+                                               expect, executor, request):
+    """A local worker, or with --scheduler the analysis helper of a dask worker: killed and
+    replaced, that core failed, the next ones analysed."""
     spool = tmp_path / "coredump"
     spool.mkdir()
     db = tmp_path / "db"
-    w = Watch(tool_env, spool, db, "--timeout", "3" if fault == "hang" else "60",
+    cluster = request.getfixturevalue("cluster") if executor == "scheduler" else None
+    where = ["--scheduler", cluster.address] if cluster else []
+    w = Watch(tool_env, spool, db, "--timeout", "3" if fault == "hang" else "60", *where,
               extra_env={"EHBT_TRIAGE_TEST_FAULT": fault + ":bad-one"})
     watches.append(w)
     bad = drop_renamed(spool, "bad-one.core", fixtures["chain"][0].read_bytes())
@@ -392,6 +496,8 @@ def test_a_core_that_crashes_or_hangs_a_worker(tool_env, fixtures, tmp_path, wat
     assert all(stored(db, p)[0] == "ok" for p in good)
     assert w.stop() == 0
     assert integrity(db)[:3] == (4, 3, 3)
+    if cluster:
+        cluster.wait_for_workers(2, timeout=60)  # the dask workers themselves survived
 
 
 def test_a_queue_smaller_than_the_burst_loses_nothing(tool_env, fixtures, tmp_path, watches):
@@ -536,6 +642,149 @@ def test_postgresql_store(tool_env, fixtures, tmp_path, watches, postgres):
     assert pg_rows(url, "SELECT COUNT(*) FROM cores c WHERE NOT EXISTS "
                         "(SELECT 1 FROM threads t WHERE t.core_id = c.id)") == [(0,)]
     assert str(present) in [p for (p,) in pg_rows(url, "SELECT path FROM cores")]
+
+
+# ---------------------------------------------------------------------------------------------
+# --scheduler: the cores analysed by a dask cluster's workers
+
+
+def dask_env(env):
+    """The dask workers import ehbt_triage and ehbt, as docs/triage.md tells users to arrange."""
+    return dict(env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent), env["PYTHONPATH"]]))
+
+
+@pytest.fixture(scope="module")
+def cluster(tool_env, request):
+    pytest.importorskip("distributed")
+    if not shutil.which("dask"):
+        pytest.skip("no dask command (Debian: python3-distributed)")
+    c = svc.DaskCluster(dask_env(tool_env), workers=2)
+    request.addfinalizer(c.stop)
+    return c.start()
+
+
+def helper_cores(cluster):
+    """How many cores the analysis helpers of the dask workers have analysed, in all."""
+    with cluster.client() as c:
+        counts = c.run(lambda: sum(h.cores for h in __import__(
+            "ehbt_triage.helper", fromlist=["_idle"])._idle))
+    return sum(counts.values())
+
+
+def children(pid):
+    """The pids of a process's children (a watch with --scheduler forks no worker)."""
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            out += f.read().split()
+    return out
+
+
+def on_cluster(env, tmp_path, cluster, watches, extra_env):
+    """(spool, db, a watch with --scheduler on a new spool)."""
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(env, spool, db, "--scheduler", cluster.address, extra_env=extra_env)
+    watches.append(w)
+    return spool, db, w
+
+
+def test_scheduler_burst_sigterm_and_restart(tool_env, fixtures, tmp_path, watches, cluster):
+    # Slowed helpers (0.3 s a core) so that the burst is still running when SIGTERM comes.
+    spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
+                              {"EHBT_TRIAGE_TEST_DELAY": "0.3"})
+    assert re.search(r"event=started .*scheduler=%s .*analysed on dask cluster" %
+                     re.escape(cluster.address), w.log()), w.log()
+    per_kind, n, dropped = 6, 0, {}
+    for i in range(per_kind):
+        for k in ("chain", "drap", "plt"):
+            data = variant(fixtures[k][0], n)
+            if i % 3 == 2:  # every third systemd-coredump style, compressed
+                path = drop_renamed(spool, systemd_name(k, 1000 + n, 1717652311000000 + n,
+                                                        ".zst"), zstd(data))
+            else:
+                path = drop_renamed(spool, "burst-%s-%02d.core" % (k, i), data)
+            dropped[path] = k
+            n += 1
+    wait_for("some burst cores stored", lambda: core_count(db) >= 3, w)
+    # Analysed, and no local worker: the cluster did it (local workers, forked for the first
+    # core, stay until the end).
+    assert children(w.proc.pid) == []
+    assert w.stop() == 0, w.log()
+    assert re.search(r"event=stopped abandoned=\d+", w.log()), w.log()
+    total, ok, counted, bare, drift = integrity(db)
+    assert 3 <= total < n and total == ok == counted and bare == 0 and drift == 0, w.log()
+    # The restart does the rest, each core once; a copy of a stored core is seen before.
+    w = Watch(tool_env, spool, db, "--scheduler", cluster.address)
+    watches.append(w)
+    wait_for("every burst core stored", lambda: core_count(db) == n, w)
+    w.wait_log(r"event=caught_up")
+    copy = drop_renamed(spool, "copy.core", variant(fixtures["chain"][0], 0))
+    w.wait_log(r"event=core status=seen_before path=%s " % logged(copy))
+    assert children(w.proc.pid) == []
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (n, n, n, 0, 0)
+    assert stored(db, copy) is None
+    bucket_of = {}
+    for path, k in dropped.items():
+        status, error, signature, bucket, compression, *_ = stored(db, path)
+        assert status == "ok", (path, error)
+        assert fixtures[k][1] in signature, (path, signature)
+        assert compression == ("zstd" if path.name.endswith(".zst") else None), path
+        bucket_of.setdefault(k, set()).add(bucket)
+    assert all(len(b) == 1 for b in bucket_of.values()), bucket_of
+    assert sorted(c for (c,) in sqlite_rows(db, "SELECT count FROM buckets")) == [per_kind] * 3
+
+
+def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tmp_path,
+                                                          watches, cluster):
+    """A core whose analysis kills the dask worker process (as a machine failure would): the
+    scheduler runs its task elsewhere, and past the allowed failures (1 in these tests) gives
+    it up: that core is failed with the reason, the watch goes on with the next cores once
+    the nannies have brought the workers back."""
+    spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
+                              {"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
+    poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
+    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died' % logged(poison))
+    cluster.wait_for_workers(2, timeout=120)
+    good = drop_renamed(spool, "good.core", fixtures["drap"][0].read_bytes())
+    wait_for("good.core stored", lambda: stored(db, good), w)
+    assert stored(db, good)[0] == "ok"
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (1, 1, 1, 0, 0)  # the poison core has no content key to store
+
+
+def test_scheduler_sighup_connects_again(tool_env, fixtures, tmp_path, watches, request):
+    """The scheduler restarted (same address, new workers): SIGHUP makes the watch connect to
+    it again, and the cores dropped after are analysed there."""
+    pytest.importorskip("distributed")
+    if not shutil.which("dask"):
+        pytest.skip("no dask command (Debian: python3-distributed)")
+    first = svc.DaskCluster(dask_env(tool_env), workers=1)
+    request.addfinalizer(first.stop)
+    first.start()
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    w = Watch(tool_env, spool, db, "--scheduler", first.address)
+    watches.append(w)
+    one = drop_renamed(spool, "one.core", fixtures["chain"][0].read_bytes())
+    wait_for("one.core stored", lambda: stored(db, one), w)
+    first.stop()
+    second = svc.DaskCluster(dask_env(tool_env), workers=1)
+    second.port, second.address = first.port, first.address
+    request.addfinalizer(second.stop)
+    second.start()
+    w.signal(signal.SIGHUP)
+    w.wait_log(r"event=reloaded")
+    assert "event=reload_failed" not in w.log(), w.log()
+    two = drop_renamed(spool, "two.core", fixtures["drap"][0].read_bytes())
+    wait_for("two.core stored", lambda: stored(db, two), w)
+    assert helper_cores(second) == 1  # analysed by the new cluster's worker
+    assert w.stop() == 0, w.log()
+    assert integrity(db) == (2, 2, 2, 0, 0)
+    assert stored(db, one)[0] == stored(db, two)[0] == "ok"
 
 
 # ---------------------------------------------------------------------------------------------

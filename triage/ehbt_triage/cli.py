@@ -111,6 +111,41 @@ _DB_HELP = ("the store: a SQLite file (default: ehbt-triage.sqlite in the workin
             "shown as *** in every message and report")
 
 
+def _add_analysis_options(p):
+    """The options of the analysis itself, the same for a batch run and watch (one text, so
+    that both --help pages and the man page say the same)."""
+    p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
+                   help="look up the files a core names under DIR first (may repeat)")
+    p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
+                   help="look for separate debug files in DIR first, like GDB's "
+                        "debug-file-directory: DIR/.build-id/xx/rest.debug, then the "
+                        ".gnu_debuglink name under DIR (may repeat)")
+    p.add_argument("--debuginfod", action="store_true",
+                   help="fetch missing executables, libraries and debug files by build-id "
+                        "from the servers in DEBUGINFOD_URLS (also on when DEBUGINFOD_URLS is "
+                        "set), cached as debuginfod's client caches them")
+    p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
+                   help="local worker processes, each analysing one core at a time (default: "
+                        "the number of CPUs; ignored with --scheduler)")
+    p.add_argument("--top", metavar="N", type=_positive_int, default=DEFAULT_TOP,
+                   help="frames in a signature (default %(default)s)")
+    p.add_argument("--skip", metavar="REGEX", action="append", default=[], type=_regex,
+                   help="also skip leading frames whose symbol fully matches REGEX (may repeat)")
+    p.add_argument("--timeout", metavar="SECONDS", type=_positive_float, default=DEFAULT_TIMEOUT,
+                   help="per-core time limit; a core over it is recorded as failed and the "
+                        "process analysing it (a local worker, or the analysis helper of a "
+                        "dask worker) is killed and replaced (default %(default)gs)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="analyse on this dask.distributed cluster instead of local workers "
+                        "(-j is then ignored; the dask workers must see the core paths, "
+                        "sysroots and debug directories under the same names). The store is "
+                        "written by this process alone, by the same rules")
+    p.add_argument("--retries", metavar="N", type=int, default=1,
+                   help="with --scheduler: how often a task that raised is tried again "
+                        "(default %(default)s); a task whose worker died is run elsewhere by "
+                        "the scheduler, up to its allowed-failures, then recorded failed")
+
+
 def parser():
     p = _Parser(
         prog="ehbt-triage",
@@ -133,36 +168,10 @@ def parser():
                    help="a systemd-coredump spool (may repeat): its cores are named "
                         "core.COMM.UID.BOOTID.PID.USEC[.zst|.xz|.lz4], and the process name, "
                         "uid, boot id, pid and time are taken from that name and stored")
-    p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
-                   help="look up the files a core names under DIR first (may repeat)")
-    p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
-                   help="look for separate debug files in DIR first, like GDB's "
-                        "debug-file-directory: DIR/.build-id/xx/rest.debug, then the "
-                        ".gnu_debuglink name under DIR (may repeat)")
-    p.add_argument("--debuginfod", action="store_true",
-                   help="fetch missing executables, libraries and debug files by build-id "
-                        "from the servers in DEBUGINFOD_URLS (also on when DEBUGINFOD_URLS is "
-                        "set), cached as debuginfod's client caches them")
     p.add_argument("--db", metavar="FILE|URL", default=None, help=_DB_HELP)
     p.add_argument("--jsonl", metavar="FILE", help="write one JSON object per core to FILE")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
-    p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
-                   help="worker processes (default: the number of CPUs)")
-    p.add_argument("--top", metavar="N", type=_positive_int, default=DEFAULT_TOP,
-                   help="frames in a signature (default %(default)s)")
-    p.add_argument("--skip", metavar="REGEX", action="append", default=[], type=_regex,
-                   help="also skip leading frames whose symbol fully matches REGEX (may repeat)")
-    p.add_argument("--timeout", metavar="SECONDS", type=_positive_float, default=DEFAULT_TIMEOUT,
-                   help="per-core time limit; a core over it is recorded as failed "
-                        "(default %(default)gs)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="analyse on this dask.distributed cluster instead of local workers "
-                        "(-j is then ignored; the workers must see the core paths and sysroots "
-                        "under the same names)")
-    p.add_argument("--retries", metavar="N", type=int, default=1,
-                   help="with --scheduler: how often a task that raised is tried again "
-                        "(default %(default)s); a task whose worker died is run elsewhere by "
-                        "the scheduler, up to its allowed-failures, then recorded failed")
+    _add_analysis_options(p)
     return p
 
 
@@ -197,8 +206,11 @@ def watch_parser():
                     "on stderr (key=value). SIGTERM or SIGINT: stops, abandoning the cores "
                     "being analysed (the next start does them), exit status 0. SIGHUP: "
                     "reopens the store and the --jsonl file, reads the skip list again, "
-                    "replaces each worker when it is next idle, rewrites the report and "
-                    "scans the directories.",
+                    "replaces each worker when it is next idle (with --scheduler: connects "
+                    "to the scheduler again, gives it the cores in flight once more and "
+                    "sends the next cores to fresh analysis helpers), rewrites the report "
+                    "and scans the directories. With --scheduler the cores are analysed by "
+                    "the dask cluster's workers; this process stores them.",
         epilog="Exit status: 0 stopped by a signal, 2 usage error (a directory, store or "
                "output that cannot be used). docs/triage.md, \"Running as a service\": the "
                "systemd unit ehbt-triage-watch.service.")
@@ -218,24 +230,11 @@ def watch_parser():
                    help="most paths waiting for a worker (default %(default)s); past it, new "
                         "cores are found by a scan once the queue has drained")
     p.add_argument("--max-images", metavar="N", type=_positive_int, default=DEFAULT_MAX_IMAGES,
-                   help="a worker keeps at most N of the executables and libraries it "
+                   help="a worker (or dask analysis helper) keeps at most N of the "
+                        "executables and libraries it "
                         "parsed for the next cores, letting go of the one used longest ago "
                         "first, which bounds its memory (default %(default)s)")
-    p.add_argument("--sysroot", metavar="DIR", action="append", default=[],
-                   help="look up the files a core names under DIR first (may repeat)")
-    p.add_argument("--debug-dir", metavar="DIR", action="append", default=[],
-                   help="look for separate debug files in DIR first (may repeat)")
-    p.add_argument("--debuginfod", action="store_true",
-                   help="fetch missing files by build-id from the servers in DEBUGINFOD_URLS")
-    p.add_argument("-j", "--jobs", metavar="N", type=_positive_int, default=os.cpu_count() or 1,
-                   help="worker processes (default: the number of CPUs)")
-    p.add_argument("--top", metavar="N", type=_positive_int, default=DEFAULT_TOP,
-                   help="frames in a signature (default %(default)s)")
-    p.add_argument("--skip", metavar="REGEX", action="append", default=[], type=_regex,
-                   help="also skip leading frames whose symbol fully matches REGEX (may repeat)")
-    p.add_argument("--timeout", metavar="SECONDS", type=_positive_float, default=DEFAULT_TIMEOUT,
-                   help="per-core time limit; a core over it is recorded as failed and its "
-                        "worker replaced (default %(default)gs)")
+    _add_analysis_options(p)
     return p
 
 

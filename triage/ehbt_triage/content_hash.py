@@ -124,8 +124,11 @@ def _engine_key():
     return _ENGINE_KEY[0]
 
 
-def python_sparse_sha256(path, version=KEY_VERSION):
-    """The hex digest described above, in Python.
+def python_sparse_sha256(path, version=KEY_VERSION, length=None):
+    """The hex digest described above, in Python; with `length`, the digest the file's first
+    `length` bytes would have as a file of their own (None when the file is shorter): whether
+    a core stored before is the beginning of this one (run.Run: a core taken while it was
+    still being written).
 
     Only the data extents are read: the parts of a touched block that lie in a hole are zeros
     by definition and are filled in, not read (reading a hole makes the kernel allocate and
@@ -140,7 +143,7 @@ def python_sparse_sha256(path, version=KEY_VERSION):
     # page-faulted in every time (on a VM that costs as much as hashing it).
     buf = _spare_buffers.pop() if _spare_buffers else bytearray(_CHUNK)
     try:
-        return _hash_into(path, h, buf, version)
+        return _hash_into(path, h, buf, version, length)
     finally:
         _spare_buffers.append(buf)
 
@@ -149,7 +152,7 @@ _spare_buffers = []  # list.pop/append are atomic: concurrent callers get distin
 _ZEROS = memoryview(bytes(_CHUNK))  # slices of a memoryview are not copies
 
 
-def _hash_into(path, h, buf, version):
+def _hash_into(path, h, buf, version, length=None):
     block = BLOCKS[version]
     zero_block = bytes(block)
     view = memoryview(buf)
@@ -160,6 +163,10 @@ def _hash_into(path, h, buf, version):
     with open(fd, "rb", buffering=0) as f:
         fd = f.fileno()
         size = os.fstat(fd).st_size
+        if length is not None:
+            if length > size:
+                return None
+            size = length
         h.update(b"%s %d\n" % (prefix(version), size))
         extents = _data_extents(fd, size)
         e = 0  # first extent that may still overlap the chunk

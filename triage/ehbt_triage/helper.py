@@ -148,9 +148,38 @@ def analyse_on_worker(path, options, signer, env, timeout, with_hash=False):
         raise
     result["host"] = socket.gethostname()
     result["helper_pid"] = helper.proc.pid if helper.proc else None
+    _keep_idle(helper)
+    return result
+
+
+def _idle_cap():
+    """How many idle helpers a dask worker process keeps: two per task thread, so that two
+    runs with different options sharing the cluster each keep theirs warm."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        state = getattr(worker, "state", None)  # dask 2022.12: worker.state.nthreads
+        return 2 * max(1, int(getattr(state, "nthreads", None) or worker.nthreads))
+    except Exception:  # not in a dask worker (a test calling this directly), older dask
+        return 2
+
+
+def _keep_idle(helper):
+    """Keeps the helper for the next task of the same options, within _idle_cap(): past it,
+    the idle helpers of other options go first (a watch's older SIGHUP generation, whose
+    helpers will not be asked again), then the oldest. A process that lives for weeks keeps
+    a bounded number of helpers whatever its clients do."""
+    gone = []
     with _lock:
         _idle.append(helper)
-    return result
+        cap = _idle_cap()
+        while len(_idle) > cap:
+            other = next((h for h in _idle if h.key != helper.key), _idle[0])
+            _idle.remove(other)
+            gone.append(other)
+    for h in gone:
+        h.kill()
 
 
 def _watch_parent(parent):

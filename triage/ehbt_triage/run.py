@@ -11,17 +11,13 @@ import json
 import os
 import sys
 
-from . import engine, jsonl, report_text, spool
-from .content_hash import file_identity
+from . import jsonl, options, report_text, spool
+from .content_hash import file_identity, python_sparse_sha256
 from .discover import discover
 from .exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from .outputs import check_output
-from .schema import StoreError
-from .signature import Signer, crashing_thread, frame_key, missing_modules, module_names
+from .signature import crashing_thread, frame_key, missing_modules, module_names
 from .store import SPOOL_FIELDS
-from .credentials import is_postgres, mask
-from .stores import default_path, describe, open_store
-from .workers import WorkerPool
+from .stores import describe
 
 _MAX_NOTES = 3
 
@@ -131,6 +127,7 @@ class Run:
         if row is not None and row["status"] == "ok":
             if file_id and row["path"] == path and row.get("file_id") != file_id:
                 self.store.set_file_id(row["id"], path, file_id)  # the next run skips the hash
+            self._forget_stale(path, sha256)
             self._seen_before(path, row)
             return False
         if sha256 in self.inflight:
@@ -177,6 +174,7 @@ class Run:
         missing = missing_modules(doc)
         info = dict(info, unreliable=bool(result.get("unreliable")), missing_modules=missing,
                     warnings=doc.get("warnings") or [], signature_version=self.signer.version)
+        self._forget_truncated(info["path"], info["sha256"])
         core_id, bucket_id = self.store.record_ok(info, doc, result["signature"],
                                                   lambda f: frame_key(f, build_ids), rows=rows)
         self.stats["ok"] += 1
@@ -214,6 +212,32 @@ class Run:
                 warnings=_json_list(row.get("warnings"))))
         self.event("seen_before", path, bucket=row["bucket_id"], sha256=row["sha256"])
 
+    def _forget_stale(self, path, sha256):
+        """`path` now holds a copy of the stored core `sha256`: what the store has of the
+        path's earlier content and that no longer stands for a crash goes (as record_ok
+        deletes it when it stores a new core there)."""
+        self.store.forget_stale_failed(path, sha256)
+        self._forget_truncated(path, sha256)
+
+    def _forget_truncated(self, path, sha256):
+        """A truncated core stored from `path` whose content is the beginning of what the
+        path holds now was this core, taken while it was still being written (closed
+        half-written, then completed): the same crash, counted once (store.py's rules). Only
+        for plain files, whose bytes can be compared; the stored core's content key is
+        compared with that of the file's first bytes, as many as it had."""
+        rows = self.store.truncated_cores_at(path, sha256)
+        if not rows or self.compression.get(path):
+            return
+        for core_id, old_sha256, size, compression in rows:
+            if compression or size is None:
+                continue
+            try:
+                beginning = python_sparse_sha256(path, self.store.key_version, size)
+            except OSError:
+                continue
+            if beginning == old_sha256:
+                self.store.forget_core(core_id)
+
     def _failed(self, path, info, reason):
         reason = _one_line(reason)
         self._note_failed(path, reason)
@@ -234,6 +258,7 @@ class Run:
         for path, _info in self.duplicates.pop(sha256, ()):
             row = self.store.core_by_hash(sha256)
             if row is not None and row["status"] == "ok":
+                self._forget_stale(path, sha256)
                 self._seen_before(path, row)
             else:
                 self._failed(path, None, "copy of a core that failed: %s"
@@ -274,14 +299,6 @@ def _note_missing(missing, out):
         out.write("  ... and %d more cores\n" % (len(missing) - 20))
 
 
-def _not_a_directory(path):
-    """Why `path` is no directory to look files up in (None when it is one): a mistyped
-    --sysroot or --debug-dir would only make every core's signature worse, silently."""
-    if os.path.isdir(path):
-        return None
-    return "not a directory" if os.path.lexists(path) else "no such directory"
-
-
 def _usage(text):
     sys.stderr.write("ehbt-triage: error: %s\n" % text)
     return EXIT_USAGE
@@ -298,67 +315,21 @@ def run(args):
         for p in missing:
             sys.stderr.write("ehbt-triage: error: %s: no such file or directory\n" % p)
         return EXIT_USAGE
-    for option, dirs in (("--sysroot", args.sysroot), ("--debug-dir", args.debug_dir)):
-        for d in dirs:
-            problem = _not_a_directory(d)
-            if problem:
-                return _usage("%s %s: %s" % (option, d, problem))
     # Absolute from here on: the store, the JSONL and the HTML name each core by a path that
     # still resolves when they are read from another directory (or by a dask worker).
     inputs = [os.path.abspath(p) for p in inputs]
-    args.sysroot = [os.path.abspath(d) for d in args.sysroot]
-    args.debug_dir = [os.path.abspath(d) for d in args.debug_dir]
     try:
-        signer = Signer(args.top, args.skip)
-    except Exception as e:
+        ready = options.prepare(args)
+    except options.UsageError as e:
         return _usage(e)
-    for option, path in (("--html", args.html), ("--jsonl", args.jsonl)):
-        problem = check_output(path) if path else None
-        if problem:
-            return _usage("%s %s: %s" % (option, path, problem))
-    db_path = args.db or default_path()
-    if not is_postgres(db_path):
-        db_path = os.path.abspath(db_path)  # as the HTML report names it
-    problem = None if is_postgres(db_path) else check_output(db_path)
-    if problem:
-        return _usage("--db %s: %s" % (db_path, problem))
-    try:
-        store = open_store(db_path)
-    except StoreError as e:
-        return _usage("cannot open the database %s" % mask(e, db_path))
-    except ImportError as e:
-        return _usage("--db %s needs psycopg (Debian: python3-psycopg): %s"
-                      % (describe(db_path), e))
-    # Sign as the store's buckets were made: a store keeps its signature version (with or
-    # without inlined calls as frames; docs/triage.md, "Signature versions").
-    signer.version = store.signature_version
+    signer, db_path, store = ready.signer, ready.db, ready.store
+    engine_line, pool = ready.engine_line, ready.pool
     try:
         writer = jsonl.JsonlWriter(args.jsonl) if args.jsonl else None
     except OSError as e:
+        pool.close()
+        store.close()
         return _usage("--jsonl %s: %s" % (args.jsonl, e.strerror))
-    try:
-        engine_line = engine.describe()  # imports the package here, before the workers fork
-    except engine.AnalysisError as e:
-        return _usage(e)
-    if engine.mode() == "cli" and not engine.find_cli():
-        return _usage("no engine: the ehbt Python package is not importable and no ehbt "
-                      "binary was found (set EHBT_BIN)")
-    options = {"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
-               "debuginfod": args.debuginfod, "key_version": store.key_version}
-    if args.scheduler:
-        try:
-            from .dask_pool import DaskPool
-
-            pool = DaskPool(args.scheduler, options, signer,
-                            timeout=args.timeout, retries=args.retries)
-            engine_line += "; analysed on " + pool.describe()
-        except ImportError as e:
-            return _usage("--scheduler needs dask.distributed (Debian: python3-distributed): "
-                          "%s" % e)
-        except (OSError, TimeoutError) as e:
-            return _usage("--scheduler %s: cannot connect: %s" % (args.scheduler, e))
-    else:
-        pool = WorkerPool(args.jobs, options, signer, timeout=args.timeout)
 
     found = discover(inputs)
     _note_skipped(found.skipped)

@@ -17,6 +17,15 @@ Rules:
   the same core under another name, or analysed again, is "seen before" and not counted twice.
 - A core stored as ``failed`` is analysed again by a later run (the engine or the timeout may
   have changed); its row is replaced in the same transaction that writes the new result.
+- A path holds one crash at a time: a ``failed`` row stands for the file that was at its path
+  when it was taken. When that path is later stored with other content (ok or failed: a core
+  written in place and closed twice, taken first half-written; a file rewritten since), the
+  failed row of the old content is deleted in the same transaction, so that the store and
+  the reports do not count a failure of bytes that are gone (STALE_FAILED). The ``ok`` rows
+  of a path are kept: a path reused by another crash (the kernel's plain ``core`` name) holds
+  another crash, and each counts -- except an ok row of a truncated core (the engine's
+  ``truncated_core`` warning) whose content is the beginning of the path's new content: the
+  same crash taken while it was still being written, deleted with forget_core (run.Run).
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
@@ -65,6 +74,15 @@ BATCH_SECONDS = float(os.environ.get("EHBT_TRIAGE_TEST_BATCH_SECONDS") or 0.25)
 BATCH_CORES = 64
 
 SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
+# The failed rows of a path other than this content's (see the rules above): (path, sha256).
+STALE_FAILED = "DELETE FROM cores WHERE path = ? AND status = 'failed' AND sha256 != ?"
+# A bucket's counters and example after one of its cores was deleted (forget_core).
+RECOUNT = ("UPDATE buckets SET (count, first_seen, last_seen) = "
+           "(SELECT COUNT(*), MIN(core_time), MAX(core_time) FROM cores "
+           " WHERE bucket_id = {b} AND status = 'ok'), "
+           "example_core_id = CASE WHEN example_core_id = {c} THEN "
+           "(SELECT MIN(id) FROM cores WHERE bucket_id = {b} AND status = 'ok') "
+           "ELSE example_core_id END WHERE id = {b}")
 COMPLETE_STOPS = "('outermost', 'max_frames')"
 
 # Per bucket: what the report shows beside the signature. partial: its ok cores whose
@@ -202,6 +220,48 @@ class Store:
             "SELECT 1 FROM cores WHERE path = ? AND size = ? AND core_time = ? "
             "AND status = 'ok' LIMIT 1", (path, size, core_time)).fetchone() is not None
 
+    def has_stale_failed(self, path, sha256):
+        """Whether a failed row of another content is stored at this path (a read: most
+        cores seen before have none, and need no write)."""
+        return self._exec("SELECT 1 FROM cores WHERE path = ? AND status = 'failed' AND "
+                          "sha256 != ? LIMIT 1", (path, sha256)).fetchone() is not None
+
+    def forget_stale_failed(self, path, sha256):
+        """A path whose content is now a core stored already (seen before): the failed row of
+        its old content goes, as record_ok would delete it (STALE_FAILED)."""
+        if not self.has_stale_failed(path, sha256):
+            return
+        try:
+            self._begin()
+            self.db.execute(STALE_FAILED, (path, sha256))
+            self._keep()
+        except BaseException:
+            self._undo()
+            raise
+
+    def truncated_cores_at(self, path, sha256):
+        """The ok rows (id, sha256, size, compression) stored from this path, of other content
+        than `sha256`, whose core the engine found truncated."""
+        return [tuple(r) for r in self._exec(
+            "SELECT id, sha256, size, compression FROM cores WHERE path = ? AND sha256 != ? "
+            "AND status = 'ok' AND warnings LIKE ?",  # (a parameter: psycopg reads % itself)
+            (path, sha256, '%"truncated_core"%')).fetchall()]
+
+    def forget_core(self, core_id):
+        """Deletes a stored core (its threads and frames go with it) and recounts its bucket,
+        all or nothing."""
+        try:
+            self._begin()
+            row = self.db.execute("SELECT bucket_id FROM cores WHERE id = ?",
+                                  (core_id,)).fetchone()
+            self.db.execute("DELETE FROM cores WHERE id = ?", (core_id,))
+            if row and row[0] is not None:
+                self.db.execute(RECOUNT.format(b=":b", c=":c"), {"b": row[0], "c": core_id})
+            self._keep()
+        except BaseException:
+            self._undo()
+            raise
+
     def bucket(self, bucket_id):
         cur = self._exec("SELECT * FROM buckets WHERE id = ?", (bucket_id,))
         row = cur.fetchone()
@@ -327,6 +387,7 @@ class Store:
                     row = self.core_by_hash(info["sha256"])
                     return row["id"], row["bucket_id"]
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
+            self.db.execute(STALE_FAILED, (info["path"], info["sha256"]))
             self.db.execute("INSERT OR IGNORE INTO buckets(signature) VALUES (?)", (signature,))
             bucket_id = self.db.execute("SELECT id FROM buckets WHERE signature = ?",
                                         (signature,)).fetchone()[0]
@@ -361,6 +422,7 @@ class Store:
                 return old[0]
             if old is not None:
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
+            self.db.execute(STALE_FAILED, (info["path"], info["sha256"]))
             core_id = self.db.execute(
                 "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at, "
                 "%s) VALUES (?,?,?,?,'failed',?,?,%s)"

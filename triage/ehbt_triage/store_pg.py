@@ -21,8 +21,8 @@ from itertools import repeat
 from . import schema
 from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, SIGNATURE_VERSION_SQL, StoreError,
                      check_schema, key_version_of, signature_version_of)
-from .store import (BUCKET_SELECT, EXTRA_COLUMNS, Store, _crashing_stop, document_rows,
-                    extra_columns)
+from .store import (BUCKET_SELECT, EXTRA_COLUMNS, RECOUNT, STALE_FAILED, Store,
+                    _crashing_stop, document_rows, extra_columns)
 from .credentials import mask
 
 SCHEMA = schema.ddl("postgresql")
@@ -101,6 +101,23 @@ class PgStore(Store):
                     raise
                 time.sleep(0.05 * (attempt + 1))
 
+    def forget_stale_failed(self, path, sha256):
+        if self.has_stale_failed(path, sha256):
+            self._retrying(lambda: self._exec(STALE_FAILED, (path, sha256)))
+
+    def forget_core(self, core_id):
+        def body():
+            row = self.db.execute("SELECT bucket_id FROM cores WHERE id = %s FOR UPDATE",
+                                  (core_id,)).fetchone()
+            self.db.execute("DELETE FROM cores WHERE id = %s", (core_id,))
+            if row and row[0] is not None:
+                # Counted again from the cores (a concurrent insert's count + 1 waits for
+                # this row lock and then adds to the new value).
+                self.db.execute(RECOUNT.format(b="%(b)s", c="%(c)s"),
+                                {"b": row[0], "c": core_id})
+
+        self._retrying(body)
+
     def record_ok(self, info, doc, signature, frame_key=None, rows=None):
         if rows is None:
             rows = document_rows(doc, frame_key or (lambda f: None))
@@ -114,6 +131,7 @@ class PgStore(Store):
                 return old[0], old[2], False
             if old is not None:
                 db.execute("DELETE FROM cores WHERE id = %s", (old[0],))
+            self._exec(STALE_FAILED, (info["path"], info["sha256"]))
             db.execute("INSERT INTO buckets(signature) VALUES (%s) ON CONFLICT DO NOTHING",
                        (signature,))
             bucket_id = db.execute("SELECT id FROM buckets WHERE signature = %s",
@@ -157,6 +175,7 @@ class PgStore(Store):
                 return old[0]
             if old is not None:
                 db.execute("DELETE FROM cores WHERE id = %s", (old[0],))
+            self._exec(STALE_FAILED, (info["path"], info["sha256"]))
             got = db.execute(
                 "INSERT INTO cores(sha256, path, size, core_time, status, error, analysed_at, "
                 "%s) VALUES (%%s,%%s,%%s,%%s,'failed',%%s,%%s,%s) ON CONFLICT (sha256) "

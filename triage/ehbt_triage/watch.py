@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """``ehbt-triage watch [DIR...]``: a resident crash processor.
 
-The same analysis and storage as a batch run (run.Run's callbacks, workers.WorkerPool's
-long-lived forked workers with their warm image stores, the same store rules); only where the
-cores come from (inotify, plus a scan of what is already there) and how long the process lives
-differ.
+The same analysis and storage as a batch run (options.prepare's checks, run.Run's callbacks,
+workers.WorkerPool's long-lived forked workers with their warm image stores -- or with
+--scheduler dask_pool.DaskPool, the batch run's dask executor, fed the same way -- and the same
+store rules); only where the cores come from (inotify, plus a scan of what is already there)
+and how long the process lives differ.
 
 When a file is taken (see _on_event):
 - IN_CLOSE_WRITE: a writer closed it; IN_MOVED_TO: renamed into place (systemd-coredump's
@@ -51,18 +52,16 @@ import stat
 import sys
 import time
 
-from . import engine, jsonl, spool
-from .credentials import is_postgres, mask
+from . import jsonl, options, spool
+from .credentials import mask
 from .discover import elf_kind, special_kind
 from .exits import EXIT_OK, EXIT_USAGE
 from .inotify import (IN_CLOSE_WRITE, IN_CREATE, IN_DELETE_SELF, IN_IGNORED, IN_ISDIR,
                       IN_MOVE_SELF, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, Inotify)
-from .outputs import check_output
-from .run import Run, _not_a_directory
+from .run import Run
 from .schema import StoreError
 from .signature import Signer
-from .stores import default_path, describe, open_store
-from .workers import WorkerPool
+from .stores import describe, open_store
 
 DEFAULT_QUEUE = 10000
 DEFAULT_REPORT_INTERVAL = 5.0
@@ -227,15 +226,13 @@ class Watcher:
         if args.jsonl:
             self.writer = jsonl.JsonlWriter(args.jsonl, append=True)
 
-    def start(self, store, engine_line):
+    def start(self, store, engine_line, signer, pool):
+        """`pool`: local workers or the dask cluster (options.make_pool), fed the same way."""
         args = self.args
         self.store = store
         self.engine_line = engine_line
-        self.signer = Signer(args.top, args.skip)
-        self.options = {"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
-                        "debuginfod": args.debuginfod, "key_version": store.key_version,
-                        "max_images": args.max_images}
-        self.pool = WorkerPool(args.jobs, self.options, self.signer, timeout=args.timeout)
+        self.signer = signer
+        self.pool = pool
         self.open_outputs()
         self.state = WatchRun(self, args, store, self.signer, self.pool.paths, self.writer)
         self.pool.start(self.state.on_hash, self.state.on_result,
@@ -492,10 +489,15 @@ class Watcher:
         self.open_outputs()
         self.state.writer = self.writer
         try:
-            self.signer = self.state.signer = Signer(args.top, args.skip)
+            signer = Signer(args.top, args.skip, version=self.store.signature_version)
+            self.signer = self.state.signer = signer
         except Exception as e:  # the skip list file became unreadable: keep the old one
             self.log("reload_failed", level="error", error=e)
-        self.pool.renew(signer=self.signer)
+        try:
+            self.pool.renew(signer=self.signer)  # with --scheduler: connects again
+        except (OSError, TimeoutError) as e:
+            self.log("reload_failed", level="error", scheduler=self.args.scheduler,
+                     error=e, note="keeping the old connection")
         self.rescan = True
         self.report(force=True)
         self.log("reloaded", db=describe(self.db))
@@ -575,54 +577,26 @@ def watch(args):
     log = Log(args.db)
     dirs = args.dirs or [spool.DEFAULT_DIR]
     for d in dirs:
-        problem = _not_a_directory(d)
+        problem = options.not_a_directory(d)
         if problem:
             return _usage("%s: %s" % (d, problem))
     dirs = [os.path.abspath(d) for d in dirs]
-    for option, given in (("--sysroot", args.sysroot), ("--debug-dir", args.debug_dir)):
-        for d in given:
-            problem = _not_a_directory(d)
-            if problem:
-                return _usage("%s %s: %s" % (option, d, problem))
-    args.sysroot = [os.path.abspath(d) for d in args.sysroot]
-    args.debug_dir = [os.path.abspath(d) for d in args.debug_dir]
     try:
-        Signer(args.top, args.skip)
-    except Exception as e:
+        ready = options.prepare(args, max_images=args.max_images)
+    except options.UsageError as e:
         return _usage(e)
-    for option, path in (("--html", args.html), ("--jsonl", args.jsonl)):
-        problem = check_output(path) if path else None
-        if problem:
-            return _usage("%s %s: %s" % (option, path, problem))
-    db = args.db or default_path()
-    if not is_postgres(db):
-        db = os.path.abspath(db)
-        problem = check_output(db)
-        if problem:
-            return _usage("--db %s: %s" % (db, problem))
-    try:
-        store = open_store(db)
-    except StoreError as e:
-        return _usage("cannot open the database %s" % mask(e, db))
-    except ImportError as e:
-        return _usage("--db %s needs psycopg (Debian: python3-psycopg): %s" % (describe(db), e))
-    try:
-        engine_line = engine.describe()  # imports the package here, before the workers fork
-    except engine.AnalysisError as e:
-        return _usage(e)
-    if engine.mode() == "cli" and not engine.find_cli():
-        return _usage("no engine: the ehbt Python package is not importable and no ehbt "
-                      "binary was found (set EHBT_BIN)")
+    db, store, pool = ready.db, ready.store, ready.pool
     w = Watcher(args, dirs, log)
     w.db = db
     w.catch_signals()
     try:
-        w.start(store, engine_line)
+        w.start(store, ready.engine_line, ready.signer, pool)
     except OSError as e:
+        pool.close()
         store.close()
         return _usage("cannot watch: %s" % (e.strerror or e))
-    log("started", dirs=",".join(dirs), db=describe(db), jobs=args.jobs, queue=args.queue,
-        engine=engine_line, pid=os.getpid())
+    log("started", dirs=",".join(dirs), db=describe(db), jobs=pool.jobs, queue=args.queue,
+        scheduler=args.scheduler, engine=ready.engine_line, pid=os.getpid())
     try:
         w.loop()
     finally:

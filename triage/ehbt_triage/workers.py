@@ -50,7 +50,6 @@ The same worker_main also runs as the long-lived helper of a dask worker (helper
 analysis function, two executors.
 """
 
-import collections
 import ctypes
 import gc
 import os
@@ -60,6 +59,7 @@ import time
 
 from . import engine, forked
 from .content_hash import file_identity, sparse_sha256
+from .feed import Feed
 from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
 from .store import document_rows
@@ -402,7 +402,7 @@ def death_reason(exitcode):
     return "worker exited with status %d" % exitcode
 
 
-class WorkerPool:
+class WorkerPool(Feed):
     """Runs tasks over `jobs` killable workers.
 
     Callbacks (all called in the parent):
@@ -431,9 +431,7 @@ class WorkerPool:
         # Whether a CPU is left for each worker's key thread (see the module doc).
         self.options["key_thread"] = self.jobs < _usable_cpus()
         self.generation = 0  # raised by renew(): workers of an older one are replaced
-        self.paths = {}
-        self._pending = collections.deque()
-        self._next = 0
+        super().__init__()  # Feed: paths, the pending tasks
 
     def _start(self, slot):
         # What exists now is moved out of the collector's reach before the fork (gc.freeze,
@@ -502,18 +500,6 @@ class WorkerPool:
         self._settle = settle
         self._retried = set()  # cores given again without speculation after a worker died
 
-    def submit(self, path):
-        """Queues one core; returns its task number."""
-        task = self._next
-        self._next += 1
-        self.paths[task] = path
-        self._pending.append(task)
-        return task
-
-    def waiting(self):
-        """Tasks submitted and not given to a worker yet."""
-        return len(self._pending)
-
     def busy(self):
         return bool(self._pending) or any(s.task is not None for s in self.slots)
 
@@ -526,19 +512,6 @@ class WorkerPool:
             if slot.task is None:
                 self._assign(slot)
         return self._wait_once(extra, timeout)
-
-    def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
-            settle=None):
-        """A batch: every path, then the workers are stopped (see start for the callbacks)."""
-        self.start(on_hash, on_result, likely_known, settle)
-        for path in paths:
-            self.submit(path)
-        try:
-            while self.busy():
-                self.step()
-                on_tick()
-        finally:
-            self.close()
 
     def _forget(self, task):
         """The task is over: nothing of it is kept."""
