@@ -268,3 +268,54 @@ def test_coroutine_without_libc_tables_gives_exactly_the_true_frames(build_dir):
     assert "and the end of its stack mapping at" in walk.detail, walk.detail
     assert "reads a zero return address from the stack the scan gives it" in walk.detail, \
         walk.detail
+
+
+def core_load_segments(path):
+    """[(start, end)] of an ELF64 little-endian core's PT_LOAD program headers, read here (not
+    by ehbt): the mappings a debugger lists for the core (LLDB's memory regions)."""
+    import struct
+    with open(path, "rb") as f:
+        head = f.read(64)
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    out = []
+    for i in range(phnum):
+        p_type, _flags, _off, vaddr, _paddr, _filesz, memsz = struct.unpack_from(
+            "<IIQQQQQ", table, i * phentsize)
+        if p_type == 1 and memsz:
+            out.append((vaddr, vaddr + memsz))
+    return out
+
+
+def test_callable_memory_is_bounded_by_the_regions_given(build_dir):
+    """The debugger plugins read memory through a callable, which says nothing of mappings:
+    Unwinder.unwind's `regions` gives them (GDB: a live process's /proc/PID/maps; LLDB: its
+    memory regions). The coroutine walk with libc's tables hidden, read through a callable over
+    the same core: given the core's PT_LOADs (read by this test), exactly the walk the engine
+    makes with its own memory -- frames, stop and detail, the scan ending at the end of the
+    coroutine stack's mapping; given nothing, no stack bound is known to the walk."""
+    got, want, walk = coroutine_without_libc_tables(build_dir)
+    assert got == want and "the end of its stack mapping" in walk.detail, walk.detail
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)
+    path = str(OUT / "x86_64" / "coroutine.core")
+    target = ehbt.open_core(path)
+    modules = []
+    for m in target.modules:
+        if os.path.basename(m.path) == "libc.so.6":
+            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
+                                 build_id=m.build_id, build_id_match=None)
+            hidden.missing = "libc.so.6 hidden by the test"
+            m = hidden
+        modules.append(m)
+    [thread] = [t for t in target.threads if t.signal]
+    read = target.read
+    bounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),
+                                     module_files=True, regions=core_load_segments(path))
+    assert ([f.pc for f in bounded.frames], bounded.stop, bounded.detail) == (
+        got, walk.stop, walk.detail)
+    unbounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),
+                                       module_files=True)
+    assert "the end of its stack mapping" not in unbounded.detail, unbounded.detail
