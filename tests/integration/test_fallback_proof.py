@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 import cores_expect as ce
+from hide_modules import without_file
 
 OUT = pathlib.Path(os.environ.get("EHBT_CORES_OUT") or ce.OUT)
 
@@ -240,14 +241,7 @@ def coroutine_without_libc_tables(build_dir):
     ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
     exp = load("x86_64", "coroutine")
     target = ehbt.open_core(str(OUT / "x86_64" / "coroutine.core"))
-    modules = []
-    for m in target.modules:
-        if os.path.basename(m.path) == "libc.so.6":
-            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
-                                 build_id=m.build_id, build_id_match=None)
-            hidden.missing = "libc.so.6 hidden by the test"
-            m = hidden
-        modules.append(m)
+    modules = without_file(ehbt, target.modules, "libc.so.6")
     [thread] = [t for t in target.threads if t.signal]
     walk = ehbt.Unwinder().unwind(thread.regs, target, ehbt.ModuleSet(modules))
     want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
@@ -302,14 +296,7 @@ def test_callable_memory_is_bounded_by_the_regions_given(build_dir):
     ehbt = h.import_ehbt(build_dir)
     path = str(OUT / "x86_64" / "coroutine.core")
     target = ehbt.open_core(path)
-    modules = []
-    for m in target.modules:
-        if os.path.basename(m.path) == "libc.so.6":
-            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
-                                 build_id=m.build_id, build_id_match=None)
-            hidden.missing = "libc.so.6 hidden by the test"
-            m = hidden
-        modules.append(m)
+    modules = without_file(ehbt, target.modules, "libc.so.6")
     [thread] = [t for t in target.threads if t.signal]
     read = target.read
     bounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),

@@ -26,29 +26,8 @@ import ehbt_py as h
 
 PROGRAMS = h.ROOT / "cores" / "programs"
 
-# Run in the debugger at the stop: the engine's walk with libc hidden, through the plugin's own
-# memory reader and mappings, and through the same reader without them.
-HIDDEN_WALKS = r'''
-import json, os
-import ehbt
-
-def hidden_libc_walks(modules, regs, read, regions, out):
-    mods = []
-    for m in modules:
-        if os.path.basename(m.path) == "libc.so.6":
-            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
-                                 build_id=m.build_id, build_id_match=None)
-            hidden.missing = "libc.so.6 hidden by the test"
-            m = hidden
-        mods.append(m)
-    walks = {"regions": len(regions or [])}
-    for name, given in (("bounded", regions), ("unbounded", None)):
-        bt = ehbt.Unwinder().unwind(regs, read, ehbt.ModuleSet(mods), module_files=True,
-                                    regions=given)
-        walks[name] = {"pcs": [f.pc for f in bt.frames], "stop": bt.stop, "detail": bt.detail}
-    with open(out, "w") as f:
-        json.dump(walks, f)
-'''
+# Sourced into the debugger, to walk at the stop with libc hidden (hidden_libc_walks).
+HIDE = h.ROOT / "tests" / "integration" / "hide_modules.py"
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +45,11 @@ def gdb_run(build_dir, coroutine, tmp_path_factory):
     h.import_ehbt(build_dir)
     h.need_gdb()
     d = tmp_path_factory.mktemp("gdb")
-    helper = d / "hidden.py"
-    helper.write_text(HIDDEN_WALKS)
     doc, walks, core = d / "ehbt.json", d / "walks.json", d / "at-stop.core"
     out = h.run_gdb(build_dir, [coroutine], [
         "run",
         "python open(%r, 'w').write(gdb.execute('ehbt --json', to_string=True))" % str(doc),
-        "source %s" % helper,
+        "source %s" % HIDE,
         "python inf = gdb.selected_inferior(); arch, regs = _thread_registers(_NO_OPTIONS); "
         "hidden_libc_walks(_modules.get(inf), regs, _memory_reader(inf), "
         "_modules.regions(inf), %r)" % str(walks),
@@ -121,23 +98,21 @@ def test_lldb_live_walk_is_bounded_and_equals_the_cli(build_dir, coroutine, gdb_
         pytest.skip("%s not installed" % LLDB)
     helpers = tmp_path / "ehbt_test_helpers.py"
     helpers.write_text(DUMP_SCRIPT)
-    hidden = tmp_path / "hidden_lldb.py"
-    hidden.write_text(HIDDEN_WALKS)
     doc, walks = tmp_path / "ehbt.json", tmp_path / "walks.json"
     plugin = "ehbt_lldb"
     # lldb -b stops reading -o commands when the process crashes: the commands at the
     # SIGSEGV are -k ones (run after a crash).
     at_crash = [
         "ehbt_test_capture %s ehbt --json" % doc,
-        "script import %s, hidden_lldb; p = lldb.process; t = p.GetSelectedThread(); "
+        "script import %s, hide_modules; p = lldb.process; t = p.GetSelectedThread(); "
         "c = %s._context(p); arch = %s._engine_arch(p.GetTarget()); "
-        "hidden_lldb.hidden_libc_walks(c.module_set(lldb.debugger, p.GetTarget(), p), "
+        "hide_modules.hidden_libc_walks(c.module_set(lldb.debugger, p.GetTarget(), p), "
         "%s._thread_registers(t, arch), %s._memory_reader(p), c.regions(p), %r)"
         % (plugin, plugin, plugin, plugin, plugin, str(walks)),
         "process kill"]
     cmd = [LLDB, "-b", "--no-lldbinit", "-o", "settings set auto-confirm true",
            "-o", "target create %s" % coroutine, "-o", "command script import %s" % PLUGIN,
-           "-o", "command script import %s" % helpers, "-o", "command script import %s" % hidden,
+           "-o", "command script import %s" % helpers, "-o", "command script import %s" % HIDE,
            "-o", "process launch"]
     for c in at_crash:
         cmd += ["-k", c]
