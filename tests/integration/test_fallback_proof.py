@@ -306,3 +306,36 @@ def test_callable_memory_is_bounded_by_the_regions_given(build_dir):
     unbounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),
                                        module_files=True)
     assert "the end of its stack mapping" not in unbounded.detail, unbounded.detail
+
+
+def test_replaced_executable_through_the_debugger_plugins(ehbt_bin, build_dir, tmp_path):
+    """Item 3 through GDB and LLDB: each debugger given another program as the core's
+    executable (`gdb OTHER CORE`, `target create OTHER --core CORE`) and the same `--exe`:
+    the plugin's `ehbt --json` walks the crashing thread exactly as `ehbt core --exe OTHER`
+    (GDB's frames up to the first one in the executable, then `no_module`), not with the
+    file the debugger loaded (it is another build: the engine decides, merge_modules)."""
+    import ehbt_py as h
+    from test_lldb_plugin import ehbt_json
+
+    h.import_ehbt(build_dir)
+    exp = load("x86_64", "chain")
+    other = OUT / "x86_64" / "bin" / "noreturn"
+    core = OUT / "x86_64" / "chain.core"
+    rc, want_doc = run(ehbt_bin, exp, exe=other)
+    want = next(t for t in want_doc["threads"] if t["crashing"])
+    assert want["stop_reason"] == "no_module", want
+
+    def crashing(doc):
+        t = next(t for t in doc["threads"] if t["crashing"])
+        return [f["pc"] for f in t["frames"]], t["stop_reason"], t["stop_detail"]
+
+    out = tmp_path / "gdb.json"
+    text = h.run_gdb(build_dir, [other, core], [
+        "python open(%r, 'w').write(gdb.execute('ehbt --json --exe %s', to_string=True))"
+        % (str(out), other)])
+    assert out.exists(), text[-3000:]
+    gdb_doc = json.loads([ln for ln in out.read_text().splitlines() if ln.startswith("{")][0])
+    assert crashing(gdb_doc) == crashing(want_doc)
+    lldb_doc, _ = ehbt_json(build_dir, tmp_path, ["target create %s --core %s" % (other, core)],
+                            command="ehbt --json --exe %s" % other)
+    assert crashing(lldb_doc) == crashing(want_doc)
