@@ -34,6 +34,11 @@
                  size), each line's pc (J: printed; V/C: library base from its "Dynamic
                  libraries" + offset; j/v: none printed), and eu-stack's pcs; the perf map
                  is written by the JVM itself (Compiler.perfmap) before the crash.
+  java_jit_megamorphic
+                 as java_jit (no frame pointer), but the faulting method is reached through a
+                 megamorphic virtual call: the caller's call instruction calls HotSpot's vtable
+                 stub, which jumps through a register to the method (no direct call names the
+                 callee). Expected: hs_err and eu-stack, as for java_jit.
 
   scan_aarch64, scan_s390x
                  the stack scan on real cores of the other architectures, under qemu:
@@ -283,10 +288,17 @@ def hs_err_frames(path):
     return frames
 
 
-def make_java(name, extra):
+JAVA_NAMES = ["JavaJit.fx_java_level3", "JavaJit.fx_java_level2", "JavaJit.fx_java_level1"]
+# The megamorphic run: level3 is one of three Store classes' (the one the crash uses is StoreA),
+# reached from level2 through HotSpot's vtable stub.
+JAVA_VIRTUAL_NAMES = ["JavaJit$StoreA.fx_java_level3", "JavaJit.fx_java_level2_virtual",
+                      "JavaJit.fx_java_level1_virtual"]
+
+
+def make_java(name, extra, program_args=(), java_names=JAVA_NAMES):
     argv = [JAVA, "-Xmx32m", "-Xms8m", "-XX:+UseSerialGC", "-XX:CompileCommand=quiet",
-            "-XX:CompileCommand=dontinline,JavaJit::fx_*", "-Xbatch", *extra,
-            os.path.join(PROGRAMS, "JavaJit.java")]
+            "-XX:CompileCommand=dontinline,JavaJit*::fx_*", "-Xbatch", *extra,
+            os.path.join(PROGRAMS, "JavaJit.java"), *program_args]
     core, pid = crash(argv, name)
     rundir = os.path.join(OUT, "run", name)
     perf_map = os.path.join(OUT, name + ".perf.map")
@@ -295,7 +307,6 @@ def make_java(name, extra):
     if os.path.basename(hs_err) != "hs_err_pid%d.log" % pid:
         raise SystemExit("%s: HotSpot's pid is not %d: %s" % (name, pid, hs_err))
     hotspot = hs_err_frames(hs_err)
-    java_names = ["JavaJit.fx_java_level3", "JavaJit.fx_java_level2", "JavaJit.fx_java_level1"]
     if [f["kind"] for f in hotspot[:4]] != ["J", "J", "J", "j"] or not all(
             n in f["text"] for n, f in zip(java_names + ["JavaJit.main"], hotspot)):
         raise SystemExit("%s: HotSpot did not crash in the compiled fx_java_level3: %s"
@@ -312,7 +323,9 @@ CASES = {"musl_sigabort": make_musl, "musl_noreturn_print": make_musl_noreturn_p
          "rust_abort": make_rust, "node_abort": make_node,
          "node_deopt": make_node_deopt,
          "java_jit": lambda: make_java("java_jit", []),
-         "java_jit_fp": lambda: make_java("java_jit_fp", ["-XX:+PreserveFramePointer"])}
+         "java_jit_fp": lambda: make_java("java_jit_fp", ["-XX:+PreserveFramePointer"]),
+         "java_jit_megamorphic": lambda: make_java("java_jit_megamorphic", [], ["megamorphic"],
+                                                   JAVA_VIRTUAL_NAMES)}
 
 
 NO_CFI = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"]

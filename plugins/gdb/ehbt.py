@@ -130,12 +130,23 @@ class _Modules:
                 modules = support.merge_modules(modules, list(target.modules))
             elif inferior.pid and not self.core_path(inferior, opts):
                 modules = support.respell_live_modules(modules, inferior.pid)
-            self._sets[key] = (ehbt.ModuleSet(modules), target)
+            self._sets[key] = (support.module_set(modules, target), target)
         return self._sets[key][0]
 
     def memory(self, inferior, opts=_NO_OPTIONS):
         target = self.engine_core(inferior, opts)
         return target if target is not None else _memory_reader(inferior)
+
+    def regions(self, inferior, opts=_NO_OPTIONS):
+        """The mappings that bound a walk through GDB's memory (Unwinder.unwind's `regions`):
+        a live process's, from its /proc/PID/maps when GDB runs it on this machine; None for
+        a core (the engine's target knows its own segments) and for a remote target."""
+        if not inferior.pid or self.core_path(inferior, opts):
+            return None
+        connection = getattr(inferior, "connection", None)
+        if connection is not None and connection.type != "native":
+            return None
+        return support.live_regions(inferior.pid)
 
 
 _modules = _Modules()
@@ -265,13 +276,14 @@ class EhbtCommand(gdb.Command):
         except gdb.error:
             selected_frame = None  # GDB cannot make frame 0; the engine may still
         results = []
+        regions = _modules.regions(inferior, opts)
         try:
             for thread in threads:
                 thread.switch()
                 arch, regs = _thread_registers(opts)
                 backtrace = ehbt.Unwinder(frontend.limits(opts)).unwind(
                     regs, _modules.memory(inferior, opts), _modules.get(inferior, opts),
-                    options=frontend.unwind_options(opts), module_files=True)
+                    options=frontend.unwind_options(opts), module_files=True, regions=regions)
                 host = _gdb_frames(opts["max_frames"] or 2048) if opts["compare"] else None
                 results.append((_thread_tid(thread), arch, backtrace, host))
         finally:
@@ -340,7 +352,8 @@ class EhbtUnwinder(gdb.unwinder.Unwinder):
         regs, types = _read_registers(pending_frame, arch)
         inferior = gdb.selected_inferior()
         backtrace = self._unwinder.unwind(regs, _modules.memory(inferior),
-                                          _modules.get(inferior), module_files=True)
+                                          _modules.get(inferior), module_files=True,
+                                          regions=_modules.regions(inferior))
         self.walks += 1
         numbers, pc_name, sp_name = ehbt.general_registers(arch)
         names = {num: name for name, num in numbers.items()}

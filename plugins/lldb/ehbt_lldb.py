@@ -112,6 +112,18 @@ def _memory_reader(process):
     return read
 
 
+def _regions(process):
+    """The process's mappings as LLDB knows them (a core's segments, a live process's maps),
+    as Unwinder.unwind's `regions`: what bounds a stack scan to the stack's mapping. None when
+    LLDB lists none."""
+    regions, info = process.GetMemoryRegions(), lldb.SBMemoryRegionInfo()
+    out = []
+    for i in range(regions.GetSize()):
+        if regions.GetMemoryRegionAtIndex(i, info) and info.IsMapped():
+            out.append((info.GetRegionBase(), info.GetRegionEnd()))
+    return out or None
+
+
 def _module_bias(target, module):
     """Load address minus file address of the first loaded section; None if not loaded."""
     for section in module.section_iter():
@@ -205,6 +217,14 @@ class _Context:
         self.walks = {}  # (pid, stop id, tid) -> {"first": [...], "walk": [...]}
         self.walks_done = 0
         self.sysroots = ()  # the last --sysroot list given to the command (the recognizer's)
+        self.regions_key = self.region_list = None
+
+    def regions(self, process):
+        """_regions(process), asked again at each stop (mappings change while it runs)."""
+        key = (process.GetProcessID(), process.GetStopID())
+        if self.regions_key != key:
+            self.regions_key, self.region_list = key, _regions(process)
+        return self.region_list
 
     def options(self, opts=_NO_OPTIONS):
         """The command's options with the sysroots kept from an earlier command."""
@@ -241,7 +261,7 @@ class _Context:
             modules = support.merge_modules(modules, list(engine.modules))
         elif process.GetPluginName() not in _DUMP_PLUGINS:
             modules = support.respell_live_modules(modules, process.GetProcessID())
-        self.modules, self.modules_key = ehbt.ModuleSet(modules), key
+        self.modules, self.modules_key = support.module_set(modules, engine), key
         self._keep = engine  # id(engine) in the key stays its own while the set is kept
         return self.modules
 
@@ -261,7 +281,7 @@ def _unwind(debugger, target, process, thread, ctx, opts=_NO_OPTIONS, limits=Non
     modules = ctx.module_set(debugger, target, process, opts)
     backtrace = ehbt.Unwinder(limits or frontend.limits(opts)).unwind(
         regs, _memory_reader(process), modules, options=frontend.unwind_options(opts),
-        module_files=True)
+        module_files=True, regions=ctx.regions(process))
     return arch, backtrace
 
 
@@ -421,7 +441,8 @@ def _annotation(frame):
     def first_two():
         modules = ctx.module_set(debugger, target, process, ctx.options())
         return support.first_two_frames(_thread_registers(thread, arch), modules,
-                                        _memory_reader(process)) if arch else []
+                                        _memory_reader(process),
+                                        ctx.regions(process)) if arch else []
 
     def whole_walk():
         ctx.walks_done += 1

@@ -17,6 +17,7 @@ import subprocess
 import pytest
 
 import cores_expect as ce
+from hide_modules import without_file
 
 OUT = pathlib.Path(os.environ.get("EHBT_CORES_OUT") or ce.OUT)
 
@@ -240,14 +241,7 @@ def coroutine_without_libc_tables(build_dir):
     ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
     exp = load("x86_64", "coroutine")
     target = ehbt.open_core(str(OUT / "x86_64" / "coroutine.core"))
-    modules = []
-    for m in target.modules:
-        if os.path.basename(m.path) == "libc.so.6":
-            hidden = ehbt.Module(path=m.path, start=m.start, end=m.end, bias=m.bias, file="",
-                                 build_id=m.build_id, build_id_match=None)
-            hidden.missing = "libc.so.6 hidden by the test"
-            m = hidden
-        modules.append(m)
+    modules = without_file(ehbt, target.modules, "libc.so.6")
     [thread] = [t for t in target.threads if t.signal]
     walk = ehbt.Unwinder().unwind(thread.regs, target, ehbt.ModuleSet(modules))
     want = [int(f["pc"], 16) for f in exp["threads"][0]["frames"]]
@@ -268,3 +262,80 @@ def test_coroutine_without_libc_tables_gives_exactly_the_true_frames(build_dir):
     assert "and the end of its stack mapping at" in walk.detail, walk.detail
     assert "reads a zero return address from the stack the scan gives it" in walk.detail, \
         walk.detail
+
+
+def core_load_segments(path):
+    """[(start, end)] of an ELF64 little-endian core's PT_LOAD program headers, read here (not
+    by ehbt): the mappings a debugger lists for the core (LLDB's memory regions)."""
+    import struct
+    with open(path, "rb") as f:
+        head = f.read(64)
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    out = []
+    for i in range(phnum):
+        p_type, _flags, _off, vaddr, _paddr, _filesz, memsz = struct.unpack_from(
+            "<IIQQQQQ", table, i * phentsize)
+        if p_type == 1 and memsz:
+            out.append((vaddr, vaddr + memsz))
+    return out
+
+
+def test_callable_memory_is_bounded_by_the_regions_given(build_dir):
+    """The debugger plugins read memory through a callable, which says nothing of mappings:
+    Unwinder.unwind's `regions` gives them (GDB: a live process's /proc/PID/maps; LLDB: its
+    memory regions). The coroutine walk with libc's tables hidden, read through a callable over
+    the same core: given the core's PT_LOADs (read by this test), exactly the walk the engine
+    makes with its own memory -- frames, stop and detail, the scan ending at the end of the
+    coroutine stack's mapping; given nothing, no stack bound is known to the walk."""
+    got, want, walk = coroutine_without_libc_tables(build_dir)
+    assert got == want and "the end of its stack mapping" in walk.detail, walk.detail
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)
+    path = str(OUT / "x86_64" / "coroutine.core")
+    target = ehbt.open_core(path)
+    modules = without_file(ehbt, target.modules, "libc.so.6")
+    [thread] = [t for t in target.threads if t.signal]
+    read = target.read
+    bounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),
+                                     module_files=True, regions=core_load_segments(path))
+    assert ([f.pc for f in bounded.frames], bounded.stop, bounded.detail) == (
+        got, walk.stop, walk.detail)
+    unbounded = ehbt.Unwinder().unwind(thread.regs, read, ehbt.ModuleSet(modules),
+                                       module_files=True)
+    assert "the end of its stack mapping" not in unbounded.detail, unbounded.detail
+
+
+def test_replaced_executable_through_the_debugger_plugins(ehbt_bin, build_dir, tmp_path):
+    """Item 3 through GDB and LLDB: each debugger given another program as the core's
+    executable (`gdb OTHER CORE`, `target create OTHER --core CORE`) and the same `--exe`:
+    the plugin's `ehbt --json` walks the crashing thread exactly as `ehbt core --exe OTHER`
+    (GDB's frames up to the first one in the executable, then `no_module`), not with the
+    file the debugger loaded (it is another build: the engine decides, merge_modules)."""
+    import ehbt_py as h
+    from test_lldb_plugin import ehbt_json
+
+    h.import_ehbt(build_dir)
+    exp = load("x86_64", "chain")
+    other = OUT / "x86_64" / "bin" / "noreturn"
+    core = OUT / "x86_64" / "chain.core"
+    rc, want_doc = run(ehbt_bin, exp, exe=other)
+    want = next(t for t in want_doc["threads"] if t["crashing"])
+    assert want["stop_reason"] == "no_module", want
+
+    def crashing(doc):
+        t = next(t for t in doc["threads"] if t["crashing"])
+        return [f["pc"] for f in t["frames"]], t["stop_reason"], t["stop_detail"]
+
+    out = tmp_path / "gdb.json"
+    text = h.run_gdb(build_dir, [other, core], [
+        "python open(%r, 'w').write(gdb.execute('ehbt --json --exe %s', to_string=True))"
+        % (str(out), other)])
+    assert out.exists(), text[-3000:]
+    gdb_doc = json.loads([ln for ln in out.read_text().splitlines() if ln.startswith("{")][0])
+    assert crashing(gdb_doc) == crashing(want_doc)
+    lldb_doc, _ = ehbt_json(build_dir, tmp_path, ["target create %s --core %s" % (other, core)],
+                            command="ehbt --json --exe %s" % other)
+    assert crashing(lldb_doc) == crashing(want_doc)

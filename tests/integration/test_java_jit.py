@@ -287,3 +287,57 @@ def test_live_jvm_reads_its_perf_map(ehbt_bin, tmp_path):
     names = [f["symbol"] or "" for f in frames]
     assert any(n.startswith("JavaCalls::call_helper") for n in names), names
     assert any(n == "JavaMain" for n in names), names
+
+
+def test_megamorphic_virtual_call_does_not_skip_its_caller(ehbt_bin):
+    """java_jit_megamorphic (default flags, no frame pointer): the faulting compiled method
+    (StoreA.fx_java_level3) was reached from fx_java_level2_virtual through a megamorphic
+    virtual call, so the call before level2's return address names HotSpot's vtable stub, not
+    the method, and the stub jumps on through memory. The frame record rbp points to is an
+    older frame's: following it would skip level2, level1 and main. The walk stops at the
+    faulting frame, typed, naming level2's return address (its pc in HotSpot's own report),
+    exit 1, no scanned frame (before: the stop named level1's return address, and only
+    because level2's code happened to lie just below level3's in the code cache)."""
+    exp = expected("java_jit_megamorphic")
+    want = truth(exp)
+    kinds = [w["kind"] for w in want]
+    first_java = kinds.index("J")
+    assert [fn in w["text"] for fn, w in zip(exp["java_functions"], want[first_java:])] == \
+        [True] * 3, want[first_java:first_java + 3]
+    rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    frames = t["frames"]
+    assert (rc, t["stop_reason"]) == (1, "no_unwind_info"), (rc, t["stop_detail"])
+    check_frames(frames, want)
+    assert len(frames) == first_java + 1, ce.describe(frames)
+    assert all(f["source"] != "scan" for f in frames)
+    level2 = want[first_java + 1]
+    assert "return address %s at " % level2["pc"] in t["stop_detail"], t["stop_detail"]
+    assert "dispatch stub" in t["stop_detail"], t["stop_detail"]
+
+
+def test_megamorphic_case_through_the_debugger_plugins(ehbt_bin, build_dir, tmp_path):
+    """GDB's and LLDB's `ehbt --json` on the same core walk the crashing thread as the CLI does
+    (without a perf map: the plugins read none): the same frames and the same typed stop."""
+    import ehbt_py as h
+    from test_lldb_plugin import run_lldb
+
+    exp = expected("java_jit_megamorphic")
+    h.import_ehbt(build_dir)
+    _, want = ehbt(ehbt_bin, exp["core"])
+    out = tmp_path / "gdb.json"
+    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt --json', to_string=True))" % str(out)])
+    assert out.exists(), text[-3000:]
+    got = {}
+    got["gdb"] = json.loads([ln for ln in out.read_text().splitlines() if ln.startswith("{")][0])
+    lout = tmp_path / "lldb.json"
+    text = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s ehbt --json" % lout],
+                    pre=["target create %s --core %s" % (exp["exe"], exp["core"])])
+    assert lout.exists(), text[-3000:]
+    captured = lout.read_text()
+    got["lldb"] = json.loads(captured[captured.find("{"):])
+    for who, doc in got.items():
+        [t] = [t for t in doc["threads"] if t["crashing"]]
+        assert [f["pc"] for f in t["frames"]] == [f["pc"] for f in want["frames"]], who
+        assert (t["stop_reason"], t["stop_detail"]) == (want["stop_reason"],
+                                                        want["stop_detail"]), who

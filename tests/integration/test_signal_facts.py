@@ -298,3 +298,20 @@ def test_signature_prefix_of_each_kind_of_signal():
     assert signal_prefix({"number": 6, "name": "SIGABRT", "code": -6, "address": None,
                           "sender": {"pid": 9, "uid": 0}}) == ""
     assert signal_prefix(None) == ""
+
+
+def test_lldb_plugin_says_the_same(kill_core, gcore_core, victim, build_dir, tmp_path):
+    # LLDB's `ehbt --json` on the same cores: the sender, no address; a snapshot, no crash.
+    from test_lldb_plugin import ehbt_json
+
+    core, pid, uid = kill_core
+    doc, _ = ehbt_json(build_dir, tmp_path, ["target create %s --core %s" % (victim, core)],
+                       command="ehbt --json")
+    assert doc["signal"] == {"number": 11, "name": "SIGSEGV", "code": 0, "address": None,
+                             "sender": {"pid": pid, "uid": uid}}
+    (tmp_path / "snap").mkdir()
+    snap, _ = ehbt_json(build_dir, tmp_path / "snap",
+                        ["target create %s --core %s" % (victim, gcore_core)],
+                        command="ehbt --all --json")
+    assert snap["signal"] is None
+    assert not any(t["crashing"] for t in snap["threads"])

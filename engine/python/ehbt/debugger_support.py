@@ -24,6 +24,7 @@
 """
 
 import os
+import re
 import struct
 
 import ehbt
@@ -124,6 +125,16 @@ def merge_modules(from_debugger, from_core):
     return merged
 
 
+def module_set(modules, target):
+    """The ModuleSet a plugin walks with: its modules, and where the engine's target of the
+    same core is known, that target's JIT code and perf map (which the debuggers do not
+    describe), so that JIT frames are told and named as `ehbt core` tells and names them."""
+    out = ehbt.ModuleSet(modules)
+    if target is not None:
+        out.add_jit_code_of(target.modules)
+    return out
+
+
 def physical_frames(frames):
     """Groups a debugger's frames into stack frames.
 
@@ -187,6 +198,25 @@ def mapped_files(pid):
     except (OSError, ValueError):
         return {}
     return found
+
+
+_MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) ", re.M)
+
+
+def parse_maps_regions(text):
+    """[(start, end)] of the lines of a /proc/PID/maps text, one per mapping."""
+    return [(int(a, 16), int(b, 16)) for a, b in _MAPS_LINE.findall(text)]
+
+
+def live_regions(pid):
+    """The mappings of a live process on this machine, as Unwinder.unwind's `regions` (what
+    bounds a stack scan to the stack's mapping, as `ehbt pid` is bounded), or None when its
+    maps cannot be read (another machine, no permission)."""
+    try:
+        with open("/proc/%d/maps" % int(pid)) as maps:
+            return parse_maps_regions(maps.read()) or None
+    except (OSError, ValueError):
+        return None
 
 
 def respell_live_modules(modules, pid):
@@ -402,11 +432,11 @@ class EngineCores:
         return candidates[0] if len(candidates) == 1 else None
 
 
-def first_two_frames(regs, modules, read):
+def first_two_frames(regs, modules, read, regions=None):
     """[(pc, cfa, source)] of the engine's frame 0 and its caller, from one step."""
     unwinder = ehbt.Unwinder()
     first = unwinder.first_frame(regs, modules)
-    step = unwinder.step(first, with_module_files(read, modules), modules)
+    step = unwinder.step(first, with_module_files(read, modules), modules, regions=regions)
     out = [(first.pc, step.cfa if step.ok else first.cfa, first.source)]
     if step.ok:
         out.append((step.caller.pc, None, step.caller.source))

@@ -240,6 +240,23 @@ void bind_image(pyb::module_& m) {
            pyb::arg("modules") = std::vector<std::shared_ptr<Module>>{})
       .def(
           "add", [](ModuleSet& set, const Module& mod) { set.add(mod); }, pyb::arg("module"))
+      .def_property_readonly("anonymous_code",
+                             [](const ModuleSet& set) { return set.anonymous_code(); })
+      .def(
+          "add_anonymous_code",
+          [](ModuleSet& set, uint64_t start, uint64_t end) { set.add_anonymous_code(start, end); },
+          pyb::arg("start"), pyb::arg("end"),
+          "Executable memory no file backs (JIT code), walked as a target's JIT code is.")
+      .def(
+          "add_jit_code_of",
+          [](ModuleSet& set, const ModuleSet& other) {
+            for (const auto& [start, end] : other.anonymous_code())
+              set.add_anonymous_code(start, end);
+            if (other.perf_map()) set.set_perf_map(other.perf_map());
+          },
+          pyb::arg("other"),
+          "Takes another set's JIT code and perf map (a debugger plugin's set, from the "
+          "engine's target of the same core: what a walk needs to tell and name JIT frames).")
       // Copies: a later add() may move the set's storage, so no view into it is handed out.
       .def(
           "find",

@@ -237,13 +237,13 @@ void bind_unwinder(pyb::module_& m) {
           "unwind",
           [](const Unwinder& u, const RegisterSet& regs, const pyb::handle& memory,
              const pyb::handle& modules, const pyb::handle& options, bool cache_pages,
-             bool module_files) {
+             bool module_files, const pyb::handle& regions) {
             auto owned = std::make_shared<OwnedBacktrace>();
             auto set = modules_from_py(modules);
             owned->owner = set;
             owned->modules = set.get();
             UnwindOptions opts = options_from_py(options);
-            MemoryArg mem(memory, cache_pages);
+            MemoryArg mem(memory, cache_pages, regions);
             ModuleFileMemory files(*set);
             LayeredMemory layered;
             layered.push(&mem.get());
@@ -255,11 +255,14 @@ void bind_unwinder(pyb::module_& m) {
           },
           pyb::arg("regs"), pyb::arg("memory"), pyb::arg("modules") = pyb::none(),
           pyb::arg("options") = pyb::none(), pyb::arg("cache_pages") = true,
-          pyb::arg("module_files") = false,
+          pyb::arg("module_files") = false, pyb::arg("regions") = pyb::none(),
           "Walks from regs. memory: a callable read(addr, size) -> bytes (an exception or a "
           "short result is a fault), or a Target. modules: a ModuleSet, a list of Modules, or "
           "a Target. module_files: where memory faults inside a module, read the module's "
-          "file instead (code a core left out).")
+          "file instead (code a core left out). regions: the target's mappings as (start, "
+          "end) pairs, for a callable memory (a Target knows its own): a stack scan reads no "
+          "word past the mapping that holds the frame's sp, and a frame found without a table "
+          "keeps its CFA in it. Without them no such bound is known.")
       .def(
           "first_frame",
           [](const Unwinder& u, const RegisterSet& regs, const pyb::handle& modules) {
@@ -270,14 +273,14 @@ void bind_unwinder(pyb::module_& m) {
       .def(
           "step",
           [](const Unwinder& u, const Frame& frame, const pyb::handle& memory,
-             const pyb::handle& modules, const pyb::handle& options) {
+             const pyb::handle& modules, const pyb::handle& options, const pyb::handle& regions) {
             auto set = modules_from_py(modules);
             UnwindOptions opts = options_from_py(options);
             // The frame may come from another walk: point its module into this set.
             Frame from = frame;
             from.module = set->find(from.lookup_pc());
             from.classify_jit(*set);
-            MemoryArg mem(memory, /*cache_pages=*/false);
+            MemoryArg mem(memory, /*cache_pages=*/false, regions);
             auto r = run_engine(mem, [&] { return u.step(from, mem.get(), *set, opts); });
             mem.rethrow_interrupt();
             PyStepResult out;
@@ -293,7 +296,7 @@ void bind_unwinder(pyb::module_& m) {
             return out;
           },
           pyb::arg("frame"), pyb::arg("memory"), pyb::arg("modules") = pyb::none(),
-          pyb::arg("options") = pyb::none());
+          pyb::arg("options") = pyb::none(), pyb::arg("regions") = pyb::none());
 }
 
 }  // namespace ehbt::py

@@ -2,8 +2,11 @@
 // PyMemory: the bridge from engine reads to a Python callable, fault-tolerant by design.
 #include "py_memory.hpp"
 
+#include <pybind11/stl.h>
+
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace ehbt::py {
 
@@ -87,7 +90,22 @@ std::size_t ModuleFileMemory::read(uint64_t addr, std::span<std::byte> out) {
   return m->image->read(m->to_link(addr), out.first(n));
 }
 
-MemoryArg::MemoryArg(const pyb::handle& obj, bool cache_pages) {
+std::vector<MemoryRegion> regions_from_py(const pyb::handle& obj) {
+  std::vector<MemoryRegion> out;
+  if (obj.is_none()) return out;
+  for (pyb::handle item : pyb::iter(obj)) {
+    auto pair = item.cast<std::pair<uint64_t, uint64_t>>();
+    if (pair.first < pair.second) out.push_back({pair.first, pair.second});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.start < b.start; });
+  std::vector<MemoryRegion> kept;
+  for (const MemoryRegion& r : out)
+    if (kept.empty() || r.start >= kept.back().end) kept.push_back(r);
+  return kept;
+}
+
+MemoryArg::MemoryArg(const pyb::handle& obj, bool cache_pages, const pyb::handle& regions) {
   if (pyb::isinstance<PyTarget>(obj)) {
     target_ = obj.cast<std::shared_ptr<PyTarget>>();
     return;
@@ -96,6 +114,7 @@ MemoryArg::MemoryArg(const pyb::handle& obj, bool cache_pages) {
     throw pyb::type_error("memory must be a callable read(addr, size) -> bytes, or a Target");
   }
   py_.emplace(pyb::reinterpret_borrow<pyb::object>(obj), cache_pages);
+  py_->set_regions(regions_from_py(regions));
 }
 
 Memory& MemoryArg::get() {

@@ -30,6 +30,12 @@ class PyMemory final : public Memory {
  public:
   explicit PyMemory(pybind11::object fn, bool cache_pages = true);
   std::size_t read(uint64_t addr, std::span<std::byte> out) override;
+  // The target's mappings as the debugger knows them (a callable says nothing of them): what
+  // bounds a stack scan and a fallback's frame to the stack mapping (Memory::region_of).
+  void set_regions(std::vector<MemoryRegion> sorted) { regions_ = std::move(sorted); }
+  std::optional<MemoryRegion> region_of(uint64_t addr) override {
+    return find_region(regions_, addr);
+  }
   void rethrow_interrupt();
   uint64_t calls() const { return calls_; }
 
@@ -47,6 +53,7 @@ class PyMemory final : public Memory {
   pybind11::object fn_;
   bool cache_pages_;
   std::unordered_map<uint64_t, Page> pages_;
+  std::vector<MemoryRegion> regions_;  // sorted, non-overlapping; empty: no bound known
   std::optional<pybind11::error_already_set> interrupt_;
   uint64_t calls_ = 0;
 };
@@ -63,11 +70,18 @@ class ModuleFileMemory final : public Memory {
   const ModuleSet& modules_;
 };
 
-// A memory argument as the bindings accept it: a callable (read through PyMemory), or a
-// Target (its own memory, read without Python and under the target's lock).
+// The `regions` argument of the bindings: None, or an iterable of (start, end) pairs, one per
+// mapping. Sorted; an empty or reversed pair, or one overlapping an earlier one, is dropped (a
+// region answers for one mapping only).
+std::vector<MemoryRegion> regions_from_py(const pybind11::handle& obj);
+
+// A memory argument as the bindings accept it: a callable (read through PyMemory, bounded by
+// `regions` when given), or a Target (its own memory and mappings, read without Python and
+// under the target's lock; `regions` is not used).
 class MemoryArg {
  public:
-  MemoryArg(const pybind11::handle& obj, bool cache_pages);
+  MemoryArg(const pybind11::handle& obj, bool cache_pages,
+            const pybind11::handle& regions = pybind11::none());
   Memory& get();
   // True when reads call back into Python, so the GIL must stay held.
   bool needs_gil() const { return py_.has_value(); }

@@ -158,6 +158,15 @@ bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off) 
   return false;
 }
 
+bool indirect_jump(Arch arch, std::span<const std::byte> code, std::size_t off) {
+  if (arch == Arch::X86_64 || arch == Arch::I386) {
+    const std::size_t left = off < code.size() ? code.size() - off : 0;
+    return left >= 2 && static_cast<uint8_t>(code[off]) == 0xff &&
+           ((static_cast<uint8_t>(code[off + 1]) >> 3) & 7) == 4;  // ff /4
+  }
+  return register_jump(arch, code, off);  // no memory-indirect jumps elsewhere
+}
+
 unsigned jump_alignment(Arch arch) {
   switch (arch) {
     case Arch::AArch64:

@@ -35,6 +35,10 @@ unsigned jump_alignment(Arch arch);
 // Whether `code[off]` starts a jump through a register (x86 `jmp *%reg`, aarch64 `br xN`,
 // s390x `br %rN`): a tail jump whose destination the code does not say.
 bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off);
+// Whether `code[off]` starts a jump whose destination is read at run time: through a register,
+// or (x86) through memory (`jmp *0x40(%rbx)`, ff /4 with any ModRM mode: how HotSpot's vtable
+// stubs dispatch).
+bool indirect_jump(Arch arch, std::span<const std::byte> code, std::size_t off);
 
 // Where a stack scan that found a return address in `slot` puts the caller: its stack
 // pointer and the CFA of the frame scanned from.

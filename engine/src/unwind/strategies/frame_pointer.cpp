@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unwind/strategies/frame_pointer.hpp"
 
+#include <array>
+#include <cstddef>
+#include <span>
 #include <string>
 
 #include "arch/call_site.hpp"
+#include "ehbt/perf_map.hpp"
 #include "unwind/describe.hpp"
 
 namespace ehbt::unwind {
@@ -30,18 +34,41 @@ std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recover
   return no;
 }
 
+// Bytes of a call's target searched for the indirect jump that makes it a dispatch stub: HotSpot's
+// vtable stub is 23 bytes (load the receiver's class, its vtable entry, jump through the
+// method's entry), an itable stub under 64.
+constexpr std::size_t kStubBytes = 64;
+
+// Whether the direct call's `target` is a dispatch stub in JIT code: code no file backs that jumps
+// through a register or memory within its first kStubBytes (HotSpot's vtable and itable stubs,
+// which megamorphic virtual calls call instead of the method). Such a call may reach any
+// method, the frame being stepped too: its return address may be that frame's caller's.
+bool dispatch_stub(StepContext& ctx, uint64_t target) {
+  if (!ctx.modules.is_jit_code(target)) return false;
+  std::array<std::byte, kStubBytes> code{};
+  const std::size_t n = ctx.mem.read(target, code);
+  const std::span<const std::byte> bytes(code.data(), n);
+  for (std::size_t off = 0; off < n; ++off)
+    if (arch::indirect_jump(ctx.ops.info().arch, bytes, off)) return true;
+  return false;
+}
+
 // JIT code may use the frame-pointer register as any other (HotSpot's C2 without
 // -XX:+PreserveFramePointer pushes the caller's rbp and leaves it alone): the record it points
 // to is then an older frame's, and following it would silently skip every frame in between.
 // The JIT frame's own caller left its return address between the frame's sp and that record:
-// a word there that a direct call precedes, the call going to the code of this frame (its
-// target at most Limits::max_tail_jump_bytes before the frame's pc, the bound used for a
-// function of unknown size), disproves the record. Stale words the frame's own calls left (a
-// return address from a call the frame made, into the VM or a stub) go elsewhere and do not
-// count, nor do calls made from between the target and the pc or to the next instruction
-// (the frame's own code); nor does a call through a register, which proves nothing. Words
-// examined: at most Limits::max_scan_words, from sp up to the record the frame-pointer
-// register points to (s390x's back chain sits at sp: nothing to examine there).
+// a word there that a direct call precedes disproves the record when the call may have come to
+// this frame:
+//  - the call goes to the code of this frame (its target at most Limits::max_tail_jump_bytes
+//    before the frame's pc, the bound used for a function of unknown size);
+//  - or it goes to a dispatch stub in JIT code (a megamorphic virtual call: the call names the
+//    stub, the stub jumps to the method through memory), which may have jumped here.
+// Stale words the frame's own calls left (a return address from a call the frame made, into the
+// VM or a stub) do not count: return addresses into the frame's own code (its perf-map entry;
+// else, for a call to this code, between the call's target and the pc) and calls to the next
+// instruction; nor does a call through a register, which proves nothing. Words examined: at most
+// Limits::max_scan_words, from sp up to the record the frame-pointer register points to (s390x's
+// back chain sits at sp: nothing to examine there).
 std::optional<std::string> skipped_return(StepContext& ctx) {
   if (!ctx.frame.jit) return std::nullopt;
   const ArchInfo& info = ctx.ops.info();
@@ -56,17 +83,29 @@ std::optional<std::string> skipped_return(StepContext& ctx) {
     if (!ctx.mem.read_uint(at, word, false, v)) break;
     if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
     auto call = arch::call_before(info.arch, ctx.mem, v);
-    if (!call || !call->target || *call->target > pc ||
-        pc - *call->target >= ctx.limits.max_tail_jump_bytes) {
+    if (!call || !call->target) continue;
+    const uint64_t target = *call->target;
+    // A call to the instruction right after it (generated code reads its pc that way) is no
+    // caller's; nor is a return address into this frame's own code (a call the frame made):
+    // the code the perf map gives it, else what lies between the call's target and the pc
+    // when that target may be this frame's start.
+    if (target >= v && target - v < 16) continue;
+    const PerfMapEntry* own = ctx.frame.jit_entry;
+    if (own != nullptr && v >= own->start && v - own->start < own->size) continue;
+    const bool to_this_code = target <= pc && pc - target < ctx.limits.max_tail_jump_bytes;
+    if (to_this_code && v > target && v <= pc) continue;
+    std::string how;
+    if (to_this_code) {
+      how = "after a call to " + hex(target);
+    } else if (dispatch_stub(ctx, target)) {
+      how = "after a call to the dispatch stub at " + hex(target) +
+            ", which jumps on through memory or a register";
+    } else {
       continue;
     }
-    // A call from the frame's own code (between the target and the pc), or to the
-    // instruction right after it (generated code reads its pc that way), is no caller's.
-    if ((v > *call->target && v <= pc) || (*call->target >= v && *call->target - v < 16)) continue;
     return "frame pointer: the JIT frame at " + hex(pc) +
-           " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) +
-           " (after a call to " + hex(*call->target) + ") lies between its sp " + hex(sp) +
-           " and the frame record at " + hex(record);
+           " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) + " (" + how +
+           ") lies between its sp " + hex(sp) + " and the frame record at " + hex(record);
   }
   return std::nullopt;
 }
