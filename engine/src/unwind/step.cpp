@@ -39,6 +39,7 @@ struct FirstOf {
 // The tables first, then (Auto, UnwindOptions::frame_pointer_fallback) the fallbacks.
 using Chain = FirstOf<FramePointerOnly,       // --source frame-pointer: that and nothing else
                       GoRuntimeOverCfi,       // Go runtime frames whose DWARF is wrong
+                      GoCgoSwitch,            // asmcgocall: back to the goroutine's stack
                       SFrameRowFirst,         // --source sframe, or the converted tables
                       CfiRow,                 // .eh_frame, .debug_frame
                       OwnSFrameRow,           // Auto: the module's .sframe where no CFI covers
@@ -66,6 +67,7 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
                        Frame& caller) {
   StepContext ctx(frame, caller, mem, modules, options, limits, memo,
                   memo.get_ops(frame.regs.arch()), module_for(frame, modules));
+  caller.stack_switch = false;  // set by the one strategy that crosses a runtime's switch
   return Chain::step(ctx);
 }
 
