@@ -76,8 +76,11 @@ ARCHES = {
                              "cgo", "cgostripped"),
                    cc="gcc"),
     "aarch64": dict(goarch="arm64", qemu="qemu-aarch64", gdb="gdb-multiarch",
-                    variants=("go", "gostripped", "goinline", "goinlinestripped"),
+                    variants=("go", "gostripped", "goinline", "goinlinestripped", "cgo",
+                              "cgostripped"),
                     byteorder="little", cc="aarch64-linux-gnu-gcc",
+                    # The C library and loader a dynamically linked (cgo) program needs.
+                    sysroot="/usr/aarch64-linux-gnu",
                     # mov x8, #0x8b; svc #0
                     sigreturn="681180d2010000d4"),
     # No GDB: Go under qemu-s390x's gdbstub never reached the crash (10 minutes, spinning).
@@ -264,7 +267,10 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
            # cgo: GDB also stops at the fault itself, where it walks the C frames by their CFI.
            "-ex", "handle SIGSEGV %s pass" % ("stop print" if stop_at_fault else "nostop noprint"),
            "-ex", "handle SIGURG nostop noprint pass",
-           "-ex", "handle SIGABRT stop print pass", "-ex", "file " + exe,
+           "-ex", "handle SIGABRT stop print pass"] + (
+               # cgo under qemu: GDB reads the guest's C library from the same sysroot.
+               ["-ex", "set sysroot " + ARCHES[ARCH]["sysroot"]]
+               if stop_at_fault and qemu else []) + ["-ex", "file " + exe,
            "-ex", "symbol-file " + symbols_from, "-x", script]
     guest = None
     if not ARCHES[ARCH]["gdb"]:
@@ -290,7 +296,8 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
             # goroutine) stops the guest at the gdbstub for a round trip to GDB, and under load
             # that traffic hung 3 runs in 40 (GDB waiting until its 600 s timeout). The crash
             # itself is a panic, not a preemption; its frames do not change.
-            guest = subprocess.Popen([qemu, "-g", str(port), exe], cwd=rundir,
+            sysroot = ["-L", ARCHES[ARCH]["sysroot"]] if stop_at_fault else []
+            guest = subprocess.Popen([qemu, "-g", str(port)] + sysroot + [exe], cwd=rundir,
                                      env=dict(os.environ, GOTRACEBACK="crash",
                                               GODEBUG="asyncpreemptoff=1"),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -424,12 +431,21 @@ def cgo_frames(name, unstripped, stops, trace):
     from the faulting function up to runtime.asmcgocall, the last frame on the g0 stack; then
     Go's own traceback of the goroutine in the cgo call, runtime.cgocall to runtime.goexit, on
     the goroutine's stack (GDB's frames past asmcgocall's stack switch are garbage)."""
-    if ARCH != "x86_64":
-        raise Fail("%s: cgo expectations are made for x86-64 only" % name)
-    # With cgo, Go installs its handler through the C library's sigaction, whose restorer
-    # (glibc's __restore_rt) is the trampoline: the frame after runtime.sigtramp.
     upper = stops[2]["frames"]
-    cut = next((i + 1 for i, f in enumerate(upper[:-1]) if f["function"] == SIGTRAMP), None)
+    if ARCH == "x86_64":
+        # With cgo, Go installs its handler through the C library's sigaction, whose restorer
+        # (glibc's __restore_rt) is the trampoline: the frame after runtime.sigtramp.
+        cut = next((i + 1 for i, f in enumerate(upper[:-1]) if f["function"] == SIGTRAMP), None)
+    else:
+        # As for gocrash (lr_arch_frames): GDB ends at runtime.sigtramp; the trampoline is the
+        # word at its sp, checked by its bytes to be rt_sigreturn.
+        cut = next((i for i, f in enumerate(upper) if "sp_word" in f), None)
+        if cut is not None:
+            if not upper[cut]["sp_word_code"].startswith(ARCHES[ARCH]["sigreturn"]):
+                raise Fail("%s: %s returns to 0x%x, which is no rt_sigreturn" % (
+                    name, SIGTRAMP, upper[cut]["sp_word"]))
+            upper = upper[:cut + 1] + [{"pc": upper[cut]["sp_word"], "function": None}]
+            cut += 1
     middle = stops[1]["frames"]
     sigpanic = next((i for i, f in enumerate(middle) if f["function"] == "runtime.sigpanic"),
                     None)
@@ -449,6 +465,9 @@ def cgo_frames(name, unstripped, stops, trace):
         raise Fail("%s: Go's traceback is not cgocall .. goexit: %s" % (name, go))
     frames = [dict(f, type="sigtramp" if i == cut else "normal", exact=i in (0, cut))
               for i, f in enumerate(upper[:cut + 1])]
+    for f in frames:
+        f.pop("sp_word", None)
+        f.pop("sp_word_code", None)
     frames += [dict(f, type="normal", exact=i == 0) for i, f in enumerate(middle[:sigpanic + 1])]
     # The faulting pc, planted as sigpanic's return address: exact (no call precedes it).
     frames += [dict(f, type="normal", exact=i == 0) for i, f in enumerate(fault[:asm + 1])]

@@ -20,11 +20,30 @@ from test_go_cores import load_expected
 from test_triage import read_jsonl, tool_env, triage  # noqa: F401
 
 NAMES = ["cgo", "cgostripped"]
+# aarch64 (GOARCH=arm64, CC=aarch64-linux-gnu-gcc, run under qemu-aarch64 with GDB through its
+# gdbstub): the C library comes from the cross sysroot, which the walk is given.
+SYSROOT = {"aarch64": "/usr/aarch64-linux-gnu"}
+CASES = NAMES + ["aarch64/" + n for n in NAMES]
 
 
 @pytest.fixture(scope="module")
 def cgo_expected():
     return load_expected("x86_64", NAMES)
+
+
+@pytest.fixture(scope="module")
+def cgo_arm64_expected():
+    return load_expected("aarch64", NAMES)
+
+
+def expected_case(request, case):
+    """`name` (x86-64) or `aarch64/name`: that core's expectation."""
+    arch, _, name = case.rpartition("/")
+    return request.getfixturevalue("cgo_arm64_expected" if arch else "cgo_expected")[name]
+
+
+def sysroot_args(exp):
+    return ["--sysroot", SYSROOT[exp["arch"]]] if exp["arch"] in SYSROOT else []
 
 
 def plain(name):
@@ -34,7 +53,8 @@ def plain(name):
 
 
 def walk_json(ehbt_bin, exp, *extra):
-    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", *extra],
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", *sysroot_args(exp),
+                           *extra],
                           capture_output=True, text=True, timeout=300)
     doc = json.loads(proc.stdout)
     [thread] = [t for t in doc["threads"] if t["crashing"]]
@@ -56,20 +76,20 @@ def assert_exact(frames, exp):
             assert f["cfa"] == e["cfa"], (f, e)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cgo_core_exact_frames_json(ehbt_bin, cgo_expected, name):
-    exp = cgo_expected[name]
+@pytest.mark.parametrize("case", CASES)
+def test_cgo_core_exact_frames_json(ehbt_bin, request, case):
+    exp = expected_case(request, case)
     status, thread = walk_json(ehbt_bin, exp)
     assert_exact(thread["frames"], exp)
     assert thread["stop_reason"] == "outermost", thread["stop_detail"]
     assert status == 0
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_cgo_core_exact_frames_text(ehbt_bin, cgo_expected, name):
-    exp = cgo_expected[name]
-    proc = subprocess.run([str(ehbt_bin), "core", exp["core"]], capture_output=True, text=True,
-                          timeout=300)
+@pytest.mark.parametrize("case", CASES)
+def test_cgo_core_exact_frames_text(ehbt_bin, request, case):
+    exp = expected_case(request, case)
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], *sysroot_args(exp)],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     block = re.search(r"^Thread %d \(crashed.*?\n(.*?)(?:\n\n|\Z)" % exp["tid"], proc.stdout,
                       re.S | re.M)
@@ -88,22 +108,22 @@ def test_cgo_core_exact_frames_text(ehbt_bin, cgo_expected, name):
     assert frames == want
 
 
-def test_cgo_stack_switch_from_the_runtimes_record(ehbt_bin, cgo_expected):
+@pytest.mark.parametrize("case", CASES)
+def test_cgo_stack_switch_from_the_runtimes_record(ehbt_bin, request, case):
     """The goroutine's frames are reached through asmcgocall's saved state (cgocall's frame is
     tagged go_pclntab, the Go step), on another stack than the C frames; no frame of either
     build comes from a frame-pointer step or a scan (the C part has its .eh_frame, stripped or
     not: the frameless cfun3 is stepped by it)."""
-    for name in NAMES:
-        _, thread = walk_json(ehbt_bin, cgo_expected[name])
-        frames = thread["frames"]
-        sources = [f["source"] for f in frames]
-        assert not {"frame_pointer", "scan"} & set(sources), sources
-        i = [plain(f["symbol"]) for f in frames].index("runtime.asmcgocall")
-        assert frames[i + 1]["source"] == "go_pclntab"
-        assert frames[i - 1]["symbol"].startswith("_cgo_")
-        assert frames[i - 1]["source"] == "eh_frame"
-        # The switch: g0's stack (the thread's) above, the goroutine's (Go's heap) below.
-        assert int(frames[i]["cfa"], 16) < int(frames[i - 1]["cfa"], 16)
+    _, thread = walk_json(ehbt_bin, expected_case(request, case))
+    frames = thread["frames"]
+    sources = [f["source"] for f in frames]
+    assert not {"frame_pointer", "scan"} & set(sources), sources
+    i = [plain(f["symbol"]) for f in frames].index("runtime.asmcgocall")
+    assert frames[i + 1]["source"] == "go_pclntab"
+    assert frames[i - 1]["symbol"].startswith("_cgo_")
+    assert frames[i - 1]["source"] == "eh_frame"
+    # The switch: g0's stack (the thread's) above, the goroutine's (Go's heap) below.
+    assert int(frames[i]["cfa"], 16) < int(frames[i - 1]["cfa"], 16)
 
 
 def frame_name(f):
