@@ -51,15 +51,21 @@ arch::RecoverFailure failure(arch::RecoverError kind, uint64_t addr, const char*
 
 }  // namespace
 
-bool at_cgo_switch(const Frame& frame, const Module& module, const Limits& limits) {
-  // Only a return address: the frame was left by asmcgocall's call into C. (Frame 0 or a frame
-  // a signal interrupted inside asmcgocall may be before or after the switch.)
-  if (frame.exact_pc || frame.planted || layout(frame.regs.arch()) == nullptr) return false;
+GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& limits) {
+  // Only a return address: the frame was left by the call on the other stack. (Frame 0 or a
+  // frame a signal interrupted inside the switch may be before or after it.)
+  if (frame.exact_pc || frame.planted || layout(frame.regs.arch()) == nullptr) {
+    return GoSwitch::None;
+  }
   const Image* image = module.image.get();
   const elf::GoPclntab* go = image != nullptr ? elf::go_pclntab(*image) : nullptr;
-  if (go == nullptr) return false;
+  if (go == nullptr) return GoSwitch::None;
   auto func = go->find(module.to_link(frame.lookup_pc()), limits.max_search_probes);
-  return func && go->name(*func).value_or(std::string_view()) == "runtime.asmcgocall";
+  if (!func) return GoSwitch::None;
+  const std::string_view name = go->name(*func).value_or(std::string_view());
+  if (name == "runtime.asmcgocall") return GoSwitch::CgoCall;
+  if (name == "runtime.systemstack") return GoSwitch::SystemStack;
+  return GoSwitch::None;
 }
 
 Expected<GoStackSwitch, arch::RecoverFailure> go_cross_cgo_switch(const Frame& frame, Memory& mem) {

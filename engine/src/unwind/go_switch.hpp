@@ -27,14 +27,20 @@ struct GoStackSwitch {
   uint64_t switched_sp = 0;  // asmcgocall's sp on that stack (the callee's sp for validation)
 };
 
-// Whether `frame` is runtime.asmcgocall at the return address of its call into C (a frame
-// Go's table names in `module`): the only frame go_cross_cgo_switch steps.
-bool at_cgo_switch(const Frame& frame, const Module& module, const Limits& limits);
+// Which of Go's stack switches `frame` (a return address, in a function Go's table names in
+// `module`) is in: runtime.asmcgocall after its call into C (go_cross_cgo_switch steps it), or
+// runtime.systemstack after its call of the function it runs on g0's stack. systemstack keeps
+// its way back in the goroutine's g.sched (sp, pc, bp), reached from g0 only through m.curg,
+// whose offsets differ between Go versions: not crossed; its frame on g0 is the last one the
+// walk can prove (Go's .debug_frame describes it as if sp had not moved, so a table step would
+// read a stale word at the top of g0's stack). On gsignal or g0 systemstack tail-jumps (no frame).
+enum class GoSwitch : uint8_t { None, CgoCall, SystemStack };
+GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& limits);
 
 // The step from asmcgocall's frame to its caller, read through `mem` (every read may fail):
-// RecoverError::NotApplicable on an architecture whose layout this does not know,
-// MemoryFault where a saved word cannot be read, BadData (as NotApplicable with a reason)
-// where the words contradict each other (the depth does not put sp inside g.stack).
+// RecoverError::MemoryFault where a saved word cannot be read; NotApplicable, with the reason,
+// on an architecture whose layout this does not know (x86-64 and arm64 are known) or where the
+// saved words contradict each other (the depth does not put sp inside g.stack).
 Expected<GoStackSwitch, arch::RecoverFailure> go_cross_cgo_switch(const Frame& frame, Memory& mem);
 
 }  // namespace ehbt::unwind

@@ -7,7 +7,13 @@
 namespace ehbt::unwind {
 
 Attempt GoCgoSwitch::attempt(StepContext& ctx) {
-  if (!at_cgo_switch(ctx.frame, *ctx.module, ctx.limits)) return std::nullopt;
+  const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
+  if (kind == GoSwitch::None) return std::nullopt;
+  if (kind == GoSwitch::SystemStack) {
+    return stop(StopReason::NoUnwindInfo,
+                "runtime.systemstack: its caller is on the goroutine's stack, which only the "
+                "goroutine's g.sched records (not followed)");
+  }
   constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
   auto sw = go_cross_cgo_switch(ctx.frame, ctx.mem);
   if (!sw) return unexpected(recover_failure(sw.error(), kWhat));
