@@ -7,9 +7,11 @@
  * after their calls so that neither call becomes a tail jump. */
 #include "cfuns.h"
 
-int *volatile fx_cgo_target; /* stays NULL: the write faults */
+int* volatile fx_cgo_target; /* stays NULL: the write faults */
 
-__attribute__((noinline)) void cfun3(int *p, int v) { *p = v; }
+__attribute__((noinline)) void cfun3(int* p, int v) {
+  *p = v;
+}
 
 __attribute__((noinline)) int cfun2(int v) {
   cfun3(fx_cgo_target, v * 3);
