@@ -65,15 +65,22 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "programs", "go", "gocrash.go")
+# The cgo case: a directory (Go and C files), built with CGO_ENABLED=1.
+CGO_SOURCE = os.path.join(HERE, "programs", "go", "cgocrash")
 LINES_SOURCE = os.path.join(HERE, "programs", "go", "goinline.go")
 GO = "/usr/bin/go"
 # Per architecture: GOARCH, the emulator (None: native), the debugger, the variants built.
 ARCHES = {
     "x86_64": dict(goarch="amd64", qemu=None, gdb="gdb",
-                   variants=("go", "gostripped", "gopie", "goinline", "goinlinestripped")),
+                   variants=("go", "gostripped", "gopie", "goinline", "goinlinestripped",
+                             "cgo", "cgostripped"),
+                   cc="gcc"),
     "aarch64": dict(goarch="arm64", qemu="qemu-aarch64", gdb="gdb-multiarch",
-                    variants=("go", "gostripped", "goinline", "goinlinestripped"),
-                    byteorder="little",
+                    variants=("go", "gostripped", "goinline", "goinlinestripped", "cgo",
+                              "cgostripped"),
+                    byteorder="little", cc="aarch64-linux-gnu-gcc",
+                    # The C library and loader a dynamically linked (cgo) program needs.
+                    sysroot="/usr/aarch64-linux-gnu",
                     # mov x8, #0x8b; svc #0
                     sigreturn="681180d2010000d4"),
     # No GDB: Go under qemu-s390x's gdbstub never reached the crash (10 minutes, spinning).
@@ -92,6 +99,10 @@ def set_arch(arch):
     BIN = os.path.join(OUT, "bin")
 
 CHAIN = ["main.fxGoLeaf", "main.fxGoMiddle", "main.fxGoOuter", "main.main"]
+# cgocrash's call chain, C frames (on the thread's g0 stack) then Go frames (the goroutine's).
+CGO_CHAIN = ["cfun3", "cfun2", "cfun1", "runtime.asmcgocall", "runtime.cgocall",
+             "main._Cfunc_cfun1", "main.level2", "main.level1", "main.main", "runtime.main",
+             "runtime.goexit"]
 # name: (go build flags, the unstripped build GDB reads symbols and CFI from).
 VARIANTS = {
     "go": ([], "go"),
@@ -99,10 +110,15 @@ VARIANTS = {
     # Position-independent (as distributions build Go): the table is .data.rel.ro.gopclntab.
     "gopie": (["-buildmode=pie", "-ldflags=-s -w"], "gopie.unstripped"),
 }
-REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"]}
+# cgo (cores/programs/go/cgocrash/): Go calls C, the C code faults three calls deep; built
+# unstripped and with -ldflags='-s -w' (the C objects keep their .eh_frame).
+CGO_VARIANTS = {"cgo": ([], "cgo"), "cgostripped": (["-ldflags=-s -w"], "cgo")}
+VARIANTS.update(CGO_VARIANTS)
+REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"], "cgo": []}
 # Source-line cases (no GDB; Go's traceback is the expectation): name -> go build flags.
 LINE_VARIANTS = {"goinline": [], "goinlinestripped": ["-ldflags=-s -w"]}
 TRAMPOLINE = "runtime.sigreturn.abi0"  # amd64: Go's own sa_restorer
+ASMCGOCALL = "runtime.asmcgocall.abi0"  # the assembly function's .symtab name
 SIGTRAMP = "runtime.sigtramp"
 
 
@@ -158,7 +174,11 @@ def build(name, flags, source=SOURCE):
                GOPATH=os.path.join(OUT, "gopath"), CGO_ENABLED="0",
                GOARCH=ARCHES[ARCH]["goarch"])
     exe = os.path.join(BIN, name)
-    run([GO, "build"] + flags + ["-o", exe, source], env=env, cwd=os.path.dirname(source))
+    if os.path.isdir(source):  # cgo: the package in that directory, its C files by the C compiler
+        env.update(CGO_ENABLED="1", CC=ARCHES[ARCH]["cc"])
+        run([GO, "build"] + flags + ["-o", exe, "."], env=env, cwd=source)
+    else:
+        run([GO, "build"] + flags + ["-o", exe, source], env=env, cwd=os.path.dirname(source))
     return exe
 
 
@@ -191,10 +211,12 @@ def go_names(exe, pcs):
     return [None if lines[2 * i] == "?" else lines[2 * i] for i in range(len(pcs))]
 
 
-def go_traceback(path):
-    """Physical frames of the crashing goroutine (the first block): name, pc, fp."""
+def go_traceback(path, state="running"):
+    """Physical frames of the crashing goroutine (the first block in `state`: `syscall` for
+    one in a cgo call): name, pc, fp, sp."""
     text = open(path, errors="replace").read()
-    block = re.search(r"^goroutine \d+ \[running\]:\n(.*?)(?:\n\n|\Z)", text, re.S | re.M)
+    block = re.search(r"^goroutine \d+ \[%s\]:\n(.*?)(?:\n\n|\Z)" % state, text,
+                      re.S | re.M)
     if not block:
         raise Fail("%s: no running goroutine in Go's traceback" % path)
     frames, name = [], None
@@ -202,10 +224,11 @@ def go_traceback(path):
         if not line.startswith("\t"):
             name = re.sub(r"\(.*$", "", line)
             continue
-        m = re.search(r"fp=(0x[0-9a-f]+) sp=0x[0-9a-f]+ pc=(0x[0-9a-f]+)", line)
+        m = re.search(r"fp=(0x[0-9a-f]+) sp=(0x[0-9a-f]+) pc=(0x[0-9a-f]+)", line)
         if m:  # inlined frames have no pc of their own
             frames.append({"function": "runtime.gopanic" if name == "panic" else name,
-                           "pc": int(m.group(2), 16), "fp": int(m.group(1), 16)})
+                           "pc": int(m.group(3), 16), "fp": int(m.group(1), 16),
+                           "sp": int(m.group(2), 16)})
     return frames
 
 
@@ -215,7 +238,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def crash(name, exe, symbols_from):
+def crash(name, exe, symbols_from, stop_at_fault=False):
     rundir = os.path.join(OUT, "run", name)
     shutil.rmtree(rundir, ignore_errors=True)
     os.makedirs(rundir)
@@ -241,8 +264,13 @@ def crash(name, exe, symbols_from):
            "-ex", "set confirm off", "-ex", "set language c",
            "-ex", "set backtrace past-main on", "-ex", "set cwd " + rundir,
            "-ex", "set environment GOTRACEBACK=crash", "-ex", "set tcp connect-timeout 30",
-           "-ex", "handle SIGSEGV nostop noprint pass", "-ex", "handle SIGURG nostop noprint pass",
-           "-ex", "handle SIGABRT stop print pass", "-ex", "file " + exe,
+           # cgo: GDB also stops at the fault itself, where it walks the C frames by their CFI.
+           "-ex", "handle SIGSEGV %s pass" % ("stop print" if stop_at_fault else "nostop noprint"),
+           "-ex", "handle SIGURG nostop noprint pass",
+           "-ex", "handle SIGABRT stop print pass"] + (
+               # cgo under qemu: GDB reads the guest's C library from the same sysroot.
+               ["-ex", "set sysroot " + ARCHES[ARCH]["sysroot"]]
+               if stop_at_fault and qemu else []) + ["-ex", "file " + exe,
            "-ex", "symbol-file " + symbols_from, "-x", script]
     guest = None
     if not ARCHES[ARCH]["gdb"]:
@@ -268,7 +296,8 @@ def crash(name, exe, symbols_from):
             # goroutine) stops the guest at the gdbstub for a round trip to GDB, and under load
             # that traffic hung 3 runs in 40 (GDB waiting until its 600 s timeout). The crash
             # itself is a panic, not a preemption; its frames do not change.
-            guest = subprocess.Popen([qemu, "-g", str(port), exe], cwd=rundir,
+            sysroot = ["-L", ARCHES[ARCH]["sysroot"]] if stop_at_fault else []
+            guest = subprocess.Popen([qemu, "-g", str(port)] + sysroot + [exe], cwd=rundir,
                                      env=dict(os.environ, GOTRACEBACK="crash",
                                               GODEBUG="asyncpreemptoff=1"),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -394,7 +423,86 @@ def traceback_frames(name, trace):
              "cfa": g["fp"]} for g in go], 0
 
 
+def cgo_frames(name, unstripped, stops, trace):
+    """A cgo crash (see cgocrash.go): GDB stops at the SIGSEGV and at both SIGABRTs. Expected =
+    the core's frames (third stop) up to Go's signal trampoline; the frames the SIGABRT
+    interrupted (second stop) up to runtime.sigpanic, which Go's handler made look called from
+    the faulting pc; the frames at the fault (first stop: GDB walks the C frames by their CFI)
+    from the faulting function up to runtime.asmcgocall, the last frame on the g0 stack; then
+    Go's own traceback of the goroutine in the cgo call, runtime.cgocall to runtime.goexit, on
+    the goroutine's stack (GDB's frames past asmcgocall's stack switch are garbage)."""
+    upper = stops[2]["frames"]
+    if ARCH == "x86_64":
+        # With cgo, Go installs its handler through the C library's sigaction, whose restorer
+        # (glibc's __restore_rt) is the trampoline: the frame after runtime.sigtramp.
+        cut = next((i + 1 for i, f in enumerate(upper[:-1]) if f["function"] == SIGTRAMP), None)
+    else:
+        # As for gocrash (lr_arch_frames): GDB ends at runtime.sigtramp; the trampoline is the
+        # word at its sp, checked by its bytes to be rt_sigreturn.
+        cut = next((i for i, f in enumerate(upper) if "sp_word" in f), None)
+        if cut is not None:
+            if not upper[cut]["sp_word_code"].startswith(ARCHES[ARCH]["sigreturn"]):
+                raise Fail("%s: %s returns to 0x%x, which is no rt_sigreturn" % (
+                    name, SIGTRAMP, upper[cut]["sp_word"]))
+            upper = upper[:cut + 1] + [{"pc": upper[cut]["sp_word"], "function": None}]
+            cut += 1
+    middle = stops[1]["frames"]
+    sigpanic = next((i for i, f in enumerate(middle) if f["function"] == "runtime.sigpanic"),
+                    None)
+    fault = stops[0]["frames"]
+    asm = next((i for i, f in enumerate(fault) if f["function"] == "runtime.asmcgocall"), None)
+    if cut is None or sigpanic is None or asm is None:
+        raise Fail("%s: GDB's stops do not reach the trampoline, sigpanic and asmcgocall: %s" % (
+            name, [[f["function"] for f in s["frames"]] for s in stops]))
+    text = open(trace, errors="replace").read()
+    at = re.search(r"\[signal SIGSEGV: .* pc=(0x[0-9a-f]+)\]", text)
+    if not at or int(at.group(1), 16) != fault[0]["pc"] or \
+            middle[sigpanic + 1]["pc"] != fault[0]["pc"]:
+        raise Fail("%s: the faulting pc differs between Go's report, GDB's fault stop and the "
+                   "frame under sigpanic" % name)
+    go = go_traceback(trace, "syscall")
+    if not go or go[0]["function"] != "runtime.cgocall" or go[-1]["function"] != "runtime.goexit":
+        raise Fail("%s: Go's traceback is not cgocall .. goexit: %s" % (name, go))
+    frames = [dict(f, type="sigtramp" if i == cut else "normal", exact=i in (0, cut))
+              for i, f in enumerate(upper[:cut + 1])]
+    for f in frames:
+        f.pop("sp_word", None)
+        f.pop("sp_word_code", None)
+    frames += [dict(f, type="normal", exact=i == 0) for i, f in enumerate(middle[:sigpanic + 1])]
+    # The faulting pc, planted as sigpanic's return address: exact (no call precedes it).
+    frames += [dict(f, type="normal", exact=i == 0) for i, f in enumerate(fault[:asm + 1])]
+    # asmcgocall's CFA is its caller's sp on the goroutine stack, as Go prints it.
+    frames[-1]["cfa"] = go[0]["sp"]
+    asm_at = len(frames) - 1
+    frames += [{"pc": g["pc"], "function": g["function"], "type": "normal", "exact": False,
+                "cfa": g["fp"]} for g in go]
+    # Go prints a goroutine in a cgo call from the state entersyscall saved (g.syscallpc: the
+    # return address of cgocall's call of entersyscall); the frame's real pc is the return
+    # address of its one call of asmcgocall (objdump), in the same frame (same sp and fp).
+    frames[asm_at + 1]["pc"] = call_return(unstripped, "runtime.cgocall", ASMCGOCALL)
+    return frames, 0  # not position-independent
+
+
+def call_return(exe, caller, callee):
+    """The address after the one call of `callee` in `caller` (objdump of the .symtab build)."""
+    out = run(["objdump" if ARCH == "x86_64" else "%s-linux-gnu-objdump" % ARCH, "-d",
+               "--no-show-raw-insn", exe])
+    body = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)\n\n" % re.escape(caller), out, re.S | re.M)
+    lines = body.group(1).splitlines() if body else []
+    at = [i for i, line in enumerate(lines)
+          if re.search(r"\s(call|bl)\s.*<%s>" % re.escape(callee), line)]
+    if len(at) != 1 or at[0] + 1 >= len(lines):
+        raise Fail("%s: %d calls of %s in %s" % (exe, len(at), callee, caller))
+    return int(lines[at[0] + 1].split(":")[0], 16)
+
+
 def expected_frames(name, exe, unstripped, stops, trace):
+    if name in CGO_VARIANTS:
+        if len(stops) != 3 or len({s["tid"] for s in stops}) != 1:
+            raise Fail("%s: expected a SIGSEGV and two SIGABRT stops of one thread, GDB saw %d" %
+                       (name, len(stops)))
+        frames, bias = cgo_frames(name, unstripped, stops, trace)
+        return stops[0]["tid"], name_frames(frames, bias, exe, unstripped, CGO_CHAIN)
     if not ARCHES[ARCH]["gdb"]:
         frames, bias = traceback_frames(name, trace)
         return None, name_frames(frames, bias, exe, unstripped)
@@ -407,10 +515,10 @@ def expected_frames(name, exe, unstripped, stops, trace):
     return stops[0]["tid"], name_frames(frames, bias, exe, unstripped)
 
 
-def name_frames(frames, bias, exe, unstripped):
-    chain = [f["function"] for f in frames if f["function"] in CHAIN]
-    if chain != CHAIN:
-        raise Fail("%s: call chain %s, want %s" % (exe, chain, CHAIN))
+def name_frames(frames, bias, exe, unstripped, want=CHAIN):
+    chain = [f["function"] for f in frames if f["function"] in want]
+    if chain != want:
+        raise Fail("%s: call chain %s, want %s" % (exe, chain, want))
     # Names: GDB's, the ELF symbol and Go's own, at the lookup address.
     lookups = [(f["pc"] if f["exact"] else f["pc"] - 1) - bias for f in frames]
     go_own = go_names(exe, lookups)
@@ -437,16 +545,17 @@ def name_frames(frames, bias, exe, unstripped):
 
 def make(name, flags, reference):
     os.makedirs(BIN, exist_ok=True)
-    exe = build(name, flags)
+    source = CGO_SOURCE if name in CGO_VARIANTS else SOURCE
+    exe = build(name, flags, source)
     unstripped = os.path.join(BIN, reference)
     if reference != name:
-        build(reference, REFERENCES[reference])
+        build(reference, REFERENCES[reference], source)
         # Without GDB the reference is not read for this build's frames (s390x's differs).
         if ARCHES[ARCH]["gdb"] and instruction_layout(exe) != instruction_layout(unstripped):
             raise Fail("%s: code layout differs from the unstripped build" % name)
         if any(s for s in elf_symbols(exe)):
             raise Fail("%s: still has a symbol table" % name)
-    core, trace, stops = crash(name, exe, unstripped)
+    core, trace, stops = crash(name, exe, unstripped, stop_at_fault=name in CGO_VARIANTS)
     tid, frames = expected_frames(name, exe, unstripped, stops, trace)
     if tid is None:  # no GDB: the core's only thread that ran the crashing goroutine
         tid = core_crashing_tid(core)

@@ -153,6 +153,7 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     out.planted = f.planted;
     out.jit = f.jit;
     out.jit_entry = f.jit_entry;
+    out.stack_switch = f.stack_switch;
     if (keep) out.regs = f.regs;
   };
   bt.frames.reserve(std::min<uint32_t>(limits_.max_frames, 64));
@@ -183,8 +184,9 @@ Backtrace Unwinder::unwind(const RegisterSet& regs, Memory& mem, const ModuleSet
     if (index > 0) {
       const uint64_t prev = bt.frames[index - 1].cfa;
       // Exempt: the trampoline's step (the interrupted stack may lie below a handler on an
-      // alternate stack) and the interrupted frame's (its CFA may equal its SP-based start).
-      if (signal_step || frame.exact_pc) {
+      // alternate stack) and the interrupted frame's (its CFA may equal its SP-based start);
+      // a runtime's recorded stack switch (Go's cgo call: the goroutine's stack is anywhere).
+      if (signal_step || frame.exact_pc || caller.stack_switch) {
         if (exempt_pairs.seen(frame.pc, frame.cfa)) {
           bt.stop = StopReason::NoProgress;
           bt.detail =

@@ -53,6 +53,10 @@ struct Frame {
   // Addition (JIT code): the pc lies in executable memory no module covers
   // (ModuleSet::is_jit_code).
   bool jit = false;
+  // Addition (Go/cgo): this frame is on another stack than its callee, reached through a
+  // runtime's own record of a stack switch (runtime.asmcgocall's saved g and depth): its CFA
+  // need not be above the callee's.
+  bool stack_switch = false;
 
   // Marks the frame as JIT code when `modules` says its pc is (module must be null).
   void classify_jit(const ModuleSet& modules) {

@@ -183,10 +183,14 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
   return lr == nullptr ? amd64_step(frame, *f, mem) : lr_step(frame, *f, mem, *lr);
 }
 
+bool go_sigpanic_frame(const Frame& frame, const Module& module, const Limits& limits) {
+  auto f = locate(frame, module, limits);
+  return f && f->name == "runtime.sigpanic";
+}
+
 bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra,
                        const Limits& limits) {
-  auto f = locate(frame, module, limits);
-  if (f && f->name == "runtime.sigpanic") return true;
+  if (go_sigpanic_frame(frame, module, limits)) return true;
   const Image* image = module.image.get();
   const elf::GoPclntab* go = image != nullptr ? elf::go_pclntab(*image) : nullptr;
   if (go == nullptr || !module.contains(ra)) return false;

@@ -27,6 +27,11 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
 // its stack (unwind/validate.hpp).
 bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra, const Limits& limits);
 
+// Whether `frame` is runtime.sigpanic (Go's table names it in `module`): its caller's pc is the
+// faulting pc Go's signal handler pushed as a return address, the instruction that faulted,
+// not one after a call (looked up as is: Frame::planted), in Go code or, on a cgo call, in C.
+bool go_sigpanic_frame(const Frame& frame, const Module& module, const Limits& limits);
+
 // Whether go_step_over_cfi can apply on `arch` at all (checked before the call: every step
 // of an Auto walk asks).
 inline bool go_cfi_may_be_wrong(Arch arch) {

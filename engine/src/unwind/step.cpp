@@ -39,6 +39,7 @@ struct FirstOf {
 // The tables first, then (Auto, UnwindOptions::frame_pointer_fallback) the fallbacks.
 using Chain = FirstOf<FramePointerOnly,       // --source frame-pointer: that and nothing else
                       GoRuntimeOverCfi,       // Go runtime frames whose DWARF is wrong
+                      GoCgoSwitch,            // asmcgocall: back to the goroutine's stack
                       SFrameRowFirst,         // --source sframe, or the converted tables
                       CfiRow,                 // .eh_frame, .debug_frame
                       OwnSFrameRow,           // Auto: the module's .sframe where no CFI covers
@@ -66,7 +67,18 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
                        Frame& caller) {
   StepContext ctx(frame, caller, mem, modules, options, limits, memo,
                   memo.get_ops(frame.regs.arch()), module_for(frame, modules));
-  return Chain::step(ctx);
+  caller.stack_switch = false;  // set by the one strategy that crosses a runtime's switch
+  StepOutcome out = Chain::step(ctx);
+  // Whichever strategy stepped runtime.sigpanic, its caller's pc is the faulting instruction
+  // Go's handler planted: looked up as is (pc - 1 may be in the function before it when the
+  // first instruction faulted, as in a C leaf called through cgo).
+  if (out && caller.pc != 0 && !caller.exact_pc && !caller.planted && ctx.module != nullptr &&
+      go_sigpanic_frame(frame, *ctx.module, limits)) {
+    caller.planted = true;
+    caller.module = modules.find(caller.lookup_pc(), caller.module);
+    caller.classify_jit(modules);
+  }
+  return out;
 }
 
 }  // namespace ehbt::unwind

@@ -1,7 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unwind/strategies/go.hpp"
 
+#include "unwind/describe.hpp"
+#include "unwind/validate.hpp"
+
 namespace ehbt::unwind {
+
+Attempt GoCgoSwitch::attempt(StepContext& ctx) {
+  const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
+  if (kind == GoSwitch::None) return std::nullopt;
+  if (kind == GoSwitch::SystemStack) {
+    return stop(StopReason::NoUnwindInfo,
+                "runtime.systemstack: its caller is on the goroutine's stack, which only the "
+                "goroutine's g.sched records (not followed)");
+  }
+  constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
+  auto sw = go_cross_cgo_switch(ctx.frame, ctx.mem);
+  if (!sw) return unexpected(recover_failure(sw.error(), kWhat));
+  // The caller is proven as every frame not from a table, on the stack the runtime switched
+  // back to: its pc follows a call of asmcgocall, its frame lies in the stack mapping of the
+  // goroutine sp and, where the runtime named the goroutine, inside its g.stack. That is the
+  // only place a step may leave the stack region it started in without a signal frame.
+  if (sw->stack_hi != 0 && (sw->switched_sp < sw->stack_lo || sw->caller.cfa > sw->stack_hi)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": caller CFA " +
+                                              hex(sw->caller.cfa) +
+                                              " is outside the goroutine's stack [" +
+                                              hex(sw->stack_lo) + ", " + hex(sw->stack_hi) + ")");
+  }
+  Callee callee;
+  callee.sp = sw->switched_sp;
+  callee.lookup_pc = ctx.frame.lookup_pc();
+  callee.function_start = ctx.code_hint().function_start();
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  }
+  auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
+  if (out) ctx.caller.stack_switch = true;
+  return out;
+}
 
 Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
   if (auto rec = go_step_over_cfi(ctx.ops, ctx.frame, *ctx.module, ctx.mem, ctx.limits)) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "unwind/go_step.hpp"
+#include "unwind/go_switch.hpp"
 #include "unwind/strategies/step_context.hpp"
 
 namespace ehbt::unwind {
@@ -12,6 +13,18 @@ namespace ehbt::unwind {
 struct GoRuntimeOverCfi {
   static bool applies(const StepContext& ctx) {
     return ctx.auto_mode() && ctx.module != nullptr && go_cfi_may_be_wrong(ctx.frame.regs.arch());
+  }
+  static Attempt attempt(StepContext& ctx);
+};
+
+// Before the tables (Auto): runtime.asmcgocall at the return address of its call into C, whose
+// caller is on the goroutine's stack (unwind/go_switch.hpp). Go's .debug_frame for it is wrong,
+// and a fallback would stay on the system stack: where the runtime's saved state does not give a
+// proven caller, the walk stops here. runtime.systemstack's frame on g0 ends the walk with a
+// reason (its caller is not recorded on g0's stack).
+struct GoCgoSwitch {
+  static bool applies(const StepContext& ctx) {
+    return ctx.auto_mode() && ctx.module != nullptr && !ctx.frame.exact_pc;
   }
   static Attempt attempt(StepContext& ctx);
 };
