@@ -242,8 +242,9 @@ std::optional<CachedCopy> cached_uncompressed_copy(Elf* source, const DebugSecti
                                                    const Limits& limits) {
   if (limits.max_debug_cache_bytes == 0 || !sections.any_compressed) return std::nullopt;
   GElf_Ehdr eh;
-  // A relocatable file's DWARF needs its relocations applied (libdwfl's work, not libdw's).
-  if (gelf_getehdr(source, &eh) == nullptr || eh.e_type == ET_REL) return std::nullopt;
+  // A relocatable file (a dwz file is one) is copied too: libdw applies no relocations, so
+  // the copy leaving them out changes nothing it reads.
+  if (gelf_getehdr(source, &eh) == nullptr) return std::nullopt;
   BuildId id;
   const ssize_t id_size = dwelf_elf_gnu_build_id(source, &id.bytes);
   // Real build-ids are 16 or 20 bytes; a longer one would make no reasonable file name.
