@@ -76,3 +76,28 @@ def test_cached_runs_print_what_uncached_runs_print(ehbt_bin, fixture_cores, nam
     again, _ = run(ehbt_bin, exp, cache)
     assert again == without
     assert all((cache / "debug" / c).stat().st_size > 4096 for c in copies)
+
+
+def test_python_limits_turn_the_cache_off(build_dir, fixture_cores, tmp_path, monkeypatch):
+    """ehbt.Limits(max_debug_cache_bytes=0) is --no-debug-cache for the Python module (and so
+    for the plugins and ehbt-triage, which report through it)."""
+    import ehbt_py
+    ehbt = ehbt_py.import_ehbt(build_dir)
+    exp = ce.expected_case(fixture_cores, "x86_64", "chain", pytest.skip)
+    sysroots, exe = ce.default_args(exp)
+    monkeypatch.setenv("EHBT_CACHE_DIR", str(tmp_path))
+
+    def report(limits):
+        target = ehbt.open_core(exp["core"], sysroots=sysroots, exe=exe or "")
+        try:
+            return ehbt.target_report(target, threads="all", limits=limits).to_dict()
+        finally:
+            target.close()
+
+    without = report(ehbt.Limits(max_debug_cache_bytes=0))
+    cache = tmp_path / "debug"
+    assert not cache.exists() or not any(cache.iterdir())
+    with_cache = report(None)
+    assert with_cache == without
+    if compressed_debug_files(without):
+        assert any(cache.iterdir())
