@@ -101,3 +101,36 @@ def test_python_limits_turn_the_cache_off(build_dir, fixture_cores, tmp_path, mo
     assert with_cache == without
     if compressed_debug_files(without):
         assert any(cache.iterdir())
+
+
+def test_gdb_plugin_no_debug_cache(build_dir, ehbt_bin, fixture_cores, tmp_path, monkeypatch):
+    """GDB's `ehbt -no-debug-cache` writes no copy and prints the lines the CLI prints with
+    --no-debug-cache; without it the copy is made, the same lines."""
+    import ehbt_py as h
+    exp = ce.expected_case(fixture_cores, "x86_64", "chain", pytest.skip)
+    want = json.loads(run(ehbt_bin, exp, tmp_path / "cli", "--no-debug-cache")[0])
+    cache = tmp_path / "gdb"
+    monkeypatch.setenv("EHBT_CACHE_DIR", str(cache))
+    sysroots, exe = ce.default_args(exp)
+    pre = ["set debug-file-directory /usr/lib/debug"] + (
+        ["set sysroot " + sysroots[0]] if sysroots else []) + [
+        "file " + (exe or exp["exe_file"]), "core " + exp["core"]]
+
+    def lines(*flags):
+        out_file = tmp_path / "gdb.json"
+        out = h.run_gdb(build_dir, [], pre + [
+            "python open(%r, 'w').write(gdb.execute(%r, to_string=True))" % (
+                str(out_file), " ".join(("ehbt", "-all", "-json") + flags))])
+        assert out_file.exists(), out[-3000:]
+        text = [x for x in out_file.read_text().splitlines() if x.startswith("{")]
+        doc = json.loads(text[0])
+        return [[(f["pc"], f.get("location"), f.get("inlined")) for f in t["frames"]]
+                for t in doc["threads"]]
+
+    expected = [[(f["pc"], f.get("location"), f.get("inlined")) for f in t["frames"]]
+                for t in want["threads"]]
+    assert lines("-no-debug-cache") == expected
+    assert not (cache / "debug").exists() or not any((cache / "debug").iterdir())
+    assert lines() == expected
+    if compressed_debug_files(want):
+        assert any((cache / "debug").iterdir())
