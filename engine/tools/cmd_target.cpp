@@ -28,6 +28,7 @@ constexpr OptionSpec kOptions[] = {
     {"--exe", true, false},
     {"--perf-map", true, false},
     {"--no-lines", false, false},
+    {"--no-debug-cache", false, false},
     {"--json", false, false},
     {"--all-threads", false, false},
     {"--thread", true, false},
@@ -80,6 +81,16 @@ constexpr std::string_view kOutputHelp = R"(options:
                      the DWARF of the module's own file, else of its
                      separate debug file, found as --debug-dir says,
                      with its dwz file)
+  --no-debug-cache   read compressed debug files as they are: no cached
+                     copy (by default a debug file whose DWARF is
+                     compressed, as Debian's -dbg and -dbgsym files are,
+                     is read from an uncompressed copy made on first use,
+                     keyed by build-id, in $EHBT_CACHE_DIR, else
+                     $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt (debug/,
+                     made mode 0700), up to 2 GiB, the least recently
+                     used removed first; the same lines either way, and
+                     a directory that cannot be used is silently done
+                     without)
   --json             print the ehbt-backtrace/1 JSON document instead of
                      text
   --all-threads      print every thread (default: the crashing thread,
@@ -255,6 +266,7 @@ Expected<OutputOptions, std::string> output_options(const ParsedArgs& args) {
   o.target.exe = args.value("--exe").value_or("");
   o.target.perf_map = args.value("--perf-map").value_or("");
   o.collect.lines = !args.has("--no-lines");
+  if (args.has("--no-debug-cache")) o.collect.limits.max_debug_cache_bytes = 0;
   o.target.one_thread_at_a_time = args.has("--one-thread-at-a-time");
   o.json = args.has("--json");
   o.collect.all_threads = args.has("--all-threads");
@@ -406,7 +418,8 @@ const std::string kPidHelpText = help_text(kPidHelp);
 const CommandRegistrar kCore{
     Command{"core", 10,
             "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] [--json] "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] "
+            "[--no-debug-cache] [--json] "
             "[--all-threads | "
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
@@ -416,7 +429,8 @@ const CommandRegistrar kCore{
 const CommandRegistrar kPid{
     Command{"pid", 20,
             "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] [--json] "
+            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] "
+            "[--no-debug-cache] [--json] "
             "[--all-threads | "
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "

@@ -303,7 +303,7 @@ class EhbtCommand(gdb.Command):
             results, _modules.get(inferior, opts), exe or None, core=core, pid=pid,
             warnings=warnings, signal=signal, signal_tid=signal_tid,
             input_format=engine_core.input_format if engine_core else None,
-            lines=not opts["no_lines"]) + "\n")
+            lines=not opts["no_lines"], debug_cache=not opts.get("no_debug_cache")) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------

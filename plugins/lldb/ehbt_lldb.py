@@ -397,7 +397,7 @@ class EhbtCommand:
             results, modules, exe, core=core, pid=pid, warnings=warnings, signal=signal,
             signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of,
             input_format=engine_core.input_format if engine_core else None,
-            lines=not opts["no_lines"]))
+            lines=not opts["no_lines"], debug_cache=not opts.get("no_debug_cache")))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,3 +35,18 @@ def fixture_cores():
     arches = [a for a in ce.ARCHES if ce.arch_tools_present(a)]
     logs = ce.ensure_cores(arches)
     return {"arches": arches, "logs": logs}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ehbt_cache_dir(tmp_path_factory):
+    """Every ehbt the tests run (the CLI, the Python module, the plugins, ehbt-triage) keeps its
+    cache (the debug cache: docs/cli.md, --no-debug-cache) in a directory of this session,
+    never in the user's ~/.cache/ehbt."""
+    path = tmp_path_factory.mktemp("ehbt-cache")
+    old = os.environ.get("EHBT_CACHE_DIR")
+    os.environ["EHBT_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("EHBT_CACHE_DIR", None)
+    else:
+        os.environ["EHBT_CACHE_DIR"] = old

@@ -113,9 +113,16 @@ struct Limits {
   // DIEs visited to find the scopes at one pc (a unit's top-level DIEs are scanned, so large
   // units visit tens of thousands); calls inlined at one pc kept, innermost first (real code
   // nests a dozen or so).
+  // max_debug_bytes counts compressed sections (Debian's debug files) as inflated: libdw
+  // holds them so.
   uint64_t max_debug_bytes = uint64_t{8} << 30;
   uint32_t max_line_dies = 1u << 20;
   uint32_t max_inline_depth = 64;
+  // Addition (debug cache, engine/src/lines/debug_cache.hpp): bytes of the uncompressed copies
+  // of compressed debug files kept in the cache directory ($EHBT_CACHE_DIR, else
+  // $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt; in debug/), least recently used removed first.
+  // 0: no cache (libdw inflates the debug file's sections in every process, `--no-debug-cache`).
+  uint64_t max_debug_cache_bytes = uint64_t{2} << 30;
 };
 
 }  // namespace ehbt

@@ -53,6 +53,8 @@ OPTIONS = (
            text="the debugger's own frames beside the engine's"),
     Option("no_lines", "--no-lines", gdb=("-no-lines",),
            text="no source lines or inlined calls (reads no debug info)"),
+    Option("no_debug_cache", "--no-debug-cache", gdb=("-no-debug-cache",),
+           text="compressed debug files read without the cache"),
     Option("source", "--source", "S",
            text="auto (default), eh_frame, sframe or frame_pointer"),
     Option("sysroot", "--sysroot", "DIR", repeat=True, check="dir",
@@ -259,10 +261,12 @@ def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
 
 def report(results, signal=None, signal_tid=None, arch=None, modules=None, executable=None,
            core=None, pid=None, warnings=(), symbol_of=None, input_format=None,
-           lines=True):
+           lines=True, debug_cache=True):
     """The ehbt.Report of the command: its threads in the order given, the one that took the
     signal marked crashing. A live process is named by its pid, a core by its path. lines:
-    each frame's source position and inlined calls from debug info (False: --no-lines)."""
+    each frame's source position and inlined calls from debug info (False: --no-lines);
+    debug_cache False: compressed debug files read as they are (--no-debug-cache)."""
+    limits = None if debug_cache else _ehbt.Limits(max_debug_cache_bytes=0)
     arch = results[0][1] if results else arch
     rep = _ehbt.Report(arch, core=None if pid else core, pid=pid or None, executable=executable,
                        input_format=None if pid else input_format)
@@ -276,7 +280,7 @@ def report(results, signal=None, signal_tid=None, arch=None, modules=None, execu
         rep.add_warning(w)
     for tid, _arch, backtrace, _host in results:
         rep.add_thread(int(tid), backtrace, crashing=tid == signal_tid, symbol_of=symbol_of,
-                       lines=lines)
+                       lines=lines, limits=limits)
     return rep
 
 
@@ -285,7 +289,7 @@ def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
     header line only with --all-threads), or the comparison with the debugger's own frames
     (--compare)."""
     rep = report(results, signal, signal_tid, symbol_of=symbol_of,
-                 lines=not opts["no_lines"])
+                 lines=not opts["no_lines"], debug_cache=not opts.get("no_debug_cache"))
     out = []
     for thread, (_tid, arch, _bt, host_frames) in zip(rep.threads, results):
         if host_frames is None:
@@ -300,12 +304,13 @@ def text(results, opts, signal, signal_tid, host="GDB", symbol_of=None):
 
 
 def document(results, modules, executable, core=None, pid=None, warnings=(), signal=None,
-             signal_tid=None, arch=None, symbol_of=None, input_format=None, lines=True):
+             signal_tid=None, arch=None, symbol_of=None, input_format=None, lines=True,
+             debug_cache=True):
     """The ehbt-backtrace/1 document on one line (the CLI indents it), without its newline.
     `modules`: the ModuleSet (or list of Module) the walks were given. lines: False for
-    --no-lines."""
+    --no-lines; debug_cache: False for --no-debug-cache."""
     rep = report(results, signal, signal_tid, arch, modules, executable, core, pid, warnings,
-                 symbol_of, input_format, lines)
+                 symbol_of, input_format, lines, debug_cache)
     return rep.json(compact=True).rstrip("\n")
 
 

@@ -131,7 +131,8 @@ ReportPtr target_report(const std::shared_ptr<PyTarget>& t, const pyb::handle& t
 }
 
 void add_thread(PyReport& p, int64_t tid, const pyb::handle& walk, bool crashing,
-                const std::string& name, const pyb::handle& symbol_of, bool lines) {
+                const std::string& name, const pyb::handle& symbol_of, bool lines,
+                const Limits& limits) {
   if (walk.is_none()) {  // a thread without a walk: its header only
     static const Backtrace kEmpty;
     if (p.set == nullptr) use_modules(p, nullptr, &kNoModules);
@@ -148,7 +149,7 @@ void add_thread(PyReport& p, int64_t tid, const pyb::handle& walk, bool crashing
     }
   }
   // With the GIL held: the report is a Python object other threads may be using.
-  rep::ThreadReport* t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set, lines);
+  rep::ThreadReport* t = &rep::add_thread(p.r, tid, name, crashing, bt->bt, *p.set, lines, limits);
   if (symbol_of.is_none()) return;
   // The front end names what the engine could not (LLDB's own symbol tables).
   for (std::size_t k = 0; k < t->frames.size(); ++k) {
@@ -383,15 +384,19 @@ void bind_report(pyb::module_& m) {
       .def(
           "add_thread",
           [](PyReport& p, int64_t tid, const pyb::handle& bt, bool crashing,
-             const std::string& name, const pyb::handle& symbol_of,
-             bool lines) { add_thread(p, tid, bt, crashing, name, symbol_of, lines); },
+             const std::string& name, const pyb::handle& symbol_of, bool lines,
+             const pyb::handle& limits) {
+            add_thread(p, tid, bt, crashing, name, symbol_of, lines, limits_from_py(limits));
+          },
           pyb::arg("tid"), pyb::arg("backtrace"), pyb::arg("crashing") = false,
           pyb::arg("name") = "", pyb::arg("symbol_of") = pyb::none(), pyb::arg("lines") = true,
+          pyb::arg("limits") = pyb::none(),
           "A thread walked by the caller (backtrace: an ehbt.Backtrace, or None for a thread "
           "shown by its header only). symbol_of(frame) -> (name, target start) | None is "
           "asked only for frames the engine has no symbol for. Without set_modules the walk's "
           "own modules are listed. lines: source lines and inlined calls from the modules' debug "
-          "info (False: none looked up).")
+          "info (False: none looked up). limits: an ehbt.Limits for the lines "
+          "(max_debug_cache_bytes=0: no debug cache, as --no-debug-cache).")
       .def_property_readonly("arch", [](const PyReport& p) { return p.r.arch; })
       .def_property_readonly("core", [](const PyReport& p) { return p.r.core; })
       .def_property_readonly("pid", [](const PyReport& p) { return p.r.pid; })

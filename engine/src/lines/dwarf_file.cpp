@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 
 #include "elf/image_impl.hpp"  // elf::libelf_ready()
+#include "lines/debug_cache.hpp"
+#include "lines/debug_sections.hpp"
 #include "lines/dwz_alt.hpp"
 #include "util/regular_file.hpp"
 
@@ -23,14 +26,8 @@ DwarfFile::~DwarfFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-// What the sections of one file say before libdw is asked to read them.
-struct DebugSections {
-  bool has_info = false;  // .debug_info (or the compressed .zdebug_info) with contents
-  uint64_t bytes = 0;     // of every .debug_* / .zdebug_* section with contents
-};
-
 struct DwarfOpener {
-  static std::unique_ptr<DwarfFile> open_elf(const Image& image) {
+  static std::unique_ptr<DwarfFile> open_elf(const Image& image, const Limits& limits) {
     auto f = std::make_unique<DwarfFile>();
     f->path_ = image.name();
     if (image.from_file()) {
@@ -40,6 +37,7 @@ struct DwarfOpener {
       if (!opened) return nullptr;
       f->fd_ = *opened;
       f->elf_ = elf_begin(f->fd_, ELF_C_READ_MMAP, nullptr);
+      if (f->elf_ != nullptr && elf_kind(f->elf_) == ELF_K_ELF) use_cached_copy(*f, limits);
     } else if (!image.file_bytes().empty()) {
       // from_bytes(): the image owns these bytes (tests, fuzzers).
       const std::span<const std::byte> bytes = image.file_bytes();
@@ -50,26 +48,28 @@ struct DwarfOpener {
     return f;
   }
 
-  static DebugSections sections(Elf* elf) {
-    DebugSections out;
-    std::size_t shstrndx = 0;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0) return out;
-    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-      GElf_Shdr sh;
-      if (gelf_getshdr(scn, &sh) == nullptr || sh.sh_type == SHT_NOBITS) continue;
-      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
-      if (name == nullptr) continue;
-      const std::string_view n(name);
-      if (!n.starts_with(".debug_") && !n.starts_with(".zdebug_")) continue;
-      out.bytes += sh.sh_size;
-      if ((n == ".debug_info" || n == ".zdebug_info") && sh.sh_size > 0) out.has_info = true;
-    }
-    return out;
+  // A file whose DWARF is compressed is read from its uncompressed copy in the debug cache
+  // (debug_cache.hpp), made now if there is none: libdw inflates every compressed section
+  // whole as it opens a file, tens of milliseconds for Debian's libc debug file in every
+  // process, but over the copy it reads only the pages a lookup needs. The copy holds the
+  // same DWARF, so what the lookups answer does not depend on it; only `path_`, which
+  // reports name, stays the source's. Where no copy can be had the source is read as before,
+  // and one larger than max_debug_bytes is left to begin() to refuse.
+  static void use_cached_copy(DwarfFile& f, const Limits& limits) {
+    if (limits.max_debug_cache_bytes == 0) return;
+    const DebugSections s = scan_debug_sections(f.elf_);
+    if (!s.has_info || !s.any_compressed || s.bytes > limits.max_debug_bytes) return;
+    std::optional<CachedCopy> copy = cached_uncompressed_copy(f.elf_, s, limits);
+    if (!copy) return;
+    elf_end(f.elf_);
+    ::close(f.fd_);
+    f.elf_ = copy->elf;
+    f.fd_ = copy->fd;
   }
 
   // Opens libdw over an ELF that has .debug_info. `problem` says why not when it fails.
   static bool begin(DwarfFile& f, const Limits& limits, std::string& problem) {
-    const DebugSections s = sections(f.elf_);
+    const DebugSections s = scan_debug_sections(f.elf_);
     if (!s.has_info) return false;
     if (s.bytes > limits.max_debug_bytes) {
       problem = f.path_ + ": " + std::to_string(s.bytes) + " bytes of DWARF, more than the " +
@@ -106,6 +106,8 @@ struct DwarfOpener {
       alt->fd_ = *opened;
       alt->elf_ = elf_begin(alt->fd_, ELF_C_READ_MMAP, nullptr);
       if (alt->elf_ == nullptr || elf_kind(alt->elf_) != ELF_K_ELF) continue;
+      // The build-id checked is the copy's, which is the file's.
+      use_cached_copy(*alt, limits);
       const void* alt_id = nullptr;
       const ssize_t alt_len = dwelf_elf_gnu_build_id(alt->elf_, &alt_id);
       if (alt_len != id_len || std::memcmp(alt_id, id, static_cast<std::size_t>(id_len)) != 0) {
@@ -127,7 +129,7 @@ OpenedDwarf open_image_dwarf(const Image& image, const Limits& limits) {
   const std::shared_ptr<const Image> debug = image.debug_file();
   for (const Image* candidate : {&image, debug.get()}) {
     if (candidate == nullptr) continue;
-    std::unique_ptr<DwarfFile> f = DwarfOpener::open_elf(*candidate);
+    std::unique_ptr<DwarfFile> f = DwarfOpener::open_elf(*candidate, limits);
     if (!f) continue;
     if (!DwarfOpener::begin(*f, limits, out.problem)) {
       if (!out.problem.empty()) return out;  // DWARF there, but unusable: say so, go no further

@@ -16,7 +16,9 @@
 namespace ehbt::lines {
 
 // An Elf and the Dwarf over it, and the file descriptor under both when the file was opened
-// by name. Closes them in the right order.
+// by name. Closes them in the right order. A file whose DWARF is compressed is read from its
+// uncompressed copy in the debug cache (debug_cache.hpp) when there is one; `path` still
+// names the file itself, as reports do.
 class DwarfFile {
  public:
   DwarfFile() = default;

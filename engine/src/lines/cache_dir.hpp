@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// ehbt's cache directory, as XDG and debuginfod's client place theirs: $EHBT_CACHE_DIR, else
+// $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt. What is cached there is only ever a faster form of
+// what the engine can read without it, so a directory that cannot be made or is not safe to
+// use is no error: the caller goes without.
+#pragma once
+
+#include <string>
+
+namespace ehbt::lines {
+
+// The directory by the rules above ("" when none of the variables is set).
+std::string ehbt_cache_dir();
+
+// `sub` inside `root`, both made (mode 0700) where missing, opened as a directory: a
+// descriptor (O_CLOEXEC) for the *at() calls, or -1. `sub` itself is never a symbolic link and
+// must belong to the effective user with no access for group and others, so that nothing in
+// it was put there by someone else (`root` may be a link: the user's own choice).
+int open_private_dir(const std::string& root, const char* sub);
+
+}  // namespace ehbt::lines
