@@ -1150,6 +1150,88 @@ def test_rows_built_by_the_worker_store_what_the_document_says(tmp_path):
     assert sorted(asked) == ["0x100", "0x101"]
 
 
+def _recursion_doc(depth, tail=("main", "__libc_start_main", "_start")):
+    """A stack overflow as the engine documents it: raise and abort on top, then `depth`
+    frames of one recursive function returning to the same address (a frame 0 found from the
+    context, the rest by CFI), then the tail; one module, one thread."""
+    def frame(i, symbol, pc, offset, source="eh_frame"):
+        return {"index": i, "pc": pc, "cfa": "0x%x" % (0x7ff000 + 16 * i), "source": source,
+                "module": "/opt/app", "module_offset": offset, "symbol": symbol,
+                "symbol_offset": "0x9e",
+                "location": {"file": "/src/app.c", "line": 15, "column": 3}, "inlined": []}
+
+    frames = [frame(0, "raise", "0x7f0000001000", "0x1000", "context"),
+              frame(1, "abort", "0x7f0000002000", "0x2000")]
+    frames += [frame(len(frames) + k, "recurse", "0x7f00000011ee", "0x11ee")
+               for k in range(depth)]
+    frames[2]["pc"], frames[2]["module_offset"] = "0x7f0000001182", "0x1182"  # the crash
+    frames[2]["inlined"] = [{"function": "touch", "location": {"file": "/src/app.h",
+                                                                "line": 3, "column": 1}}]
+    frames += [frame(len(frames) + k, name, "0x7f000000%04x" % (0x3000 + k),
+                     "0x%x" % (0x3000 + k)) for k, name in enumerate(tail)]
+    return {"signal": {"number": 6, "name": "SIGABRT", "code": -6, "address": None},
+            "executable": "/opt/app", "arch": "x86_64",
+            "modules": [{"path": "/opt/app", "build_id": "beef"}],
+            "threads": [{"tid": 7, "crashing": True, "stop_reason": "outermost",
+                         "stop_detail": "", "frames": frames}]}
+
+
+def test_deep_stack_signature_reads_only_its_top_frames():
+    """The signature of a 1000-frame recursion: the inlined call, then the recursive
+    function (rules 3 and 5, signature version 2), whatever lies far below; frames past
+    the top ones are never labelled (a stack overflow costs the same as a short stack)."""
+    s = sigmod.Signer(top=5)
+    doc = _recursion_doc(1000)
+    assert s.sign(doc) == "touch | recurse | recurse | recurse | recurse"
+    assert sigmod.Signer(top=2).sign(doc) == "touch | recurse"
+    # A start frame or main below the top frames does not shorten the signature; one within
+    # them does (rule 4).
+    assert s.sign(_recursion_doc(2, tail=("main", "_start"))) == \
+        "touch | recurse | recurse | main"
+    assert s.sign(_recursion_doc(3, tail=("start_thread", "clone3"))) == \
+        "touch | recurse | recurse | recurse"
+    assert s.sign(_recursion_doc(4, tail=("start_thread",))) == \
+        "touch | recurse | recurse | recurse | recurse"
+    labelled = []
+    real = sigmod.frame_label
+    try:
+        sigmod.frame_label = lambda f: labelled.append(f["index"]) or real(f)
+        assert s.sign(doc) == "touch | recurse | recurse | recurse | recurse"
+    finally:
+        sigmod.frame_label = real
+    assert max(labelled) < 10  # raise, abort, then five frames (the inlined one included)
+
+
+@pytest.mark.parametrize("depth", [1, 62, 63, 1000])
+def test_deep_stack_rows_store_every_frame(tmp_path, depth):
+    """Every frame of a deep stack stored in order, field by field as the document says
+    (the rows of repeated frames are shared, and the parent inserts 64 frames a statement:
+    0, 1 and 15 such statements and a rest here)."""
+    from ehbt_triage import store as storemod
+
+    doc = _recursion_doc(depth)
+    frames = doc["threads"][0]["frames"]
+    key = "beef+0x{}".format
+    rows = storemod.document_rows(doc, lambda f: key(f["module_offset"][2:]))
+    st = storemod.Store(str(tmp_path / "deep.db"))
+    info = {"sha256": "%064x" % depth, "path": "c", "size": 1, "core_time": 1.0}
+    core_id, _ = st.record_ok(info, doc, "touch | recurse", rows=rows)
+    st.close()
+    con = sqlite3.connect(str(tmp_path / "deep.db"))
+    stored = con.execute(
+        "SELECT f.core_id, t.tid, f.idx, f.pc, f.module, f.module_offset, f.build_id_key, "
+        "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, f.src_column, f.inlined "
+        "FROM frames f JOIN threads t ON t.id = f.thread_id ORDER BY f.id").fetchall()
+    con.close()
+    assert len(stored) == len(frames) == depth + 5
+    assert stored == [(core_id, 7, f["index"], f["pc"], "/opt/app", f["module_offset"],
+                       key(f["module_offset"][2:]), f["symbol"], "0x9e", f["source"],
+                       "/src/app.c", 15, 3,
+                       json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"]
+                       else None)
+                      for f in frames]
+
+
 @pytest.fixture(scope="module")
 def python_cores(tmp_path_factory):
     """Two cores of /usr/bin/python3 with 5 threads each (4 blocked in a wait, the main one in

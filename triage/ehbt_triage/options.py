@@ -90,9 +90,12 @@ def engine_line():
 
 
 def worker_options(args, store, **extra):
-    """What every worker (local or on a dask cluster) is given to analyse a core."""
+    """What every worker (local or on a dask cluster) is given to analyse a core.
+    send_frames: the crashing thread's frames as the document has them are sent back only
+    for the JSONL, which is the one place the parent uses them (the store takes the rows)."""
     return dict({"sysroots": args.sysroot, "debug_dirs": args.debug_dir,
-                 "debuginfod": args.debuginfod, "key_version": store.key_version}, **extra)
+                 "debuginfod": args.debuginfod, "key_version": store.key_version,
+                 "send_frames": bool(getattr(args, "jsonl", None))}, **extra)
 
 
 def make_pool(args, options, signer):

@@ -196,6 +196,10 @@ def _analyse_plain(path, options, signer, plain):
     build_ids = module_names(doc)
     rows = document_rows(doc, lambda f: frame_key(f, build_ids))
     signature, unreliable = signer.sign_with_trust(doc)
+    if thread and not options.get("send_frames", True):
+        # No JSONL to write them to: the parent needs the thread's header only (its rows
+        # carry the frames), and a deep stack's frames would be marshalled twice.
+        thread = {k: v for k, v in thread.items() if k != "frames"}
     doc["threads"] = [thread] if thread else []
     return {"error": None, "doc": doc, "signature": signature, "rows": rows,
             "unreliable": unreliable, "compression": plain.compression,
