@@ -27,7 +27,10 @@ Printed: median and minimum wall seconds, median user+sys CPU seconds (of the wh
 for the wrapped runs: unshare, sh and mount add the same ~1 ms to both), the ratio of each
 median to ehbt's (goal: eu-stack/ehbt > 1, ehbt stays faster), ehbt's cost of lines
 (lines/no-lines), of debug info (present/absent), and how many frames and source lines each
-printed. `perf stat -e instructions` is used for instruction counts where the machine has
+printed. Then the same core three times in one Python process sharing one ImageStore (an
+ehbt-triage worker): libdw inflates a debug file's compressed sections whole when it opens
+it (most of the cost of lines with libc6-dbg), and only the first core pays for that.
+`perf stat -e instructions` is used for instruction counts where the machine has
 counters (virtual machines often have none: then CPU seconds only). Then GDB
 (cores/gdb_expect.py) records every thread of the same core with its lines and inline frames,
 and each ehbt frame is compared with it by the rules of tests/integration/lines_expect.py:
@@ -170,6 +173,39 @@ def perf_instructions(cmd, workdir):
     return None
 
 
+STORE_SCRIPT = '''
+import resource, sys, ehbt
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+store = ehbt.ImageStore()
+for i in range(3):
+    t0 = cpu()
+    target = ehbt.open_core(sys.argv[1], store=store)
+    ehbt.target_report(target, threads="all").to_dict()
+    print("%.4f" % (cpu() - t0))
+    del target
+'''
+
+
+def shared_store_runs(ehbt_path, core, workdir):
+    """The same core three times in one process with one ImageStore (what an ehbt-triage
+    worker does): the debug files' DWARF -- libdw inflates its compressed sections whole when
+    it opens them -- is opened by the first core only, and kept with the image."""
+    pydir = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(ehbt_path)))), "engine", "python")
+    env = dict(os.environ, PYTHONPATH=pydir)
+    proc = subprocess.run([sys.executable, "-c", STORE_SCRIPT, core], capture_output=True,
+                          text=True, env=env, cwd=workdir, timeout=600)
+    if proc.returncode != 0:
+        print("no in-process run (ehbt Python module from %s): %s" % (
+            pydir, proc.stderr.strip().splitlines()[-1:] or proc.returncode))
+        return
+    secs = [float(x) for x in proc.stdout.split()]
+    print("in-process, one ImageStore, lines: cores #1..#%d cost %s s cpu" % (
+        len(secs), " / ".join("%.4f" % x for x in secs)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ehbt", default=os.path.join(REPO, "build", "engine", "tools", "ehbt"))
@@ -256,6 +292,8 @@ def main():
         print("instructions: " + ", ".join("%s %s" % (k, v) for k, v in counts.items()))
     else:
         print("instructions: no hardware counters here (perf stat -e instructions)")
+
+    shared_store_runs(args.ehbt, core, work)
 
     rules = _lines_rules()
     if rules and shutil.which("gdb") and "ehbt (lines)" in outputs:
