@@ -15,9 +15,23 @@ each) of:
   ehbt core CORE --all-threads --json --no-lines   no debug info opened
   eu-stack -i -s -n 0 --core=CORE -e PYTHON        eu-stack with inlined frames and lines
 
-Printed: median and minimum wall seconds, median user+sys CPU seconds, the ratio of each
+and, where a user namespace can be made (`unshare --user --map-root-user --mount`), ehbt
+with and without debug info present on the same core: both under the same wrapper, which
+bind-mounts over /usr/lib/debug either that directory itself (debug info present) or an empty
+one (absent: no separate debug file is found, as on a machine without -dbg packages):
+
+  ehbt, debug present / absent                     with lines
+  ehbt --no-lines, debug present / absent
+
+Printed: median and minimum wall seconds, median user+sys CPU seconds (of the whole wrapper
+for the wrapped runs: unshare, sh and mount add the same ~1 ms to both), the ratio of each
 median to ehbt's (goal: eu-stack/ehbt > 1, ehbt stays faster), ehbt's cost of lines
-(lines/no-lines), and how many frames and source lines each printed. Then GDB
+(lines/no-lines), of debug info (present/absent), and how many frames and source lines each
+printed. Then the same core three times in one Python process sharing one ImageStore (an
+ehbt-triage worker): libdw inflates a debug file's compressed sections whole when it opens
+it (most of the cost of lines with libc6-dbg), and only the first core pays for that.
+`perf stat -e instructions` is used for instruction counts where the machine has
+counters (virtual machines often have none: then CPU seconds only). Then GDB
 (cores/gdb_expect.py) records every thread of the same core with its lines and inline frames,
 and each ehbt frame is compared with it by the rules of tests/integration/lines_expect.py:
 the number of GDB frames (inlined ones included) ehbt matches exactly, and the first
@@ -125,6 +139,73 @@ def eu_counts(text):
     return frames, located
 
 
+HIDE_DEBUG = 'mount --bind "$0" /usr/lib/debug && exec "$@"'
+
+
+def debug_wrapper(hide, empty):
+    """The prefix that runs a command in a private mount namespace whose /usr/lib/debug is
+    `empty` (hide) or itself; None when no user namespace can be made here."""
+    if not shutil.which("unshare") or not os.path.isdir("/usr/lib/debug"):
+        return None
+    prefix = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", HIDE_DEBUG,
+              empty if hide else "/usr/lib/debug"]
+    probe = subprocess.run(prefix + ["ls", "/usr/lib/debug"], capture_output=True, text=True)
+    if probe.returncode != 0 or (hide and probe.stdout.strip()):
+        return None
+    return prefix
+
+
+def perf_instructions(cmd, workdir):
+    """Instructions the command retired (user and kernel), or None without counters."""
+    if not shutil.which("perf"):
+        return None
+    out = os.path.join(workdir, "perf.csv")
+    subprocess.run(["perf", "stat", "-x,", "-o", out, "-e", "instructions"] + cmd,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with open(out) as f:
+            for line in f:
+                fields = line.strip().split(",")
+                if len(fields) > 2 and fields[2].startswith("instructions"):
+                    return int(fields[0]) if fields[0].isdigit() else None
+    except OSError:
+        pass
+    return None
+
+
+STORE_SCRIPT = '''
+import resource, sys, ehbt
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+store = ehbt.ImageStore()
+for i in range(3):
+    t0 = cpu()
+    target = ehbt.open_core(sys.argv[1], store=store)
+    ehbt.target_report(target, threads="all").to_dict()
+    print("%.4f" % (cpu() - t0))
+    del target
+'''
+
+
+def shared_store_runs(ehbt_path, core, workdir):
+    """The same core three times in one process with one ImageStore (what an ehbt-triage
+    worker does): the debug files' DWARF -- libdw inflates its compressed sections whole when
+    it opens them -- is opened by the first core only, and kept with the image."""
+    pydir = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(ehbt_path)))), "engine", "python")
+    env = dict(os.environ, PYTHONPATH=pydir)
+    proc = subprocess.run([sys.executable, "-c", STORE_SCRIPT, core], capture_output=True,
+                          text=True, env=env, cwd=workdir, timeout=600)
+    if proc.returncode != 0:
+        print("no in-process run (ehbt Python module from %s): %s" % (
+            pydir, proc.stderr.strip().splitlines()[-1:] or proc.returncode))
+        return
+    secs = [float(x) for x in proc.stdout.split()]
+    print("in-process, one ImageStore, lines: cores #1..#%d cost %s s cpu" % (
+        len(secs), " / ".join("%.4f" % x for x in secs)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ehbt", default=os.path.join(REPO, "build", "engine", "tools", "ehbt"))
@@ -145,6 +226,17 @@ def main():
         "eu-stack -i -s": ["eu-stack", "-i", "-s", "-n", "0", "--core=" + core, "-e", exe],
     }
     runs = {k: v for k, v in runs.items() if shutil.which(v[0]) or os.path.exists(v[0])}
+    empty = os.path.join(work, "no-debug")
+    os.makedirs(empty, exist_ok=True)
+    present, absent = debug_wrapper(False, empty), debug_wrapper(True, empty)
+    if present and absent:
+        ehbt_cmd = runs["ehbt (lines)"]
+        runs["debug present"] = present + ehbt_cmd
+        runs["debug absent"] = absent + ehbt_cmd
+        runs["present --no-lines"] = present + ehbt_cmd + ["--no-lines"]
+        runs["absent --no-lines"] = absent + ehbt_cmd + ["--no-lines"]
+    else:
+        print("no user namespace here: ehbt without debug info is not measured")
     times = {k: [] for k in runs}
     cpus = {k: [] for k in runs}
     base_name = "ehbt (lines)"
@@ -169,7 +261,7 @@ def main():
             continue
         med = statistics.median(times[name])
         out = outputs[name]
-        if name.startswith("ehbt"):
+        if name.startswith("ehbt") or name.startswith(("debug", "present", "absent")):
             try:
                 n, inl, loc = count_lines(json.loads(out.out))
                 printed = "%d frames, %d inlined calls, %d with a location" % (n, inl, loc)
@@ -187,6 +279,21 @@ def main():
                                                       else "ehbt SLOWER"))
     if base and times.get("ehbt --no-lines"):
         print("ehbt lines / no-lines = %.2fx" % (base / statistics.median(times["ehbt --no-lines"])))
+    for with_, without in (("debug present", "debug absent"),
+                           ("present --no-lines", "absent --no-lines")):
+        if times.get(with_) and times.get(without):
+            print("ehbt%s: debug info present / absent = %.2fx wall, %.2fx cpu (%.4f / %.4f s "
+                  "cpu)" % (" --no-lines" if "no-lines" in with_ else "",
+                            statistics.median(times[with_]) / statistics.median(times[without]),
+                            statistics.median(cpus[with_]) / statistics.median(cpus[without]),
+                            statistics.median(cpus[with_]), statistics.median(cpus[without])))
+    counts = {name: perf_instructions(cmd, work) for name, cmd in runs.items()}
+    if any(counts.values()):
+        print("instructions: " + ", ".join("%s %s" % (k, v) for k, v in counts.items()))
+    else:
+        print("instructions: no hardware counters here (perf stat -e instructions)")
+
+    shared_store_runs(args.ehbt, core, work)
 
     rules = _lines_rules()
     if rules and shutil.which("gdb") and "ehbt (lines)" in outputs:

@@ -54,7 +54,8 @@ constexpr std::string_view kOutputHelp = R"(options:
   --debuginfod       fetch by build-id from the servers in
                      DEBUGINFOD_URLS (also on when that variable is set):
                      the executable of a module whose file is missing or
-                     another build, the debuginfo no --debug-dir holds;
+                     another build, the debuginfo no --debug-dir holds
+                     (only for modules a frame needs it for);
                      cached as debuginfod's client caches
                      ($DEBUGINFOD_CACHE_PATH, else
                      ~/.cache/debuginfod_client)

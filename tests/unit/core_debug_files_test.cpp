@@ -5,7 +5,10 @@
 // implementation of its own). A real program, split with objcopy as Debian's dh_strip does.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "core/debug_files.hpp"
 #include "ehbt/image.hpp"
@@ -147,6 +150,87 @@ TEST_F(DebugFiles, AttachedFileSuppliesSymbols) {
     checked = true;
   }
   EXPECT_TRUE(checked) << "nm found no ehbt_dbg_fn in the debug file";
+}
+
+// The lookup deferred by a target (core::TargetDebugFiles) runs on the first use of the
+// debug file, once, and attaches what it found: a symbol of the stripped file is the first use.
+TEST_F(DebugFiles, DeferredLookupRunsOnFirstSymbol) {
+  ehbt::TargetOptions o;
+  o.debug_dirs = {dir_ / "dd"};
+  const std::string at = dir_ / "dd" + build_id_tail();
+  place(at);
+  auto img = ehbt::Image::open(exe_);
+  ASSERT_TRUE(img);
+  auto finder = std::make_shared<ehbt::core::TargetDebugFiles>(o);
+  finder->defer(**img, "/opt/app/prog", exe_);
+  EXPECT_EQ((*img)->attached_debug_file(), nullptr) << "looked up before any use";
+  uint64_t addr = 0;
+  for (const auto& s : elf_test::nm_symbols(debug_)) {
+    if (s.name == "ehbt_dbg_fn") addr = s.start;
+  }
+  ASSERT_NE(addr, 0u) << "nm found no ehbt_dbg_fn in the debug file";
+  auto sym = (*img)->symbolize(addr);
+  ASSERT_TRUE(sym.has_value());
+  EXPECT_EQ(sym->name, "ehbt_dbg_fn");
+  auto attached = (*img)->attached_debug_file();
+  ASSERT_NE(attached, nullptr);
+  EXPECT_EQ(attached->name(), at);
+}
+
+// Counts its calls; finds `answer`.
+class CountingFinder : public ehbt::DebugFileFinder {
+ public:
+  explicit CountingFinder(std::shared_ptr<const ehbt::Image> answer) : answer_(std::move(answer)) {}
+  std::shared_ptr<const ehbt::Image> find(const ehbt::Image&) override {
+    ++calls;
+    return answer_;
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  std::shared_ptr<const ehbt::Image> answer_;
+};
+
+TEST_F(DebugFiles, DeferredLookupRunsOnceWhateverItFinds) {
+  auto dbg = ehbt::Image::open(debug_);
+  ASSERT_TRUE(dbg);
+  for (bool finds : {true, false}) {
+    auto img = ehbt::Image::open(exe_);
+    ASSERT_TRUE(img);
+    auto finder = std::make_shared<CountingFinder>(finds ? *dbg : nullptr);
+    (*img)->defer_debug_file(finder);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) {
+      threads.emplace_back([&] {
+        for (int k = 0; k < 100; ++k) (*img)->debug_file();
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(finder->calls.load(), 1) << (finds ? "found" : "none found");
+    EXPECT_EQ((*img)->debug_file() != nullptr, finds);
+  }
+}
+
+TEST_F(DebugFiles, DeferredLookupOfAGoneTargetIsNone) {
+  auto img = ehbt::Image::open(exe_);
+  ASSERT_TRUE(img);
+  auto dbg = ehbt::Image::open(debug_);
+  ASSERT_TRUE(dbg);
+  {
+    auto finder = std::make_shared<CountingFinder>(*dbg);
+    (*img)->defer_debug_file(finder);
+  }  // the target (its finder) is gone; the image lives on in a store
+  EXPECT_EQ((*img)->debug_file(), nullptr);
+  // The next target that resolves the image defers its own lookup.
+  auto next = std::make_shared<CountingFinder>(*dbg);
+  (*img)->defer_debug_file(next);
+  EXPECT_EQ((*img)->debug_file(), *dbg);
+  EXPECT_EQ(next->calls.load(), 1);
+  // Attached: a later target's lookup is never run.
+  auto later = std::make_shared<CountingFinder>(nullptr);
+  (*img)->defer_debug_file(later);
+  EXPECT_EQ((*img)->debug_file(), *dbg);
+  EXPECT_EQ(later->calls.load(), 0);
 }
 
 }  // namespace

@@ -340,6 +340,40 @@ TEST(ImageCfi, ForEachFdeReportsAndContinues) {
   EXPECT_EQ(cfi.find_row(0x402008).error().code, ErrorCode::NoEntry);
 }
 
+// A .debug_frame given by a source (an image's separate debug file, looked up on demand) is
+// asked for once, and only when .eh_frame misses: a pc .eh_frame covers never asks.
+TEST(ImageCfi, DebugFrameSourceAskedOnFirstMissOnly) {
+  Image img;
+  CfiBuilder dbg(SectionKind::DebugFrame, 0);
+  CieSpec cs;
+  cs.version = 3;
+  cs.augmentation = "";
+  cs.instructions = CfaOps().def_cfa(7, 8).offset(16, 1);
+  uint64_t cie = dbg.cie(cs);
+  FdeSpec fs;
+  fs.pc_begin = 0x402000;
+  fs.pc_range = 0x20;
+  fs.instructions = CfaOps().advance_loc(1).def_cfa_offset(16);
+  dbg.fde(cie, fs);
+
+  ImageCfi cfi(img.hdr_view(), img.eh.view(), SectionView{}, Format{}, Bases{}, Limits{});
+  int asked = 0;
+  cfi.set_debug_frame_source([&] {
+    ++asked;
+    return dbg.view();
+  });
+  SectionKind from = SectionKind::DebugFrame;
+  ASSERT_TRUE(cfi.find_row(0x401000, &from));
+  EXPECT_EQ(from, SectionKind::EhFrame);
+  EXPECT_EQ(asked, 0) << "asked although .eh_frame covers the pc";
+  auto r = cfi.find_row(0x402005, &from);
+  ASSERT_TRUE(r) << to_string(r.error().code);
+  EXPECT_EQ(from, SectionKind::DebugFrame);
+  EXPECT_EQ(r->cfa.offset, 16);
+  EXPECT_EQ(cfi.find_row(0x403000).error().code, ErrorCode::NoEntry);
+  EXPECT_EQ(asked, 1);
+}
+
 TEST(ImageCfi, ForEachFdeOfDebugFrame) {
   CfiBuilder dbg(SectionKind::DebugFrame, 0);
   FdeSpec fs;

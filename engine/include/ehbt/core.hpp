@@ -177,7 +177,8 @@ class Target {
   const ModuleSet& modules() const { return modules_; }
   const std::vector<std::pair<uint64_t, uint64_t>>& auxv() const { return auxv_; }
   // What could not be known: missing, mismatched or unreadable files, a truncated core,
-  // absent signal details, failed fetches. Each once, in the order found.
+  // absent signal details, failed fetches. Each once, in the order found. Debug files are
+  // looked up when a frame first needs one: a failed fetch of one is added then.
   const std::vector<Warning>& warnings() const { return warnings_; }
   virtual Memory& memory() = 0;
 
@@ -211,6 +212,10 @@ class Target {
   ModuleSet modules_;
   std::vector<std::pair<uint64_t, uint64_t>> auxv_;
   std::vector<Warning> warnings_;
+  // The lookups of the modules' separate debug files, deferred to their first use (made by
+  // the module resolver; the images hold it weakly). Its warnings land in warnings_, so the
+  // list grows while frames are walked and named.
+  std::shared_ptr<DebugFileFinder> debug_files_;
 };
 
 // Opens an ELF core (mapped, not read whole) or a minidump (MDMP), plain or compressed, told

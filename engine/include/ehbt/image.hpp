@@ -44,6 +44,19 @@ struct Symbol {
   uint64_t size = 0;
 };
 
+class Image;
+
+// Finds the separate debug files of one target's images: its debug directories and sysroots,
+// its debuginfod session, its warnings (engine/src/core/debug_files.hpp). A target defers each
+// image's lookup to it (Image::defer_debug_file), and the first user of the debug file runs it,
+// so that only the modules frames land in are looked up, and fetched.
+class DebugFileFinder {
+ public:
+  virtual ~DebugFileFinder() = default;
+  // The debug file of `image` (one the finder was told about), or null.
+  virtual std::shared_ptr<const Image> find(const Image& image) = 0;
+};
+
 // Per-image state owned by the unwinder (parsed CIEs, FDE index, rows). Images are shared
 // across cores of one build, so this survives as long as the image does.
 class ImageCache {
@@ -83,7 +96,8 @@ class Image {
 
   SectionRef eh_frame_hdr() const { return eh_frame_hdr_; }
   SectionRef eh_frame() const { return eh_frame_; }
-  // The file's own .debug_frame, else its separate debug file's (attach_debug_file).
+  // The file's own .debug_frame, else its separate debug file's (debug_file(): this may look
+  // the debug file up).
   SectionRef debug_frame() const;
   SectionRef sframe() const { return sframe_; }
   SectionRef dynamic() const { return dynamic_; }
@@ -106,11 +120,21 @@ class Image {
   // file's whole contents.
   const std::string& debuglink() const { return debuglink_; }
   uint32_t debuglink_crc() const { return debuglink_crc_; }
-  // The separate debug file that supplies the .debug_frame and .symtab this image lacks.
-  // Attached once, by whoever looked it up, before the image is unwound; a later call
-  // changes nothing and returns false.
+  // The separate debug file that supplies the .debug_frame, .symtab and DWARF this image
+  // lacks. Attached once, by whoever looked it up; a later call changes nothing and returns
+  // false.
   bool attach_debug_file(std::shared_ptr<const Image> debug) const;
+  // Defers the lookup to the first user of the debug file: debug_file() asks `finder` then,
+  // once, and attaches what it finds. Held weakly (a finder lives as long as its target: an
+  // image shared through an ImageStore may outlive it). A later call (another target
+  // resolving the shared image) replaces a lookup still pending; none is recorded once a
+  // debug file is attached.
+  void defer_debug_file(std::weak_ptr<DebugFileFinder> finder) const;
+  // The attached debug file; when none is and a lookup is deferred, runs it first (under the
+  // image's lock: one lookup, however many threads ask). Null when there is none.
   std::shared_ptr<const Image> debug_file() const;
+  // The debug file attached so far, without looking it up.
+  std::shared_ptr<const Image> attached_debug_file() const;
 
   ImageCache* cache() const { return cache_.get(); }
   void set_cache(std::unique_ptr<ImageCache> cache) const { cache_ = std::move(cache); }
@@ -158,9 +182,12 @@ struct Module {
   // true: the file's build-id is the one the target recorded; false: they differ; nothing:
   // either side has none (or no file was found), so there is nothing to compare.
   std::optional<bool> build_id_match;
-  std::string file;        // the file actually used ("" if none)
-  std::string build_id;    // as recorded by the target (core), hex
-  std::string debug_file;  // separate debug file attached to image ("" if none)
+  std::string file;      // the file actually used ("" if none)
+  std::string build_id;  // as recorded by the target (core), hex
+  // The separate debug file already attached to `image` when the module was resolved (an
+  // image shared with an earlier target); "" otherwise: the lookup itself waits for the
+  // first frame that needs it (Image::debug_file(), which names the file it found).
+  std::string debug_file;
   // Why no file backs the module, for stop reasons ("libc.so.6 not found (named by the
   // core)"); "" when one does, or when none is expected (the vDSO).
   std::string missing;

@@ -149,7 +149,8 @@ void bind_image(pyb::module_& m) {
           "An image rebuilt from target memory, from the ELF header mapped at load_addr.")
       .def_property_readonly("name", &Image::name)
       .def_property_readonly("build_id", &Image::build_id)
-      // The separate debug file attached when a target resolved this image, or None.
+      // The separate debug file, or None: a target that resolved this image left its lookup
+      // to the first user (Image::debug_file), which this is.
       .def_property_readonly("debug_file",
                              [](const Image& i) -> std::optional<std::string> {
                                auto d = i.debug_file();

@@ -113,6 +113,7 @@ Expected<std::unique_ptr<Target>, std::string> CoreTarget::open(const std::strin
 
   core::ModuleResolver resolver(*t->memory_, pc.arch, pc.big_endian, options, page_size);
   resolver.set_warnings(&t->warnings_);
+  t->debug_files_ = resolver.debug_files();
   core::CoreMemory* mem = t->memory_.get();
   core::ModuleCollector collector(
       *t->memory_, resolver, pc.big_endian, options.limits,

@@ -148,4 +148,23 @@ std::shared_ptr<const Image> find_debug_file(const Image& image, const std::stri
   return nullptr;
 }
 
+void TargetDebugFiles::defer(const Image& image, const std::string& core_path,
+                             const std::string& file_path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_[&image] = Names{core_path, file_path};
+  }
+  image.defer_debug_file(weak_from_this());
+}
+
+std::shared_ptr<const Image> TargetDebugFiles::find(const Image& image) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = names_.find(&image);
+  if (it == names_.end()) return nullptr;
+  const Names names = it->second;
+  std::string found;
+  return find_debug_file(image, names.core_path, names.file_path, options_, found, &debuginfod_,
+                         warnings_);
+}
+
 }  // namespace ehbt::core

@@ -198,6 +198,7 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   memory_.set_regions(std::move(regions));
   core::ModuleResolver resolver(memory_, kNativeArch, kHostBigEndian, options, kPageSize);
   resolver.set_warnings(&warnings_);
+  debug_files_ = resolver.debug_files();
   resolver.set_named_by("the process");
   core::ModuleCollector collector(memory_, resolver, kHostBigEndian, options.limits, nullptr);
   collector.add_vdso(auxv_);

@@ -401,9 +401,9 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   }
   // [vdso] and friends are no file: their image is read from the target's memory below.
   const bool has_file = !hint.path.starts_with('[');
-  if (!match && has_file && debuginfod_.enabled() && !m.build_id.empty()) {
+  if (!match && has_file && debug_files_->debuginfod().enabled() && !m.build_id.empty()) {
     // The file is missing or another build: the servers may have the right one.
-    DebuginfodResult got = debuginfod_.fetch(m.build_id, DebuginfodKind::Executable);
+    DebuginfodResult got = debug_files_->debuginfod().fetch(m.build_id, DebuginfodKind::Executable);
     std::shared_ptr<const Image> fetched = got.path.empty() ? nullptr : open_one(got.path);
     if (fetched && fetched->build_id() == m.build_id && fetched->arch() == arch_) {
       m.image = fetched;
@@ -437,17 +437,14 @@ std::optional<ResolvedModule> ModuleResolver::resolve(const ModuleHint& hint) {
   }
 
   if (m.image) {
-    // The separate debug file: .debug_frame where the image has no CFI, and .symtab. An image
-    // shared through the ImageStore keeps the one attached first.
-    if (auto existing = m.image->debug_file()) {
+    // The separate debug file (.debug_frame where the image's CFI does not cover a pc,
+    // .symtab of a stripped module, DWARF for source lines) is looked up when a frame first
+    // needs it: a process of 30 libraries whose crash touches 3 reads (and fetches) 3. An
+    // image shared through the ImageStore keeps the one attached first.
+    if (auto existing = m.image->attached_debug_file()) {
       m.debug_file = existing->name();
     } else if (!m.image->build_id().empty() || !m.image->debuglink().empty()) {
-      std::string dbg_path;
-      if (auto dbg = find_debug_file(*m.image, hint.path, m.file, options_, dbg_path, &debuginfod_,
-                                     warnings_)) {
-        m.image->attach_debug_file(dbg);
-        m.debug_file = dbg_path;
-      }
+      debug_files_->defer(*m.image, hint.path, m.file);
     }
   }
 

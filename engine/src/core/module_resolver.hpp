@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/debug_files.hpp"
 #include "core/debuginfod_fetch.hpp"
 #include "core/mapped_object.hpp"
 #include "core/target_elf.hpp"
@@ -68,7 +70,7 @@ class ModuleResolver {
         word_(arch_info(arch).address_size),
         options_(options),
         page_size_(page_size),
-        debuginfod_(options) {}
+        debug_files_(std::make_shared<TargetDebugFiles>(options)) {}
 
   // Nothing when the hint does not lead to an ELF with a known bias and range.
   std::optional<ResolvedModule> resolve(const ModuleHint& hint);
@@ -84,7 +86,13 @@ class ModuleResolver {
   FileContent file_content(const std::string& path, bool main_executable) const;
 
   // Where to say what could not be found, matched or fetched; none by default.
-  void set_warnings(std::vector<Warning>* warnings) { warnings_ = warnings; }
+  void set_warnings(std::vector<Warning>* warnings) {
+    warnings_ = warnings;
+    debug_files_->set_warnings(warnings);
+  }
+  // The deferred debug-file lookups of the modules resolved: the target keeps it (images
+  // hold it weakly), and with it the debuginfod session.
+  std::shared_ptr<TargetDebugFiles> debug_files() const { return debug_files_; }
   // The target's address size (4 or 8): how wide its pointers in memory are.
   uint8_t address_size() const { return word_; }
   // Who names the files, for messages: "the core" (default) or "the process".
@@ -107,7 +115,7 @@ class ModuleResolver {
   uint64_t page_size_;
   std::vector<Warning>* warnings_ = nullptr;
   std::string named_by_ = "the core";
-  DebuginfodSession debuginfod_;
+  std::shared_ptr<TargetDebugFiles> debug_files_;
 };
 
 // Removes the " (deleted)" suffix the kernel appends to names of unlinked files.

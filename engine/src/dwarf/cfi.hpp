@@ -269,6 +269,11 @@ class ImageCfi {
   ImageCfi(const ImageCfi&) = delete;
   ImageCfi& operator=(const ImageCfi&) = delete;
 
+  // Where .debug_frame comes from when the constructor was given none: asked once, by the
+  // first lookup that reaches .debug_frame (a pc .eh_frame does not cover), so that an image's
+  // separate debug file is looked up only when its tables need it.
+  void set_debug_frame_source(std::function<SectionView()> source);
+
   // The row covering link-time `pc`; `from` tells which section gave it.
   Expected<Row, Error> find_row(uint64_t pc, SectionKind* from = nullptr,
                                 bool use_debug_frame = true);

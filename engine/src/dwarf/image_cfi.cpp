@@ -79,7 +79,17 @@ struct ImageCfi::Impl {
   std::array<uint16_t, kRowCacheSlots> slot_index{};
   std::vector<CachedRow> rows;
 
-  Section& section(SectionKind kind) { return kind == SectionKind::EhFrame ? eh : debug; }
+  std::function<SectionView()> debug_source;  // asked once, on .debug_frame's first use
+
+  Section& section(SectionKind kind) {
+    if (kind == SectionKind::EhFrame) return eh;
+    if (debug_source) {
+      auto source = std::move(debug_source);
+      debug_source = nullptr;
+      if (debug.view.bytes.empty()) debug.view = source();
+    }
+    return debug;
+  }
 
   Unexpected<Error> mark_bad(Section& s, Error e) {
     s.bad = true;
@@ -211,6 +221,10 @@ ImageCfi::ImageCfi(SectionView eh_frame_hdr, SectionView eh_frame, SectionView d
 
 ImageCfi::~ImageCfi() = default;
 
+void ImageCfi::set_debug_frame_source(std::function<SectionView()> source) {
+  impl_->debug_source = std::move(source);
+}
+
 Expected<const Row*, Error> ImageCfi::find_row_ref(uint64_t pc, SectionKind* from,
                                                    bool use_debug_frame) {
   Impl& m = *impl_;
@@ -224,7 +238,7 @@ Expected<const Row*, Error> ImageCfi::find_row_ref(uint64_t pc, SectionKind* fro
   }
   SectionKind kind = SectionKind::EhFrame;
   auto rec = m.find_fde(SectionKind::EhFrame, pc);
-  if (!rec && use_debug_frame && !m.debug.view.bytes.empty()) {
+  if (!rec && use_debug_frame && !m.section(SectionKind::DebugFrame).view.bytes.empty()) {
     auto dbg = m.find_fde(SectionKind::DebugFrame, pc);
     // .debug_frame answers when it can; otherwise the more telling of the two errors.
     if (dbg || rec.error().code == ErrorCode::NoEntry) {

@@ -90,9 +90,9 @@ std::size_t Image::read(uint64_t link_addr, std::span<std::byte> out) const {
 
 SectionRef Image::debug_frame() const {
   if (!debug_frame_.empty() || impl_ == nullptr) return debug_frame_;
-  std::lock_guard<std::mutex> lock(impl_->debug_mu);
   // A debug file has no debug file of its own: this never recurses further.
-  return impl_->debug_file ? impl_->debug_file->debug_frame_ : SectionRef{};
+  const std::shared_ptr<const Image> debug = debug_file();
+  return debug ? debug->debug_frame_ : SectionRef{};
 }
 
 bool Image::attach_debug_file(std::shared_ptr<const Image> debug) const {
@@ -100,7 +100,20 @@ bool Image::attach_debug_file(std::shared_ptr<const Image> debug) const {
   std::lock_guard<std::mutex> lock(impl_->debug_mu);
   if (impl_->debug_file) return false;
   impl_->debug_file = std::move(debug);
+  impl_->debug_finder.reset();
   return true;
+}
+
+void Image::defer_debug_file(std::weak_ptr<DebugFileFinder> finder) const {
+  if (impl_ == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  if (!impl_->debug_file) impl_->debug_finder = std::move(finder);
+}
+
+std::shared_ptr<const Image> Image::attached_debug_file() const {
+  if (impl_ == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  return impl_->debug_file;
 }
 
 std::span<const std::byte> Image::file_bytes() const {
@@ -124,6 +137,16 @@ ImageCache* Image::lines_cache(const std::function<std::unique_ptr<ImageCache>()
 std::shared_ptr<const Image> Image::debug_file() const {
   if (impl_ == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(impl_->debug_mu);
+  if (impl_->debug_file) return impl_->debug_file;
+  // The lookup runs once (the finder is dropped whatever it finds), under the lock: another
+  // thread asking meanwhile waits for its answer rather than looking again. The finder reads
+  // only this image's immutable fields, so it cannot come back to the lock.
+  std::shared_ptr<DebugFileFinder> finder = impl_->debug_finder.lock();
+  impl_->debug_finder.reset();
+  if (finder) {
+    std::shared_ptr<const Image> found = finder->find(*this);
+    if (found && found.get() != this) impl_->debug_file = std::move(found);
+  }
   return impl_->debug_file;
 }
 

@@ -56,9 +56,11 @@ struct Image::Impl {
   // .gnu_debugdata (MiniDebugInfo: an xz-compressed ELF holding a small .symtab).
   std::span<const std::byte> gnu_debugdata;
 
-  // Set once by Image::attach_debug_file; read under the lock.
+  // Set once by Image::attach_debug_file, or by the deferred lookup (Image::debug_file);
+  // both read and written under the lock.
   mutable std::mutex debug_mu;
   std::shared_ptr<const Image> debug_file;
+  std::weak_ptr<DebugFileFinder> debug_finder;  // the lookup deferred, until it runs
 
   // Image::lines_cache(): made once, under its own lock (a DWARF index may take a while to
   // open, and must not hold up the debug file's readers).

@@ -125,10 +125,15 @@ struct DwarfOpener {
 OpenedDwarf open_image_dwarf(const Image& image, const Limits& limits) {
   OpenedDwarf out;
   if (!elf::libelf_ready()) return out;
-  // The file itself first (an unstripped build), then its separate debug file.
-  const std::shared_ptr<const Image> debug = image.debug_file();
-  for (const Image* candidate : {&image, debug.get()}) {
-    if (candidate == nullptr) continue;
+  // The file itself first (an unstripped build), then its separate debug file, looked up
+  // (maybe fetched: Image::debug_file) only when the file has no DWARF of its own.
+  std::shared_ptr<const Image> debug;
+  for (const Image* candidate : {&image, static_cast<const Image*>(nullptr)}) {
+    if (candidate == nullptr) {
+      debug = image.debug_file();
+      candidate = debug.get();
+      if (candidate == nullptr) continue;
+    }
     std::unique_ptr<DwarfFile> f = DwarfOpener::open_elf(*candidate, limits);
     if (!f) continue;
     if (!DwarfOpener::begin(*f, limits, out.problem)) {

@@ -96,6 +96,7 @@ void MinidumpTarget::add_modules(const ParsedMinidump& md, const TargetOptions& 
                                  uint64_t page_size) {
   core::ModuleResolver resolver(*memory_, arch_, false, options, page_size);
   resolver.set_warnings(&warnings_);
+  debug_files_ = resolver.debug_files();
   resolver.set_named_by("the minidump");
   core::CoreMemory* mem = memory_.get();
   core::ModuleCollector collector(

@@ -197,6 +197,7 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   report.executable = target.executable();
   if (!target.input_format().empty()) report.input_format = target.input_format();
   report.warnings = target.warnings();
+  const std::size_t target_warnings = report.warnings.size();
   if (const auto& sig = target.signal()) report.signal = signal_line(*sig);
   if (const auto& sig = target.snapshot_signal()) report.snapshot_signal = signal_line(*sig);
   set_modules(report, target.modules());
@@ -246,6 +247,12 @@ Expected<BacktraceReport, std::string> collect_backtraces(Target& target,
   report.stopped_us = target.stopped_us();
   name_frames(pending, report);
   locate_frames(pending_lines, report, options.limits);
+  // Debug files are looked up by the walks and the naming above (only for the modules
+  // frames land in): what they could not fetch joins the target's own warnings.
+  for (std::size_t i = target_warnings; i < target.warnings().size(); ++i) {
+    report.warnings.insert(report.warnings.begin() + static_cast<std::ptrdiff_t>(i),
+                           target.warnings()[i]);
+  }
   return report;
 }
 

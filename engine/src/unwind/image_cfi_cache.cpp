@@ -34,9 +34,13 @@ dwarf::IndirectReader indirect_reader(const Image& image) {
 CfiImageCache::CfiImageCache(const Image& image, const Limits& limits)
     : image_(image),
       limits_(limits),
-      cfi_(view(image.eh_frame_hdr()), view(image.eh_frame()), view(image.debug_frame()),
+      cfi_(view(image.eh_frame_hdr()), view(image.eh_frame()), dwarf::SectionView{},
            dwarf::Format{image.big_endian(), image.address_size()},
-           dwarf::Bases{0, image.eh_frame_hdr().addr}, limits, indirect_reader(image)) {}
+           dwarf::Bases{0, image.eh_frame_hdr().addr}, limits, indirect_reader(image)) {
+  // .debug_frame on first need: the image's own, else its separate debug file's, which is
+  // looked up (maybe fetched) only then -- not for a module whose .eh_frame answers.
+  cfi_.set_debug_frame_source([&image] { return view(image.debug_frame()); });
+}
 
 ImageSFrame& CfiImageCache::sframe() {
   if (!sframe_) sframe_ = std::make_unique<ImageSFrame>(image_, cfi_, limits_);
