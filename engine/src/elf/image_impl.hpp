@@ -152,7 +152,8 @@ class ImageLoader {
   static Result from_memory(Memory& mem, uint64_t load_addr, std::string name,
                             const Limits& limits);
   // Feeds every symbol source of the image, in order, to `sink` (symbol_loader.cpp).
-  static void collect_symbols(const Image& image, elf::SymbolSink& sink);
+  // `learn`: remember what each table offers, for later passes (symbol_loader.cpp).
+  static void collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn = true);
   // Builds the image's full symbol table (once).
   static void load_symbols(const Image& image);
   // One pass over the symbol sources answering `addrs` only (no table kept).

@@ -116,7 +116,13 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
     sink.skip_many(outside);
     return added + static_cast<std::size_t>(outside);
   }
-  uint64_t i = 1;  // entry 0 is the reserved null symbol
+  uint64_t i = 1;                             // entry 0 is the reserved null symbol
+  if (known == nullptr || known->complete) {  // nothing to learn: the plain loop
+    for (; i < end && !sink.full(); ++i) {
+      if (offer_entry(syms[i], strings, image, sink) == Offered::kCounted) ++added;
+    }
+    return added;
+  }
   for (; i < end && !sink.full(); ++i) {
     const Offered o = offer_entry(syms[i], strings, image, sink);
     if (o != Offered::kNotNamedFunction) ++offered;
@@ -207,10 +213,10 @@ uint64_t symbol_entries(Elf* e) {
 
 }  // namespace
 
-void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
+void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn) {
   Image::Impl& im = *image.impl_;
   std::lock_guard<std::mutex> lock(im.collect_mu);
-  elf::TableCounts* counts = &im.table_counts;  // under collect_mu
+  elf::TableCounts* counts = learn ? &im.table_counts : nullptr;  // under collect_mu
   bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits, counts);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
@@ -236,7 +242,7 @@ void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
 void ImageLoader::load_symbols(const Image& image) {
   Image::Impl& im = *image.impl_;
   elf::SymbolTable table(im.limits.max_symbols);
-  collect_symbols(image, table);
+  collect_symbols(image, table, false);  // no pass follows the table: nothing to learn
   table.finish();
   im.symbols = std::move(table);
   im.symbols_ready.store(true, std::memory_order_release);
