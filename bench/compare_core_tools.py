@@ -258,21 +258,31 @@ def floor_page_list(core, ehbt_json):
             core_pages |= {p // PAGE for p in range(p_offset, p_offset + max(p_filesz, 1), PAGE)}
     loads = [(v, o, fs) for t, o, v, fs in phdrs if t == 1]
 
-    def core_page(vaddr):
-        for v, o, fs in loads:
+    def load_of(vaddr):
+        for i, (v, _, fs) in enumerate(loads):
             if v <= vaddr < v + fs:
-                return (o + vaddr - v) // PAGE
+                return i
         return None
 
     files = {m["path"]: m.get("file") for m in doc.get("modules", [])}
     mods, lines = {}, []
     for t in doc.get("threads", []):
         cfas = [int(f["cfa"], 16) for f in t["frames"] if f.get("cfa")]
-        if cfas:  # the stack from below frame 0's CFA (its own frame) to the last CFA
-            for page in range((min(cfas) - PAGE) // PAGE, max(cfas) // PAGE + 1):
-                cp = core_page(page * PAGE)
-                if cp is not None:
-                    core_pages.add(cp)
+        # The stack from below frame 0's CFA (its own frame) to the last CFA, per segment of
+        # the core: a Go thread's frames lie on its system stack and on goroutine stacks far
+        # apart (a page loop from the lowest CFA to the highest ran for minutes on cgo).
+        stacks = {}
+        for c in cfas:
+            i = load_of(c)
+            if i is not None:
+                lo, hi = stacks.get(i, (c, c))
+                stacks[i] = (min(lo, c), max(hi, c))
+        for i, (lo, hi) in stacks.items():
+            v, o, fs = loads[i]
+            first = max(lo - PAGE, v)
+            for page in range(first // PAGE, hi // PAGE + 1):
+                if v <= page * PAGE < v + fs or page == first // PAGE:
+                    core_pages.add((o + max(page * PAGE, v) - v) // PAGE)
         for f in t["frames"]:
             path = files.get(f.get("module"))
             if not path or f.get("module_offset") is None or not os.path.exists(path):

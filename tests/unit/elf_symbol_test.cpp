@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -651,6 +652,71 @@ TEST(ElfSymbol, SmallTableIsBuiltAtOnce) {
   EXPECT_TRUE(table_built(**img));
   ASSERT_TRUE(sym);
   EXPECT_EQ(sym->name, "ehbt_elf_marker_one");
+}
+
+// After its first pass an image knows what its .symtab offers, and later passes read only the
+// entries that reach their address (symbol_loader.cpp): the answers stay those of the table at
+// the edges -- the lowest and the highest function, each one's first and last byte and the
+// byte after it, size-0 symbols and aliases (several symbols at one start).
+TEST(ElfSymbol, PassesThatKnowTheTableCountAnswerAsTheTable) {
+  const std::string exe = elf_test::self_exe();
+  std::vector<elf_test::NmSymbol> funcs;
+  for (auto& s : elf_test::nm_symbols(exe)) {
+    if (s.start != 0 && (s.kind == 'T' || s.kind == 't' || s.kind == 'W' || s.kind == 'w'))
+      funcs.push_back(s);
+  }
+  ASSERT_GT(funcs.size(), 100u);
+  std::sort(funcs.begin(), funcs.end(),
+            [](const auto& a, const auto& b) { return a.start < b.start; });
+  std::vector<uint64_t> addrs;
+  auto edges = [&addrs](const elf_test::NmSymbol& s) {
+    addrs.push_back(s.start);
+    if (s.size > 0) addrs.push_back(s.start + s.size - 1);
+    addrs.push_back(s.start + std::max<uint64_t>(s.size, 1));
+  };
+  edges(funcs.front());
+  edges(funcs.back());
+  std::size_t zero_size = 0, aliases = 0;
+  for (std::size_t i = 0; i < funcs.size(); ++i) {
+    if (funcs[i].size == 0 && zero_size < 4) {
+      ++zero_size;
+      edges(funcs[i]);
+    }
+    if (i > 0 && funcs[i].start == funcs[i - 1].start && aliases < 4) {
+      ++aliases;
+      edges(funcs[i]);
+    }
+  }
+  addrs.push_back(funcs.front().start - 1);  // below every function
+  auto table = Image::open(exe);
+  ASSERT_TRUE(table);
+  ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
+  const std::size_t batch = ehbt::elf::kMaxSymbolPasses;
+  std::size_t named = 0;
+  for (std::size_t first = 0; first < addrs.size(); first += batch) {
+    auto passes = Image::open(exe);
+    ASSERT_TRUE(passes);
+    auto& im = ehbt::ImageLoader::impl(**passes);
+    im.pass_min_entries = 0;
+    for (std::size_t i = first; i < std::min(first + batch, addrs.size()); ++i) {
+      auto one = (*passes)->symbolize(addrs[i]);
+      // From the first pass on, the count is known: the passes after it take the short way.
+      EXPECT_TRUE(im.table_counts.of(im.elf.elf, SHT_SYMTAB).complete);
+      auto from_table = (*table)->symbolize(addrs[i]);
+      ASSERT_EQ(one.has_value(), from_table.has_value()) << std::hex << addrs[i];
+      if (!one) continue;
+      ++named;
+      EXPECT_EQ(one->name, from_table->name) << std::hex << addrs[i];
+      EXPECT_EQ(one->start, from_table->start) << std::hex << addrs[i];
+      EXPECT_EQ(one->size, from_table->size) << std::hex << addrs[i];
+    }
+    EXPECT_FALSE(table_built(**passes));
+  }
+  EXPECT_GT(named, 4u);
+  // The lowest function's first byte is named by a symbol that starts there (nm's list).
+  auto low = (*table)->symbolize(funcs.front().start);
+  ASSERT_TRUE(low);
+  EXPECT_EQ(low->start, funcs.front().start);
 }
 
 // The .symtab entries of an ELF64 file, in table order, and where that table and its string

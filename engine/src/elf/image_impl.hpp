@@ -34,6 +34,35 @@ struct ElfHandle {
   ElfHandle& operator=(const ElfHandle&) = delete;
 };
 
+namespace elf {
+// What one pass through the whole of a symbol table offered a sink: its named function
+// symbols (symbol_loader.cpp's add_entries). The same for every sink with room for them.
+struct TableCount {
+  bool complete = false;  // false: no pass went through the whole table yet
+  uint64_t offered = 0;
+};
+// Per table, keyed by its ELF descriptor and section type. Only for descriptors that live as
+// long as the image (its own, its attached debug file's): another descriptor could later sit
+// at the same address.
+class TableCounts {
+ public:
+  TableCount& of(const Elf* e, uint32_t type) {
+    for (Known& k : known_) {
+      if (k.elf == e && k.type == type) return k.count;
+    }
+    return known_.emplace_back(Known{e, type, {}}).count;
+  }
+
+ private:
+  struct Known {
+    const Elf* elf;
+    uint32_t type;
+    TableCount count;
+  };
+  std::vector<Known> known_;  // a few: .symtab and .dynsym, the debug file's .symtab
+};
+}  // namespace elf
+
 struct Image::Impl {
   // Where the file bytes live: a read-only mapping (open) or an owned buffer (from_bytes).
   // Section spans point into one of them, so they are declared before anything that refers
@@ -101,6 +130,10 @@ struct Image::Impl {
   std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
   uint32_t passes = 0;
   std::vector<std::pair<uint64_t, std::optional<Symbol>>> lookups;
+  // What each symbol table of the image (and of its attached debug file) offers a sink, learnt
+  // by the first pass through it, so that later passes read only the entries they need
+  // (symbol_loader.cpp). Under collect_mu.
+  elf::TableCounts table_counts;
 };
 
 namespace elf {
@@ -121,7 +154,8 @@ class ImageLoader {
   static Result from_memory(Memory& mem, uint64_t load_addr, std::string name,
                             const Limits& limits);
   // Feeds every symbol source of the image, in order, to `sink` (symbol_loader.cpp).
-  static void collect_symbols(const Image& image, elf::SymbolSink& sink);
+  // `learn`: remember what each table offers, for later passes (symbol_loader.cpp).
+  static void collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn = true);
   // Builds the image's full symbol table (once).
   static void load_symbols(const Image& image);
   // One pass over the symbol sources answering `addrs` only (no table kept).

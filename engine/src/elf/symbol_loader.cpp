@@ -48,47 +48,94 @@ std::string_view name_at(std::span<const char> strings, uint64_t off) {
   return len < room ? std::string_view(p, len) : std::string_view();
 }
 
+// What offer_entry did with one table entry.
+enum class Offered : uint8_t {
+  kNotNamedFunction,  // not offered: not a function symbol, or no name
+  kCounted,           // offered, and the sink counted it (skip() or add() returned true)
+  kRefused,           // offered, and the sink was full
+};
+
+// Offers one table entry to the sink when it is a named function symbol.
+template <typename Sym>
+[[gnu::always_inline]] inline Offered offer_entry(const Sym& sym, std::span<const char> strings,
+                                                  const Image& image, elf::SymbolSink& sink) {
+  const unsigned st_type = ELF64_ST_TYPE(sym.st_info);
+  if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) return Offered::kNotNamedFunction;
+  const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
+  const bool code_label =
+      st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
+  if (!func && !code_label) return Offered::kNotNamedFunction;
+  if (sym.st_name == 0 || sym.st_name >= strings.size()) return Offered::kNotNamedFunction;
+  // A named symbol counts towards the cap whether or not its name turns out empty or
+  // unterminated: deciding that needs the name's bytes, and a symbol the sink has no use
+  // for is only counted, its name never touched. The names are scattered over the string
+  // table (7 MB for node), so reading even one byte of each faulted in nearly every page of
+  // it for a one-shot query. The full table counts the same way, so both reach the cap at
+  // the same entry.
+  bool counted;
+  if (!sink.wants(sym.st_value, sym.st_size)) {
+    counted = sink.skip();
+  } else {
+    const std::string_view name = name_at(strings, sym.st_name);
+    counted = name.empty() ? sink.skip()
+                           : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
+                                      static_cast<uint8_t>(st_type));
+  }
+  return counted ? Offered::kCounted : Offered::kRefused;
+}
+
 // Reads the entries in place (libelf has already converted them to host order) rather than
 // copying each through gelf_getsym.
+//
+// Which entries are offered is a property of the table, not of the sink (every named function
+// symbol, wanted or not, while the sink has room): `known`, when given, holds how many a pass
+// through the whole table offered. With it, and room in the sink for that many, a later pass
+// offers only the entries that reach into the sink's window -- one comparison for each of the
+// others, which the sink would refuse (wants() tests the window first) and only count -- and
+// counts the others at once. A sink for one address (Image::symbolize before the table is
+// built) then costs a tenth of the instructions on node's 110,000-entry .symtab.
 template <typename Sym>
 std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, const Image& image,
-                        elf::SymbolSink& sink, uint64_t max_entries) {
+                        elf::SymbolSink& sink, uint64_t max_entries, elf::TableCount* known) {
   const auto* syms = static_cast<const Sym*>(data.d_buf);
-  const uint64_t count = data.d_size / sizeof(Sym);
+  const uint64_t end = std::min<uint64_t>(data.d_size / sizeof(Sym), max_entries);
   std::size_t added = 0;
-  // Entry 0 is the reserved null symbol.
-  for (uint64_t i = 1; i < count && i < max_entries && !sink.full(); ++i) {
-    const Sym& sym = syms[i];
-    const unsigned st_type = ELF64_ST_TYPE(sym.st_info);
-    if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-    const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
-    const bool code_label =
-        st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
-    if (!func && !code_label) continue;
-    if (sym.st_name == 0 || sym.st_name >= strings.size()) continue;  // no name
-    // A named symbol counts towards the cap whether or not its name turns out empty or
-    // unterminated: deciding that needs the name's bytes, and a symbol the sink has no use
-    // for is only counted, its name never touched. The names are scattered over the string
-    // table (7 MB for node), so reading even one byte of each faulted in nearly every page of
-    // it for a one-shot query. The full table counts the same way, so both reach the cap at
-    // the same entry.
-    if (!sink.wants(sym.st_value, sym.st_size)) {
-      if (sink.skip()) ++added;
-      continue;
+  uint64_t offered = 0;
+  if (known != nullptr && known->complete && known->offered <= sink.room()) {
+    const uint64_t first = sink.window_first(), last = sink.window_last();
+    for (uint64_t i = 1; i < end; ++i) {
+      const Sym& sym = syms[i];
+      if (sym.st_value > last || elf::entry_end(sym.st_value, sym.st_size) <= first) continue;
+      const Offered o = offer_entry(sym, strings, image, sink);
+      if (o != Offered::kNotNamedFunction) ++offered;
+      if (o == Offered::kCounted) ++added;
     }
-    const std::string_view name = name_at(strings, sym.st_name);
-    const bool counted = name.empty()
-                             ? sink.skip()
-                             : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
-                                        static_cast<uint8_t>(st_type));
-    if (counted) ++added;
+    // Those outside the window, each skipped (and counted) as wants() refusing it would be;
+    // the room test above means none is refused.
+    const uint64_t outside = known->offered - offered;
+    sink.skip_many(outside);
+    return added + static_cast<std::size_t>(outside);
   }
+  uint64_t i = 1;                             // entry 0 is the reserved null symbol
+  if (known == nullptr || known->complete) {  // nothing to learn: the plain loop
+    for (; i < end && !sink.full(); ++i) {
+      if (offer_entry(syms[i], strings, image, sink) == Offered::kCounted) ++added;
+    }
+    return added;
+  }
+  for (; i < end && !sink.full(); ++i) {
+    const Offered o = offer_entry(syms[i], strings, image, sink);
+    if (o != Offered::kNotNamedFunction) ++offered;
+    if (o == Offered::kCounted) ++added;
+  }
+  if (known != nullptr && i >= end) *known = elf::TableCount{true, offered};
   return added;
 }
 
 // Adds the function symbols of the first section of `type` in `e`. True when it added any.
+// `counts`: where what this table counts is remembered (add_entries), or null.
 bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sink,
-                 const Limits& limits) {
+                 const Limits& limits, elf::TableCounts* counts) {
   if (e == nullptr) return false;
   // Raw entries examined per table: symbol tables hold many non-function entries.
   const uint64_t max_entries = uint64_t{limits.max_symbols} * 4 + 16;
@@ -105,10 +152,12 @@ bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sin
     // Most entries of a real table are functions.
     sink.reserve(std::min<uint64_t>(data->d_size / entsize, max_entries));
     const std::span<const char> strings = string_table(e, sh.sh_link);
+    elf::TableCount* known = counts != nullptr ? &counts->of(e, type) : nullptr;
     const std::size_t added =
-        cls == ELFCLASS64   ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries)
-        : cls == ELFCLASS32 ? add_entries<Elf32_Sym>(*data, strings, image, sink, max_entries)
-                            : 0;
+        cls == ELFCLASS64 ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries, known)
+        : cls == ELFCLASS32
+            ? add_entries<Elf32_Sym>(*data, strings, image, sink, max_entries, known)
+            : 0;
     return added > 0;
   }
   return false;
@@ -164,24 +213,27 @@ uint64_t symbol_entries(Elf* e) {
 
 }  // namespace
 
-void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
+void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn) {
   Image::Impl& im = *image.impl_;
   std::lock_guard<std::mutex> lock(im.collect_mu);
-  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits);
+  elf::TableCounts* counts = learn ? &im.table_counts : nullptr;  // under collect_mu
+  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits, counts);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
+    // An attached debug file lives as long as the image; one opened here only for this pass.
+    elf::TableCounts* dbg_counts = dbg ? counts : nullptr;
     if (!dbg && !image.build_id().empty()) dbg = open_debug_file(image.build_id(), im.limits);
     if (dbg) {
-      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits);
+      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits, dbg_counts);
       sink.keep(dbg);  // its string table holds the names
     }
   }
   if (!found) {
     if (auto mini = elf::open_minidebuginfo(im.gnu_debugdata, im.limits)) {
-      add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits);
+      add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits, nullptr);
       sink.keep(mini);
     }
-    add_symbols(im.elf.elf, SHT_DYNSYM, image, sink, im.limits);
+    add_symbols(im.elf.elf, SHT_DYNSYM, image, sink, im.limits, counts);
     elf::add_go_symbols(image, sink, im.limits);
   }
   elf::add_plt_symbols(im.elf.elf, image, sink, im.limits);
@@ -190,7 +242,7 @@ void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink) {
 void ImageLoader::load_symbols(const Image& image) {
   Image::Impl& im = *image.impl_;
   elf::SymbolTable table(im.limits.max_symbols);
-  collect_symbols(image, table);
+  collect_symbols(image, table, false);  // no pass follows the table: nothing to learn
   table.finish();
   im.symbols = std::move(table);
   im.symbols_ready.store(true, std::memory_order_release);

@@ -59,8 +59,7 @@ bool SymbolSink::add(uint64_t start, uint64_t size, std::string_view name, uint8
   if (name.empty() || name.size() > UINT32_MAX) return true;  // skipped, not full
   Entry e;
   e.start = start;
-  const uint64_t span = size == 0 ? 1 : size;
-  e.end = start + span < start ? UINT64_MAX : start + span;
+  e.end = entry_end(start, size);
   e.size = size;
   e.name = name.data();
   e.name_len = static_cast<uint32_t>(name.size());
@@ -160,8 +159,7 @@ SymbolQuery::SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, 
 }
 
 bool SymbolQuery::wants_in_window(uint64_t start, uint64_t size) const {
-  const uint64_t span = size == 0 ? 1 : size;
-  const uint64_t end = start + span < start ? UINT64_MAX : start + span;
+  const uint64_t end = entry_end(start, size);
   auto it = std::lower_bound(sorted_.begin(), sorted_.end(), start);
   return it != sorted_.end() && *it < end;
 }

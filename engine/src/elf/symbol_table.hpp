@@ -15,6 +15,13 @@
 
 namespace ehbt::elf {
 
+// The end (exclusive) of the range a symbol covers: start + size, start + 1 for a size-0
+// symbol, saturated at UINT64_MAX.
+inline uint64_t entry_end(uint64_t start, uint64_t size) {
+  const uint64_t span = size == 0 ? 1 : size;
+  return start + span < start ? UINT64_MAX : start + span;
+}
+
 // Covering rule: a symbol covers addr when start <= addr < start + size; a size-0 symbol
 // covers only its own address. Nothing is guessed from a neighbouring symbol. When several
 // symbols cover an address the preferred one is, in order: the better binding (GLOBAL/
@@ -47,8 +54,7 @@ class SymbolSink {
   // is what a pass over that table mostly costs.
   bool wants(uint64_t start, uint64_t size) const {
     if (start > window_last_) return false;
-    const uint64_t span = size == 0 ? 1 : size;
-    const uint64_t end = start + span < start ? UINT64_MAX : start + span;
+    const uint64_t end = entry_end(start, size);
     if (end <= window_first_) return false;
     if (pages_ && !pages_->may_cover(start, end)) return false;
     return wants_in_window(start, size);
@@ -59,6 +65,14 @@ class SymbolSink {
     return true;
   }
   bool full() const { return added_ >= max_symbols_; }
+  // How many more symbols it counts before it is full.
+  uint64_t room() const { return full() ? 0 : max_symbols_ - added_; }
+  // n skip()s at once, each of which would have counted: for a source that knows n <= room().
+  void skip_many(uint64_t n) { added_ += n; }
+  uint64_t added() const { return added_; }
+  // wants() refuses every symbol that does not reach into [window_first(), window_last()].
+  uint64_t window_first() const { return window_first_; }
+  uint64_t window_last() const { return window_last_; }
   // Room for `symbols` more entries (capped by the limit), so that loading a large table
   // does not regrow its vectors.
   virtual void reserve(uint64_t /*symbols*/) {}
@@ -115,7 +129,6 @@ class SymbolSink {
   };
   void set_page_filter(std::unique_ptr<PageFilter> pages) { pages_ = std::move(pages); }
   uint32_t max_symbols() const { return max_symbols_; }
-  uint64_t added() const { return added_; }
 
  private:
   uint32_t max_symbols_;
