@@ -225,3 +225,34 @@ def test_failed_fetch_of_a_frames_module_is_a_warning_of_the_report(ehbt_bin, fi
     assert any(bid in failed[0]["message"] for bid in want), (failed, want)
     errors = ce.compare(exp, doc)
     assert not errors, "\n".join(errors)
+
+
+def test_debugger_plugins_say_a_late_failed_fetch_as_the_cli_does(build_dir, ehbt_bin,
+                                                                  fixture_cores, tmp_path,
+                                                                  monkeypatch):
+    """The plugins read the core's warnings after their frames are named and given lines: the
+    debug file of a frame's module is looked up then, and a server that fails is said in the
+    document, at the CLI's place among the warnings (it failed before: the plugins printed
+    the warnings the core had when it was opened)."""
+    import ehbt_py as h
+    from test_gdb_plugin import gdb_json
+    from test_lldb_plugin import run_lldb
+
+    h.import_ehbt(build_dir)
+    exp = ce.expected_case(fixture_cores, "x86_64", "terminate", pytest.skip)
+    url = "http://127.0.0.1:%d" % free_port()  # nobody listens there
+    cli_doc = run(ehbt_bin, exp, url, tmp_path / "cli-cache")
+    want = cli_doc["warnings"]
+    assert [w["kind"] for w in want].count("debuginfod_failed") == 1, want
+    monkeypatch.setenv("DEBUGINFOD_URLS", url)
+    monkeypatch.setenv("DEBUGINFOD_CACHE_PATH", str(tmp_path / "plugin-cache"))
+    gdb_doc, text = gdb_json(build_dir, [], pre=["file " + exp["exe_file"],
+                                                 "core " + exp["core"]], tmp=tmp_path)
+    assert gdb_doc["warnings"] == want, text[-3000:]
+    out = tmp_path / "lldb.json"
+    text = run_lldb(build_dir, tmp_path,
+                    ["ehbt_test_capture %s ehbt --all --json" % out],
+                    pre=["target create %s --core %s" % (exp["exe_file"], exp["core"])])
+    assert out.exists(), text[-3000:]
+    lldb_doc = json.loads(out.read_text()[out.read_text().find("{"):])
+    assert lldb_doc["warnings"] == want, text[-3000:]

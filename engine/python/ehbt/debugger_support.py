@@ -96,17 +96,21 @@ def merge_modules(from_debugger, from_core):
         twin = [c for c in from_core if same_file(m, c)]
         if twin and all(c.bias != m.bias for c in twin):
             continue
-        # The same file where the engine placed it, but the engine also found its separate
-        # debug file (build-id directory, debuglink): its .debug_frame and symbols count.
-        richer = [c for c in twin if c.bias == m.bias and _debug_file(c) and not _debug_file(m)]
-        if richer:
-            merged.append(richer[0])
-            continue
         placed = [c for c in twin if c.bias == m.bias]
         if placed and placed[0].file and not placed[0].missing:
             # The engine found the file itself: its module, as the CLI lists it (the build-id
-            # the core records, not the one a debugger read from the file it loaded).
+            # the core records, not the one a debugger read from the file it loaded). Decided
+            # before asking for debug files: that lookup may fetch from debuginfod, which the
+            # CLI does only for modules frames land in.
             merged.append(placed[0])
+            continue
+        # A file the debugger found and the engine did not, where the engine placed it, but
+        # the engine found its separate debug file (build-id directory, debuglink): its
+        # .debug_frame and symbols count. (Asked only here: a module both read from memory,
+        # the vDSO, is not looked up for a debug file no frame may need.)
+        richer = [c for c in placed if m.file and _debug_file(c) and not _debug_file(m)]
+        if richer:
+            merged.append(richer[0])
             continue
         if placed:
             m.path = placed[0].path

@@ -243,9 +243,12 @@ def core_signal(target):
 
 def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
     """The executable as the CLI names it (the core's record of it, or the kernel's for a
-    live process) and the engine's warnings about the core."""
+    live process) and the engine's warnings about the core: for a core, a function giving
+    them, called once the report's frames are named and given lines, because a separate
+    debug file is looked up (and fetched from debuginfod) only when a frame first needs it,
+    and what that lookup says lands in the core's warnings then (as in the CLI's report)."""
     if engine_core is not None:
-        return engine_core.executable or host_exe, list(engine_core.warnings)
+        return engine_core.executable or host_exe, lambda: list(engine_core.warnings)
     if live_pid:
         from .debugger_support import live_executable
 
@@ -276,11 +279,17 @@ def report(results, signal=None, signal_tid=None, arch=None, modules=None, execu
                        sender_uid=sender[1] if sender else None)
     if modules is not None:
         rep.set_modules(modules)
-    for w in warnings:
+    early = list(warnings() if callable(warnings) else warnings)
+    for w in early:
         rep.add_warning(w)
     for tid, _arch, backtrace, _host in results:
         rep.add_thread(int(tid), backtrace, crashing=tid == signal_tid, symbol_of=symbol_of,
                        lines=lines, limits=limits)
+    if callable(warnings):
+        # Naming the frames and giving them lines may have looked up debug files: what those
+        # lookups said joins the target's warnings, before the threads' own, as in the CLI.
+        for i, w in enumerate(warnings()[len(early):]):
+            rep.add_warning(w, at=len(early) + i)
     return rep
 
 

@@ -4,6 +4,9 @@
 // prints what these render; none keeps a table or a format of its own.
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <optional>
+
 #include "bindings.hpp"
 #include "ehbt/report.hpp"
 
@@ -379,8 +382,18 @@ void bind_report(pyb::module_& m) {
           "afterwards are described against them.")
       .def(
           "add_warning",
-          [](PyReport& p, const pyb::handle& w) { rep::add_warning(p.r, warning_from_py(w)); },
-          pyb::arg("warning"), "An ehbt.Warning, or a message (kind 'other').")
+          [](PyReport& p, const pyb::handle& w, std::optional<std::size_t> at) {
+            rep::add_warning(p.r, warning_from_py(w));
+            // At a place of its own: a target's warnings said while the threads were added
+            // (a debug file looked up late) go with the target's, before the threads' own.
+            if (at && *at + 1 < p.r.warnings.size()) {
+              std::rotate(p.r.warnings.begin() + static_cast<std::ptrdiff_t>(*at),
+                          p.r.warnings.end() - 1, p.r.warnings.end());
+            }
+          },
+          pyb::arg("warning"), pyb::arg("at") = pyb::none(),
+          "An ehbt.Warning, or a message (kind 'other'); at: its index among the warnings "
+          "(default: the last).")
       .def(
           "add_thread",
           [](PyReport& p, int64_t tid, const pyb::handle& bt, bool crashing,
