@@ -18,6 +18,9 @@
                  fallbacks walk past the stale return addresses of the print calls (into
                  fwrite, _IO_new_file_xsputn...). Expected: GDB on the unstripped copy
                  (physical frames, past main), checked against the program's structure.
+  glibc_noreturn_print_dyn
+                 the same, linked dynamically (stripped): the print functions are in
+                 libc.so.6, the program's own frames walk by fallback in the .notables copy.
   rust_abort     Debian rustc, -C panic=abort, stripped: panic_abort's CFI was only in
                  .debug_frame. Expected: GDB on the unstripped copy (physical frames).
   node_abort     node --perf-basic-prof --interpreted-frames-native-stack: process.abort()
@@ -224,13 +227,12 @@ def build_id(path):
     return m.group(1) if m else None
 
 
-def make_glibc_noreturn_print():
-    name = "glibc_noreturn_print"
+def make_glibc_noreturn_print(name="glibc_noreturn_print", static=True):
     unstripped = os.path.join(BIN, name + ".unstripped")
     exe = os.path.join(BIN, name)
     notables = exe + ".notables"
-    run(["gcc", "-static", "-O2", "-g", "-fomit-frame-pointer", "-I", PROGRAMS,
-         os.path.join(PROGRAMS, "musl_noreturn_print.c"), "-o", unstripped])
+    run(["gcc", *(["-static"] if static else []), "-O2", "-g", "-fomit-frame-pointer", "-I",
+         PROGRAMS, os.path.join(PROGRAMS, "musl_noreturn_print.c"), "-o", unstripped])
     run(["strip", "-s", unstripped, "-o", exe])
     # The same file without its unwind tables: what the fallbacks see when the tables are gone
     # but the code is there (the build-id stays, so ehbt uses it for the core).
@@ -245,9 +247,12 @@ def make_glibc_noreturn_print():
     core, _ = crash([exe], name)
     frames = gdb_physical_frames(unstripped, core)
     # Program structure (glibc 2.36): abort -> raise -> __pthread_kill_implementation (a
-    # constprop clone) sends SIGABRT; fx_fatal called abort after its prints; main is called
-    # by __libc_start_call_main. GDB's names must follow it exactly, no print function among.
+    # constprop clone in the static libc; in libc.so.6, with __pthread_kill_internal inlined
+    # into it, and GDB names raise and abort by their internal __GI_ aliases from libc's debug
+    # info) sends SIGABRT; fx_fatal called abort after its prints; main is called by
+    # __libc_start_call_main. GDB's names must follow it exactly, no print function among.
     names = [(f["function"] or "").split(".")[0] for f in frames]
+    names = [n[len("__GI_"):] if n.startswith("__GI_") else n for n in names]
     if names != GLIBC_NORETURN_FUNCTIONS:
         raise SystemExit("%s: GDB's frames are not the program's structure: %s" % (name, names))
     write(name, {
@@ -376,6 +381,8 @@ def make_java(name, extra, program_args=(), java_names=JAVA_NAMES):
 
 CASES = {"musl_sigabort": make_musl, "musl_noreturn_print": make_musl_noreturn_print,
          "glibc_noreturn_print": make_glibc_noreturn_print,
+         "glibc_noreturn_print_dyn": lambda: make_glibc_noreturn_print(
+             "glibc_noreturn_print_dyn", static=False),
          "rust_abort": make_rust, "node_abort": make_node,
          "node_deopt": make_node_deopt,
          "java_jit": lambda: make_java("java_jit", []),

@@ -96,7 +96,7 @@ def other_fixtures():
 
 # The fixtures tests make on demand (cores/make_nocfi_cores.py) whose truth is a pc list: made
 # here when missing, so that the property covers them whichever test runs first.
-ON_DEMAND = ["glibc_noreturn_print"]
+ON_DEMAND = ["glibc_noreturn_print", "glibc_noreturn_print_dyn"]
 
 
 def make_on_demand():
