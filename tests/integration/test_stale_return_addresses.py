@@ -8,7 +8,11 @@ __stdio_write...). None of them may be printed as a caller.
 
 Expected frames: the program's structure (the functions of each frame, innermost first, in the
 fixture's expected.json), named here from the unstripped copy's symbol table (nm), never from
-ehbt's output."""
+ehbt's output.
+
+The glibc counterparts (glibc_noreturn_print static, glibc_noreturn_print_dyn dynamic; both
+stripped) are checked against GDB's frames of the unstripped copy through the CLI (text and
+JSON), ehbt-triage and the GDB plugin, with the executable's tables and without them."""
 import bisect
 import json
 import os
@@ -166,3 +170,53 @@ def test_glibc_with_another_executable_stops_in_it(ehbt_bin, glibc_expected):
     assert t["stop_reason"] == "no_module" and "is another build" in t["stop_detail"], (
         t["stop_detail"])
     assert rc == 1
+
+
+def test_glibc_triage_signature_has_no_stale_frame(build_dir, glibc_expected, tmp_path):
+    """ehbt-triage on the stripped core: the signature (module+offset, no names in the file)
+    is made of the true frames, consecutive, named here from the unstripped copy's symbols:
+    static, the first five (abort's own frames are unnamed, so not recognised as abort's);
+    dynamic, from fx_fatal on (libc's raise and abort are named and left out). Exit 0, the
+    walk complete (not partial), unreliable (no function names)."""
+    from ehbt_py import triage_env
+    from test_triage import read_jsonl, triage
+    exp = glibc_expected
+    proc = triage(triage_env(build_dir), "--db", tmp_path / "db", "--jsonl",
+                  tmp_path / "o.jsonl", exp["core"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [rec] = read_jsonl(tmp_path / "o.jsonl")
+    module = os.path.basename(exp["exe"])
+    sig = rec["signature"].split(": ", 1)[1].split(" | ")
+    offsets = [int(re.fullmatch(re.escape(module) + r"\+0x([0-9a-f]+)", s).group(1), 16)
+               for s in sig]
+    syms = symbols(exp["exe_unstripped"])
+    static = exp["program"] == GLIBC
+    # Frame 0 of the static walk is the faulting pc itself; every other one a return address.
+    names = [function_of(syms, off - (0 if static and i == 0 else 1)).split(".")[0]
+             for i, off in enumerate(offsets)]
+    want = exp["functions"][:5] if static else exp["functions"][3:7]
+    assert names == want, (rec["signature"], names)
+    assert rec["stop_reason"] == "outermost" and not rec["partial"] and rec["unreliable"], rec
+
+
+@pytest.mark.parametrize("tables", ["eh_frame", "notables"])
+def test_glibc_gdb_plugin_walks_exactly_gdbs_frames(build_dir, glibc_expected, tables,
+                                                    tmp_path, request):
+    """The GDB plugin (`ehbt -json` in `gdb EXE CORE`), with the stripped executable and with
+    its .notables copy: GDB's frames of the unstripped copy, exactly, ending outermost."""
+    import ehbt_py as h
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    h.need_gdb()
+    exp = glibc_expected
+    if exp["program"] == GLIBC and tables == "notables":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=STATIC_WITHOUT_TABLES_BUG))
+    exe = exp["exe"] if tables == "eh_frame" else exp["exe_notables"]
+    out = tmp_path / "ehbt.json"
+    text = h.run_gdb(build_dir, [exe, exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)])
+    assert out.exists(), text[-3000:]
+    captured = out.read_text()
+    [thread] = json.loads(captured[captured.find("{"):])["threads"]
+    got = [int(f["pc"], 16) for f in thread["frames"]]
+    assert got == [int(f["pc"], 16) for f in exp["frames"]], ce.describe(thread["frames"])
+    assert thread["stop_reason"] == "outermost", (thread["stop_reason"], thread["stop_detail"])
