@@ -302,6 +302,8 @@ def hidden_module_walks(ehbt_bin, tmp_path, known):
     errors = []
     make_on_demand()
     for arch, name in FIXTURES + sorted(OTHER):
+        if known and not any(k[:2] == (arch, name) for k in KNOWN_BUGS):
+            continue
         exp = load(arch, name)
         if not all(os.path.isfile(f) for f in [exp["exe_file"], *ce.modules_in_frames(exp).values()]):
             counts["no_exe"] += 1  # a fixture directory being remade: its files moved
