@@ -11,6 +11,16 @@
                  calls abort(); the print calls leave stale return addresses into musl's stdio
                  on the stack. Expected: the program's structure (below), named by the
                  unstripped copy's symbols; GDB and eu-stack stop early on musl.
+  glibc_noreturn_print
+                 the same program (musl_noreturn_print.c) built by gcc against glibc, -static,
+                 stripped: glibc's own functions keep their .eh_frame, so the full walk is
+                 by table; a copy without .eh_frame (same build-id, <exe>.notables) makes the
+                 fallbacks walk past the stale return addresses of the print calls (into
+                 fwrite, _IO_new_file_xsputn...). Expected: GDB on the unstripped copy
+                 (physical frames, past main), checked against the program's structure.
+  glibc_noreturn_print_dyn
+                 the same, linked dynamically (stripped): the print functions are in
+                 libc.so.6, the program's own frames walk by fallback in the .notables copy.
   rust_abort     Debian rustc, -C panic=abort, stripped: panic_abort's CFI was only in
                  .debug_frame. Expected: GDB on the unstripped copy (physical frames).
   node_abort     node --perf-basic-prof --interpreted-frames-native-stack: process.abort()
@@ -207,6 +217,56 @@ def make_musl_noreturn_print():
         "eu_stack_frames": len(eu_stack_frames(unstripped, core))})
 
 
+GLIBC_NORETURN_FUNCTIONS = ["__pthread_kill_implementation", "raise", "abort", "fx_fatal",
+                            "fx_check", "fx_outer", "main", "__libc_start_call_main",
+                            "__libc_start_main_impl", "_start"]
+
+
+def build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", path]).stdout)
+    return m.group(1) if m else None
+
+
+def make_glibc_noreturn_print(name="glibc_noreturn_print", static=True):
+    unstripped = os.path.join(BIN, name + ".unstripped")
+    exe = os.path.join(BIN, name)
+    notables = exe + ".notables"
+    run(["gcc", *(["-static"] if static else []), "-O2", "-g", "-fomit-frame-pointer", "-I",
+         PROGRAMS, os.path.join(PROGRAMS, "musl_noreturn_print.c"), "-o", unstripped])
+    run(["strip", "-s", unstripped, "-o", exe])
+    # The same file without its unwind tables: what the fallbacks see when the tables are gone
+    # but the code is there (the build-id stays, so ehbt uses it for the core).
+    run(["objcopy", "--remove-section=.eh_frame", "--remove-section=.eh_frame_hdr", exe,
+         notables])
+    if run(["nm", exe], check=False).stdout.strip():
+        raise SystemExit(name + ": the executable keeps symbols")
+    if ".eh_frame" in run(["readelf", "-S", notables]).stdout:
+        raise SystemExit(name + ": the .notables copy keeps .eh_frame")
+    if not build_id(exe) or build_id(exe) != build_id(notables):
+        raise SystemExit(name + ": the .notables copy lost the build-id")
+    core, _ = crash([exe], name)
+    frames = gdb_physical_frames(unstripped, core)
+    # Program structure (glibc 2.36): abort -> raise -> __pthread_kill_implementation (a
+    # constprop clone in the static libc; in libc.so.6, with __pthread_kill_internal inlined
+    # into it, and GDB names raise and abort by their internal __GI_ aliases from libc's debug
+    # info) sends SIGABRT; fx_fatal called abort after its prints; main is called by
+    # __libc_start_call_main. GDB's names must follow it exactly, no print function among.
+    names = [(f["function"] or "").split(".")[0] for f in frames]
+    names = [n[len("__GI_"):] if n.startswith("__GI_") else n for n in names]
+    if names != GLIBC_NORETURN_FUNCTIONS:
+        raise SystemExit("%s: GDB's frames are not the program's structure: %s" % (name, names))
+    write(name, {
+        "format": "ehbt-expected-nocfi/1", "program": name, "core": core, "exe": exe,
+        "exe_unstripped": unstripped, "exe_notables": notables, "source": "gdb",
+        "frames": frames, "functions": GLIBC_NORETURN_FUNCTIONS,
+        "stale": ["fwrite", "_IO_fwrite", "fputs", "_IO_fputs", "fprintf",
+                  "__vfprintf_internal", "_IO_new_file_xsputn", "_IO_file_xsputn",
+                  "_IO_new_file_write", "_IO_file_write", "new_do_write", "_IO_new_do_write",
+                  "__write", "write", "buffered_vfprintf",
+                  "outstring_func", "__printf_buffer", "__printf_buffer_write"],
+        "gdb_frames": len(frames), "eu_stack_frames": len(eu_stack_frames(unstripped, core))})
+
+
 def make_rust():
     exe = os.path.join(BIN, "rust_abort")
     unstripped = exe + ".unstripped"
@@ -320,6 +380,9 @@ def make_java(name, extra, program_args=(), java_names=JAVA_NAMES):
 
 
 CASES = {"musl_sigabort": make_musl, "musl_noreturn_print": make_musl_noreturn_print,
+         "glibc_noreturn_print": make_glibc_noreturn_print,
+         "glibc_noreturn_print_dyn": lambda: make_glibc_noreturn_print(
+             "glibc_noreturn_print_dyn", static=False),
          "rust_abort": make_rust, "node_abort": make_node,
          "node_deopt": make_node_deopt,
          "java_jit": lambda: make_java("java_jit", []),

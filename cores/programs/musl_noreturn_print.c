@@ -3,7 +3,11 @@
  * (fputs, then fprintf) and calls abort(). The print calls leave their return addresses
  * (inside fputs, fwrite, __stdio_write...) on the stack below the helper's frame; they are not
  * callers of anything on the stack when abort runs. The real stack: musl's raise/abort, then
- * fx_fatal, fx_check, fx_outer, main, libc_start_main_stage2, _start. */
+ * fx_fatal, fx_check, fx_outer, main, libc_start_main_stage2, _start.
+ * make_nocfi_cores.py also builds it with gcc against glibc, static and stripped
+ * (glibc_noreturn_print): the stale return addresses are then into fwrite and
+ * _IO_new_file_xsputn, the real stack __pthread_kill_implementation, raise, abort, fx_fatal,
+ * fx_check, fx_outer, main, __libc_start_call_main, __libc_start_main_impl, _start. */
 #include <stdio.h>
 #include <stdlib.h>
 
