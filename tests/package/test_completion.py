@@ -72,7 +72,7 @@ def test_ehbt_triage(prefix, words, want):
     (["ehbt-triage", "wat"], ["watch"]),
     (["ehbt-triage", "watch", "--q"], ["--queue"]),
     (["ehbt-triage", "watch", "--rep"], ["--report-interval"]),
-    (["ehbt-triage", "watch", "--sch"], []),  # a batch option, not one of watch's
+    (["ehbt-triage", "watch", "--sch"], ["--scheduler"]),  # watch runs on a dask cluster too
 ])
 def test_ehbt_triage_report(prefix, tmp_path, words, want):
     assert sorted(complete(prefix, "ehbt-triage", words, cwd=tmp_path)) == want
