@@ -172,11 +172,16 @@ def test_dask_worker_killed_mid_run_loses_no_core(tool_env, cluster, core_dir, l
 def test_dask_core_that_keeps_killing_workers_is_recorded_failed(tool_env, cluster, cores,
                                                                   tmp_path):
     """Past the scheduler's allowed failures the task is KilledWorker: that core is failed with
-    the reason, the others are stored, and the run ends."""
+    the reason, the others are stored, and the run ends.
+
+    The ordinary core goes first, with both workers up: a task queued behind the poison on
+    the worker it kills counts that death too (one thread per worker), and would be given up
+    with it -- dask's rule, not the run's (docs/triage.md)."""
     poison = tmp_path / "poison.core"
     shutil.copy(cores["assert"][0][0], poison)
+    cluster.wait_for_workers(2, timeout=120)
     proc = triage(tool_env, "--scheduler", cluster.address, "--db", tmp_path / "db", "--jsonl",
-                  tmp_path / "o.jsonl", poison, cores["a"][1][0],
+                  tmp_path / "o.jsonl", cores["a"][1][0], poison,
                   extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"}, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr + cluster.log_text()
     recs = _jsonl_by_core(tmp_path / "o.jsonl")
