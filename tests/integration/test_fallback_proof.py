@@ -26,15 +26,22 @@ from hide_modules import without_file
 OUT = pathlib.Path(os.environ.get("EHBT_CORES_OUT") or ce.OUT)
 
 
-def gdb_fixtures():
-    """(arch, name) of every fixture whose truth is GDB's, per thread (ehbt-expected/1)."""
-    found = []
+def expected_documents():
+    """(path, document) of every fixture's expectation under OUT (unreadable ones left
+    out), in path order."""
     for path in sorted(glob.glob(str(OUT / "*" / "*.expected.json"))):
         try:
             with open(path) as f:
-                exp = json.load(f)
+                doc = json.load(f)
         except (OSError, ValueError):
             continue
+        yield path, doc
+
+
+def gdb_fixtures():
+    """(arch, name) of every fixture whose truth is GDB's, per thread (ehbt-expected/1)."""
+    found = []
+    for _path, exp in expected_documents():
         if exp.get("format") == "ehbt-expected/1" and exp.get("source") == "gdb":
             found.append((exp["arch"], exp["program"]))
     return found
@@ -69,12 +76,7 @@ def other_fixtures():
     truth is not a GDB expectation but a complete pc list (complete_pcs): one thread, the
     crashing one (by tid where the expectation records it), ending outermost."""
     found = {}
-    for path in sorted(glob.glob(str(OUT / "*" / "*.expected.json"))):
-        try:
-            with open(path) as f:
-                exp = json.load(f)
-        except (OSError, ValueError):
-            continue
+    for path, exp in expected_documents():
         pcs = complete_pcs(exp)
         if not pcs:
             continue
