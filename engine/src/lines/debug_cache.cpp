@@ -15,11 +15,13 @@
 #include <atomic>
 #include <cstring>
 #include <ctime>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "elf/notes.hpp"  // elf::to_hex
 #include "lines/cache_dir.hpp"
 #include "lines/uncompressed_copy.hpp"
 
@@ -72,16 +74,6 @@ void fnv_u64(uint64_t& h, uint64_t v) {
   fnv(h, &v, sizeof v);
 }
 
-std::string hex(const void* p, std::size_t n) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    out += "0123456789abcdef"[b[i] >> 4];
-    out += "0123456789abcdef"[b[i] & 15];
-  }
-  return out;
-}
-
 // "<build-id>.<layout>.debug": the layout (the source's identity and debug sections as
 // stored) tells apart files that share a build-id but not their DWARF's form (one processed
 // by dwz, one not).
@@ -97,7 +89,8 @@ std::string copy_name(const GElf_Ehdr& eh, const DebugSections& sections, const 
     fnv_u64(h, s.inflated);
     fnv_u64(h, static_cast<uint64_t>(s.compression));
   }
-  return hex(id.bytes, id.size) + "." + hex(&h, sizeof h) + std::string(kSuffix);
+  return elf::to_hex({static_cast<const std::byte*>(id.bytes), id.size}) + "." +
+         elf::to_hex(std::as_bytes(std::span(&h, 1))) + std::string(kSuffix);
 }
 
 // Whether `copy` (a file of `file_size` bytes) is the copy made from `source`: the same ELF

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "elf/image_impl.hpp"  // elf::libelf_ready()
+#include "elf/notes.hpp"       // elf::to_hex
 #include "lines/debug_cache.hpp"
 #include "lines/debug_sections.hpp"
 #include "lines/dwz_alt.hpp"
@@ -92,12 +93,8 @@ struct DwarfOpener {
     const void* id = nullptr;
     const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(f.dwarf_, &name, &id);
     if (id_len <= 0 || name == nullptr) return;
-    const auto* id_bytes = static_cast<const unsigned char*>(id);
-    std::string hex;
-    for (ssize_t i = 0; i < id_len; ++i) {
-      hex += "0123456789abcdef"[id_bytes[i] >> 4];
-      hex += "0123456789abcdef"[id_bytes[i] & 15];
-    }
+    const std::string hex =
+        elf::to_hex({static_cast<const std::byte*>(id), static_cast<std::size_t>(id_len)});
     for (const std::string& path : dwz_alt_candidates(f.path_, name, hex)) {
       auto alt = std::make_unique<DwarfFile>();
       alt->path_ = path;
