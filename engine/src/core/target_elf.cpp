@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/byte_order.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::core {
 namespace {
@@ -141,7 +142,7 @@ std::string build_id_in(std::span<const std::byte> buf, bool big_endian, uint64_
     if (desc_off > buf.size() || descsz > buf.size() - desc_off) break;
     if (type == NT_GNU_BUILD_ID && namesz == 4 && v.str(off + 12, 4) == "GNU" && descsz > 0 &&
         descsz <= kMaxBuildIdBytes) {
-      return to_hex(v.sub(desc_off, descsz));
+      return util::bytes_hex(v.sub(desc_off, descsz));
     }
     if (next <= off) break;
     off = next;
@@ -190,18 +191,6 @@ std::optional<std::string> read_c_string(Memory& mem, uint64_t addr, std::size_t
     }
   }
   return std::nullopt;
-}
-
-std::string to_hex(std::span<const std::byte> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (std::byte b : bytes) {
-    auto u = std::to_integer<unsigned>(b);
-    s.push_back(kDigits[u >> 4]);
-    s.push_back(kDigits[u & 15]);
-  }
-  return s;
 }
 
 }  // namespace ehbt::core

@@ -69,7 +69,4 @@ std::string read_build_id_at_offsets(Memory& mem, const TargetElf& elf, uint64_t
 // unterminated.
 std::optional<std::string> read_c_string(Memory& mem, uint64_t addr, std::size_t max_len);
 
-// Lowercase hex of bytes.
-std::string to_hex(std::span<const std::byte> bytes);
-
 }  // namespace ehbt::core

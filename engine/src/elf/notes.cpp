@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "elf/byte_view.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::elf {
 namespace {
@@ -22,18 +23,6 @@ uint64_t pad(uint64_t n, uint64_t align) {
 }
 
 }  // namespace
-
-std::string to_hex(std::span<const std::byte> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (std::byte b : bytes) {
-    unsigned v = std::to_integer<unsigned>(b);
-    out.push_back(kDigits[v >> 4]);
-    out.push_back(kDigits[v & 0xf]);
-  }
-  return out;
-}
 
 std::string find_build_id(std::span<const std::byte> notes, bool big_endian, uint64_t align) {
   if (align != 8) align = 4;
@@ -53,7 +42,7 @@ std::string find_build_id(std::span<const std::byte> notes, bool big_endian, uin
     auto name = slice(notes, name_off, *namesz);
     bool gnu = *namesz == 4 && std::memcmp(name.data(), "GNU", 4) == 0;
     if (gnu && *type == NT_GNU_BUILD_ID && *descsz > 0) {
-      return to_hex(slice(notes, desc_off, *descsz));
+      return util::bytes_hex(slice(notes, desc_off, *descsz));
     }
     if (next <= off || next > notes.size()) break;
     off = next;

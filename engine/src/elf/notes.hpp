@@ -14,7 +14,4 @@ namespace ehbt::elf {
 // segments); malformed notes end the walk.
 std::string find_build_id(std::span<const std::byte> notes, bool big_endian, uint64_t align);
 
-// Lowercase hex of raw bytes.
-std::string to_hex(std::span<const std::byte> bytes);
-
 }  // namespace ehbt::elf

@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#include "elf/notes.hpp"  // elf::to_hex
 #include "lines/cache_dir.hpp"
 #include "lines/uncompressed_copy.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::lines {
 namespace {
@@ -89,8 +89,8 @@ std::string copy_name(const GElf_Ehdr& eh, const DebugSections& sections, const 
     fnv_u64(h, s.inflated);
     fnv_u64(h, static_cast<uint64_t>(s.compression));
   }
-  return elf::to_hex({static_cast<const std::byte*>(id.bytes), id.size}) + "." +
-         elf::to_hex(std::as_bytes(std::span(&h, 1))) + std::string(kSuffix);
+  return util::bytes_hex({static_cast<const std::byte*>(id.bytes), id.size}) + "." +
+         util::bytes_hex(std::as_bytes(std::span(&h, 1))) + std::string(kSuffix);
 }
 
 // Whether `copy` (a file of `file_size` bytes) is the copy made from `source`: the same ELF

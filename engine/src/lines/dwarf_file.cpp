@@ -11,10 +11,10 @@
 #include <optional>
 
 #include "elf/image_impl.hpp"  // elf::libelf_ready()
-#include "elf/notes.hpp"       // elf::to_hex
 #include "lines/debug_cache.hpp"
 #include "lines/debug_sections.hpp"
 #include "lines/dwz_alt.hpp"
+#include "util/hex.hpp"
 #include "util/regular_file.hpp"
 
 namespace ehbt::lines {
@@ -94,7 +94,7 @@ struct DwarfOpener {
     const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(f.dwarf_, &name, &id);
     if (id_len <= 0 || name == nullptr) return;
     const std::string hex =
-        elf::to_hex({static_cast<const std::byte*>(id), static_cast<std::size_t>(id_len)});
+        util::bytes_hex({static_cast<const std::byte*>(id), static_cast<std::size_t>(id_len)});
     for (const std::string& path : dwz_alt_candidates(f.path_, name, hex)) {
       auto alt = std::make_unique<DwarfFile>();
       alt->path_ = path;

@@ -10,6 +10,7 @@
 #include "core/target_elf.hpp"
 #include "minidump/format.hpp"
 #include "minidump/minidump_file.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::minidump {
 namespace {
@@ -42,12 +43,12 @@ void read_codeview(std::span<const std::byte> cv, ModuleRecord& m) {
   const uint32_t sig = v.u32(0);
   if (!v.ok()) return;
   if (sig == kCvElf && cv.size() > 4) {
-    m.build_id = core::to_hex(cv.subspan(4));
+    m.build_id = util::bytes_hex(cv.subspan(4));
   } else if (sig == kCvPdb70 && cv.size() >= 4 + kGuidSize + 4) {
     const uint32_t age = v.u32(4 + kGuidSize);
     // A non-zero age: the writer put a 20-byte build-id into the GUID and the age (as LLDB
     // reads such records); zero, the usual case: only the GUID, the first 16 bytes.
-    m.build_id = core::to_hex(cv.subspan(4, kGuidSize + (age != 0 ? 4 : 0)));
+    m.build_id = util::bytes_hex(cv.subspan(4, kGuidSize + (age != 0 ? 4 : 0)));
     m.guid_only = age == 0;
   }
 }

@@ -32,6 +32,17 @@ void append_hex16(std::string& out, uint64_t v) {
   out.append(buf, sizeof buf);
 }
 
+std::string bytes_hex(std::span<const std::byte> bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (std::byte b : bytes) {
+    const auto v = std::to_integer<unsigned>(b);
+    out.push_back(kDigits[v >> 4]);
+    out.push_back(kDigits[v & 0xf]);
+  }
+  return out;
+}
+
 std::string hex(uint64_t v) {
   std::string s;
   append_hex(s, v);

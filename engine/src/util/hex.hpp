@@ -2,7 +2,9 @@
 // The one address format of the engine's texts and the CLI's documents.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace ehbt::util {
@@ -13,5 +15,8 @@ std::string hex(uint64_t v);
 void append_hex(std::string& out, uint64_t v);
 // "0x" and exactly 16 lowercase hex digits, zero-padded (GDB's frame addresses).
 void append_hex16(std::string& out, uint64_t v);
+// Two lowercase hex digits per byte, no prefix: how build-ids are spelled (notes, minidump
+// CodeView records, debug-file and cache names).
+std::string bytes_hex(std::span<const std::byte> bytes);
 
 }  // namespace ehbt::util
