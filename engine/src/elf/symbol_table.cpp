@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
+
+#include "elf/rust_demangle.hpp"
 
 namespace ehbt::elf {
 namespace {
@@ -38,6 +41,9 @@ std::string demangle(std::string_view name) {
   if (name.size() < 3 || name.size() > kMaxDemangleLength || name.substr(0, 2) != "_Z") {
     return std::string(name);
   }
+  // Rust's legacy names look like Itanium nested names to the C++ demangler, which leaves
+  // their escapes in (rust_demangle.hpp).
+  if (auto rust = demangle_rust_legacy(name)) return std::move(*rust);
   std::string s(name);
   int status = 0;
   char* out = abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status);

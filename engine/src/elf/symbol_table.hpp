@@ -193,7 +193,8 @@ class SymbolQuery : public SymbolSink {
   bool overflowed_ = false;
 };
 
-// Demangles an Itanium C++ ABI name; returns the input unchanged when it is not one.
+// Demangles a legacy-mangled Rust name (rust_demangle.hpp) or an Itanium C++ ABI name;
+// returns the input unchanged when it is neither.
 std::string demangle(std::string_view name);
 
 }  // namespace ehbt::elf
