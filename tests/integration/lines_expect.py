@@ -40,6 +40,7 @@ MAKE = _load_make_line_cores()
 CASES = [(a, c.name) for c in MAKE.CASE_LIST for a in c.arches]
 # What a case needs besides the architecture's toolchain (scripts/install-deps.sh has it).
 TOOLS = {"inlinerust": [MAKE.RUSTC]}
+RUST_CASES = {n for n, tools in TOOLS.items() if MAKE.RUSTC in tools}
 
 
 def missing_tools(name):
@@ -160,9 +161,11 @@ def _rust_segment(seg):
     return seg
 
 
-def rust_matches(got, gdb_name):
-    """ehbt's legacy-demangled Rust name against GDB's (see above); False for other names."""
-    if not RUST_HASH.search(got):
+def rust_matches(got, gdb_name, hashed=True):
+    """ehbt's legacy-demangled Rust name against GDB's (see above); False for other names.
+    `hashed=False`: `got` is a signature label (version 3), the hash element already dropped;
+    it must then have no hash."""
+    if bool(RUST_HASH.search(got)) != hashed:
         return False
     name = RUST_HASH.sub("", got)
     segs = []

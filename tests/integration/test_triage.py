@@ -466,14 +466,14 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     """A store made before content keys had versions (schema 3, no 'content_key' in meta)
     holds version-1 keys: it is migrated to schema 4 recording version 1, and a copy of a
     stored core under another name is still known (its version-1 key computed), never counted
-    twice. An empty old store takes version 2. (-j1 keys while analysing, -j2 keys first.)"""
+    twice. An empty old store takes content key version 2. (-j1 keys while analysing, -j2 keys first.)"""
     a, b = cores["a"][0][0], cores["b"][0][0]
     db = tmp_path / "old.db"
     proc = triage(tool_env, "--db", db, "-j", jobs, a)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     con = sqlite3.connect(db)
     assert dict(con.execute("SELECT key, value FROM meta")) == {
-        "schema": "5", "content_key": "2", "signature_version": "2"}
+        "schema": "5", "content_key": "2", "signature_version": "3"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(a),)]
     # What the previous release left: schema 3, no content_key, version-1 keys.
     con.execute("UPDATE cores SET sha256 = ?", (_reference_sparse_sha256(a, 1),))
@@ -494,7 +494,7 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     assert dict(con.execute("SELECT path, sha256 FROM cores")) == {
         a: _reference_sparse_sha256(a, 1), b: _reference_sparse_sha256(b, 1)}
     con.close()
-    # An old store without cores: nothing to stay compatible with, version 2.
+    # An old store without cores: nothing to stay compatible with, the current version (3).
     empty = tmp_path / "empty-old.db"
     con = sqlite3.connect(empty)
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -504,7 +504,7 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     proc = triage(tool_env, "--db", empty, "-j", jobs, b)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert dict(con.execute("SELECT key, value FROM meta")) == {
-        "schema": "5", "content_key": "2", "signature_version": "2"}
+        "schema": "5", "content_key": "2", "signature_version": "3"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(b),)]
     con.close()
 
@@ -1195,7 +1195,7 @@ def test_deep_stack_signature_reads_only_its_top_frames():
     labelled = []
     real = sigmod.frame_label
     try:
-        sigmod.frame_label = lambda f: labelled.append(f["index"]) or real(f)
+        sigmod.frame_label = lambda f, v: labelled.append(f["index"]) or real(f, v)
         assert s.sign(doc) == "touch | recurse | recurse | recurse | recurse"
     finally:
         sigmod.frame_label = real

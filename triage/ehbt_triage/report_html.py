@@ -151,7 +151,7 @@ def _stack(store, core_id, signer):
     shown = with_inlined(frames)
     signed = signer.signed_frames(frames) if signer else shown
     frames = shown
-    labels = [frame_label(f) for f in frames]
+    labels = [frame_label(f, signer.version) if signer else frame_label(f) for f in frames]
     start = signer.first_kept(labels, frames) if signer and labels else 0
     if signed is not shown:  # version 1: the marks count physical frames only
         physical = [i for i, f in enumerate(shown) if "inlined_into" not in f]

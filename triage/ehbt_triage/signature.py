@@ -46,7 +46,15 @@ Signature version 2 (SIGNATURE_VERSION; docs/triage.md): the calls inlined at a 
 before the frame they were inlined into, as GDB numbers them and as Socorro signs them; rules
 2-5 then apply to that list (an inlined call's label is its function's name). Version 1
 (stores made before versions existed, which keep it) uses the physical frames only. Without
-debug info the two versions give the same signature.
+debug info versions 1 and 2 give the same signature.
+
+Signature version 3: labels also drop the parts of a name that a build, not the code, decides
+(rule 2): Rust's legacy hash element (``rust_inline::main::h140949989dbd9146`` reads
+``rust_inline::main``; it hashes the crate's metadata, which changes with the compiler and
+the dependency versions) and cgo's per-package prefix (``_cgo_3c1e6f0a8b2d_Cfunc_cfun1`` reads
+``_cgo_Cfunc_cfun1``, ``_cgoexp_<hex>_`` likewise; cgo hashes the package's file names and
+contents into it, so one crash rebuilt elsewhere or after an unrelated edit signed
+differently). Otherwise it equals version 2.
 
 Each frame also has a stable key ``<build-id>+0x<module_offset>`` (the module's basename when
 it has no build-id) that identifies the instruction across builds' file names and ASLR.
@@ -57,10 +65,11 @@ import re
 
 from .skipmatch import SkipMatcher
 
-# The signature format: 2 counts inlined calls as frames, 1 does not. A store records the
-# version its buckets were made with and keeps it (schema.SIGNATURE_VERSION_SQL).
-SIGNATURE_VERSION = 2
-SIGNATURE_VERSIONS = (1, 2)
+# The signature format: 2 counts inlined calls as frames, 1 does not; 3 also leaves out of a
+# label the hashes a build puts into Rust and cgo names. A store records the version its
+# buckets were made with and keeps it (schema.SIGNATURE_VERSION_SQL).
+SIGNATURE_VERSION = 3
+SIGNATURE_VERSIONS = (1, 2, 3)
 DEFAULT_TOP = 5
 NULL_PAGE = 4096
 UNKNOWN = "<unknown>"
@@ -79,6 +88,10 @@ _COMPILER_SUFFIX = re.compile(
     r"abiinternal)"
     r"(?:\.[0-9]+)*)+$")
 _CLONE_SUFFIX = re.compile(r"(?: \[clone \.[^\]]*\])+$")
+# Version 3: the hash element ending a legacy-mangled Rust name, and cgo's 12-digit package
+# hash after `_cgo_`/`_cgoexp_` (at the start or after the Go package's dot).
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_CGO_HASH = re.compile(r"(^|\.)(_cgo(?:exp)?_)[0-9a-f]{12}_")
 
 
 def load_skiplist(path=_SKIPLIST_FILE, section=CRASH_REPORTING):
@@ -117,15 +130,18 @@ def strip_version(symbol):
     return symbol[:at] if at > 0 else symbol
 
 
-def normalise(symbol):
+def normalise(symbol, version=SIGNATURE_VERSION):
     """The symbol as a signature spells it: no @VERSION, no compiler copy suffix
-    (``f.constprop.0.isra.0``, ``f.cold``, ``ns::f(int) [clone .cold]`` -> ``f``/``ns::f(int)``)."""
+    (``f.constprop.0.isra.0``, ``f.cold``, ``ns::f(int) [clone .cold]`` -> ``f``/``ns::f(int)``);
+    from version 3 no Rust hash element and no cgo package hash."""
     text = strip_version(symbol)
     if text.endswith("@plt"):
         return text
     text = _CLONE_SUFFIX.sub("", text)
-    stripped = _COMPILER_SUFFIX.sub("", text)
-    return stripped or text
+    stripped = _COMPILER_SUFFIX.sub("", text) or text
+    if version >= 3:
+        stripped = _CGO_HASH.sub(r"\1\2", _RUST_HASH.sub("", stripped)) or stripped
+    return stripped
 
 
 def bare_name(symbol):
@@ -154,11 +170,11 @@ def module_names(doc):
     return {m.get("path"): m.get("build_id") for m in doc.get("modules") or []}
 
 
-def frame_label(frame):
-    """The frame as the signature spells it (rule 2)."""
+def frame_label(frame, version=SIGNATURE_VERSION):
+    """The frame as the signature spells it (rule 2) in signature version `version`."""
     symbol = frame.get("symbol")
     if symbol:
-        return normalise(symbol)
+        return normalise(symbol, version)
     module = frame.get("module")
     offset = _hex(frame.get("module_offset"))
     if module and offset is not None:
@@ -191,11 +207,12 @@ class _Labels:
     """frame_label of each frame, made on first use: the sequence the rules index, iterate
     and slice like the list [frame_label(f) for f in frames]."""
 
-    __slots__ = ("_frames", "_made")
+    __slots__ = ("_frames", "_made", "_version")
 
-    def __init__(self, frames):
+    def __init__(self, frames, version):
         self._frames = frames
         self._made = [None] * len(frames)
+        self._version = version
 
     def __len__(self):
         return len(self._frames)
@@ -205,7 +222,7 @@ class _Labels:
             return [self[k] for k in range(*i.indices(len(self._frames)))]
         label = self._made[i]
         if label is None:
-            label = self._made[i] = frame_label(self._frames[i])
+            label = self._made[i] = frame_label(self._frames[i], self._version)
         return label
 
     def __iter__(self):
@@ -331,7 +348,7 @@ class Signer:
         cannot change the signature (an end found there would leave `top` frames anyway). A
         stack overflow's 935 frames cost ~12 labels instead of 935 (most of a worker's
         Python time on such a core)."""
-        labels = _Labels(frames)
+        labels = _Labels(frames, self.version)
         start = self.first_kept(labels, frames)
         end = len(labels)
         for i in range(start, min(len(labels), start + self.top)):
