@@ -248,3 +248,27 @@ def test_cgo_without_c_unwind_tables(ehbt_bin, cgo_expected, name, tmp_path):
     assert thread["stop_reason"] == "outermost" and status == 0
     sources = {plain(f["symbol"]): f["source"] for f in thread["frames"]}
     assert sources["cfun2"] == "scan" and sources["runtime.asmcgocall"] == "scan", sources
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_lldb_plugin_on_cgo_core(build_dir, ehbt_bin, request, case, tmp_path):
+    """The LLDB plugin's `ehbt --json` (lldb-16) on the cgo cores: the expected frames, exactly,
+    and the same frames as the CLI's (pc, CFA, how each was found): the plugin only hands the
+    engine LLDB's view of the core; the walk across Go's signal frame, the C frames and
+    asmcgocall's stack switch is the engine's. The cross-built cores are opened with the
+    C library of their sysroot, as the CLI is given it."""
+    import ehbt_py as h
+    import test_lldb_plugin as tl
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    exp = expected_case(request, case)
+    pre = []
+    if exp["arch"] in SYSROOT:
+        pre.append("platform select remote-linux --sysroot %s" % SYSROOT[exp["arch"]])
+    pre.append("target create %s --core %s" % (exp["exe"], exp["core"]))
+    doc, _ = tl.ehbt_json(build_dir, tmp_path, pre, command="ehbt --json")
+    [thread] = [t for t in doc["threads"] if t["tid"] == exp["tid"]]
+    assert_exact(thread["frames"], exp)
+    assert thread["stop_reason"] == "outermost", thread["stop_detail"]
+    _, cli = walk_json(ehbt_bin, exp)
+    assert [(f["pc"], f["cfa"], f["source"]) for f in thread["frames"]] == \
+        [(f["pc"], f["cfa"], f["source"]) for f in cli["frames"]]
