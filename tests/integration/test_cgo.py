@@ -142,12 +142,20 @@ def frame_name(f):
     return plain(sym[0]) if sym else None
 
 
+# Where asmcgocall keeps the goroutine's g and the depth of its sp below g.stack.hi, from the C
+# callee's CFA, and the byte order (asm_amd64.s: 48(sp), 40(sp); asm_arm64.s: 0(sp), 8(sp);
+# asm_s390x.s: 168(r15), 160(r15), r15 being that CFA less 160).
+SLOTS = {"x86_64": (48, 40, "little"), "aarch64": (0, 8, "little"), "s390x": (8, 0, "big")}
+
+
 def cgo_walk_with(build_dir, exp, patch):
     """The crashing thread walked through the Python module over the core's memory with some
-    words changed: patch(frames, target) -> {address: 8-byte little-endian value}."""
+    words changed: patch(frames, target) -> {address: 8-byte value in the core's byte order}."""
     import ehbt_py as h
     ehbt = h.import_ehbt(build_dir)  # skips when the Python module is not built
-    target = ehbt.open_core(exp["core"])
+    byteorder = SLOTS[exp["arch"]][2]
+    target = ehbt.open_core(exp["core"], exe=exp["exe"],
+                            sysroots=[SYSROOT[exp["arch"]]] if exp["arch"] in SYSROOT else [])
     [thread] = [t for t in target.threads if t.tid == exp["tid"]]
     frames = ehbt.Unwinder().unwind(thread.regs, target, target).frames
     words = patch(frames, target)
@@ -155,7 +163,7 @@ def cgo_walk_with(build_dir, exp, patch):
     def read(addr, size):
         data = bytearray(target.read(addr, size))
         for slot, value in words.items():
-            raw = value.to_bytes(8, "little")
+            raw = value.to_bytes(8, byteorder)
             for k in range(8):
                 if addr <= slot + k < addr + len(data):
                     data[slot + k - addr] = raw[k]
@@ -164,23 +172,24 @@ def cgo_walk_with(build_dir, exp, patch):
     return frames, ehbt.Unwinder().unwind(thread.regs, read, target)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("change", ["depth+16", "depth-8", "g=0", "g=stack"])
-def test_cgo_switch_must_prove_itself(build_dir, cgo_expected, name, change):
-    """asmcgocall's saved g and depth (amd64: 48(sp) and 40(sp) of its frame on g0, sp being the
-    C callee's CFA) changed in the core's memory: the walk keeps every frame down to
-    asmcgocall, takes no frame from a wrong goroutine sp, and stops with a reason, never
-    outermost (no scan or frame-pointer step on g0's stack, where stale return addresses
-    lie)."""
-    exp = cgo_expected[name]
+def test_cgo_switch_must_prove_itself(build_dir, request, case, change):
+    """asmcgocall's saved g and depth (SLOTS: amd64 48(sp) and 40(sp) of its frame on g0, sp
+    being the C callee's CFA; s390x big-endian) changed in the core's memory: the walk keeps
+    every frame down to asmcgocall, takes no frame from a wrong goroutine sp, and stops with a
+    reason, never outermost (no scan or frame-pointer step on g0's stack, where stale return
+    addresses lie)."""
+    exp = expected_case(request, case)
+    g_at, depth_at, byteorder = SLOTS[exp["arch"]]
 
     def patch(frames, target):
         i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.asmcgocall")
         sp = frames[i - 1].cfa
-        g = int.from_bytes(target.read(sp + 48, 8), "little")
-        depth = int.from_bytes(target.read(sp + 40, 8), "little")
-        return {"depth+16": {sp + 40: depth + 16}, "depth-8": {sp + 40: depth - 8},
-                "g=0": {sp + 48: 0}, "g=stack": {sp + 48: sp}}[change]
+        g = int.from_bytes(target.read(sp + g_at, 8), byteorder)
+        depth = int.from_bytes(target.read(sp + depth_at, 8), byteorder)
+        return {"depth+16": {sp + depth_at: depth + 16}, "depth-8": {sp + depth_at: depth - 8},
+                "g=0": {sp + g_at: 0}, "g=stack": {sp + g_at: sp}}[change]
 
     frames, walk = cgo_walk_with(build_dir, exp, patch)
     pcs = [f.pc for f in frames]
