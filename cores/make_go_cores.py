@@ -4,7 +4,8 @@
 unstripped (`go`) and with -ldflags='-s -w' (`gostripped`: no .symtab, no DWARF, no
 .debug_frame; only .gopclntab is left), crashed with GOTRACEBACK=crash. x86-64 natively;
 aarch64 and s390x cross-built (GOARCH=arm64, s390x) and run under qemu, which writes the
-guest's core. s390x has no GDB record (see ARCHES): its expectation is Go's traceback alone.
+guest's core. s390x's gocrash has no GDB record (see ARCHES): its expectation is Go's traceback
+alone; its cgo crash has one.
 
     make_go_cores.py [--arch x86_64|aarch64|s390x] [--only go,gostripped,gopie]
 

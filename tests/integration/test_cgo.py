@@ -7,7 +7,8 @@ SIGABRTs: the C frames by their CFI), Go's own traceback (the goroutine's frames
 to runtime.goexit, with their fp = CFA) and objdump (cgocall's call of asmcgocall). The walk
 must cross Go's signal frame, runtime.sigpanic (which Go's handler made look called from the
 faulting pc), the C frames on the thread's g0 stack and runtime.asmcgocall's switch back to the
-goroutine's stack, and give exactly those frames: no frame more, none less (issue #32 item 4:
+goroutine's stack, and give exactly those frames: no frame more, none less, on x86-64, aarch64 and s390x
+(big-endian; cross-built, run under qemu) (issue #32 item 4:
 before, the unstripped walk stopped at asmcgocall, the stripped one added runtime.systemstack
 and the C library's start frames by stack scanning and said outermost, exit 0)."""
 import json
