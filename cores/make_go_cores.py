@@ -55,6 +55,7 @@ core, the binary, the traceback and the crashing thread.
 """
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -232,7 +233,6 @@ def same_code(exe, unstripped):
     insns = [(int(at, 16), op) for at, op in
              re.findall(r"^\s*([0-9a-f]+):\s+(\S+)", out, re.M)]
     starts = [at for at, _ in insns]
-    import bisect
     for i in (i for i in range(len(a)) if a[i] != b[i]):
         k = bisect.bisect_right(starts, start + i) - 1
         if k < 0 or insns[k][1] != "larl":

@@ -202,11 +202,15 @@ def test_cgo_switch_must_prove_itself(build_dir, request, case, change):
     assert "asmcgocall" in walk.detail or walk.stop == "memory_fault", (walk.stop, walk.detail)
 
 
-def test_triage_signs_cgo_crashes_by_the_c_frames(tool_env, cgo_expected, tmp_path):
+@pytest.mark.parametrize("arch", ["", "aarch64", "s390x"])
+def test_triage_signs_cgo_crashes_by_the_c_frames(tool_env, request, arch, tmp_path):
     """Both builds of the cgo crash share one bucket, signed by the faulting C chain (the
-    frames below Go's signal handler, sigpanic and throw), not by the runtime's report."""
-    cores = [cgo_expected[n]["core"] for n in NAMES]
-    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", *cores)
+    frames below Go's signal handler, sigpanic and throw), not by the runtime's report; the
+    cross-built cores with their sysroot's C library."""
+    cores = [expected_case(request, (arch + "/" if arch else "") + n)["core"] for n in NAMES]
+    sysroot = ["--sysroot", SYSROOT[arch]] if arch else []
+    proc = triage(tool_env, "--db", tmp_path / "db", "--jsonl", tmp_path / "o.jsonl", *sysroot,
+                  *cores)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     recs = read_jsonl(tmp_path / "o.jsonl")
     assert len(recs) == 2, recs
@@ -216,17 +220,21 @@ def test_triage_signs_cgo_crashes_by_the_c_frames(tool_env, cgo_expected, tmp_pa
     assert not any(r["unreliable"] or r["partial"] for r in recs), recs
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_gdb_plugin_on_cgo_core(build_dir, cgo_expected, name, tmp_path):
+@pytest.mark.parametrize("case", CASES)
+def test_gdb_plugin_on_cgo_core(build_dir, request, case, tmp_path):
     """The GDB plugin's `ehbt -json`, where GDB's own backtrace turns to garbage past
-    asmcgocall: the expected frames, exactly."""
+    asmcgocall: the expected frames, exactly (the cross-built cores in gdb-multiarch, given
+    their sysroot's C library)."""
     import ehbt_py as h
     h.import_ehbt(build_dir)  # skips when the Python module is not built
-    h.need_gdb()
-    exp = cgo_expected[name]
+    exp = expected_case(request, case)
+    gdb = "gdb" if exp["arch"] == "x86_64" else "gdb-multiarch"
+    h.need_gdb(gdb)
+    setup = ["set sysroot " + SYSROOT[exp["arch"]]] if exp["arch"] in SYSROOT else []
     out = tmp_path / "ehbt.json"
-    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
-        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)])
+    text = h.run_gdb(build_dir, [], setup + ["file " + exp["exe"], "core " + exp["core"],
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)],
+                     gdb=gdb)
     assert out.exists(), text[-3000:]
     captured = out.read_text()
     doc = json.loads(captured[captured.find("{"):])
