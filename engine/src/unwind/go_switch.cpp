@@ -40,11 +40,12 @@ struct CgoSwitchLayout {
   uint64_t frame_size;  // asmcgocall's frame on the goroutine stack (cgocall's sp - goroutine sp)
   bool fp_saved;        // the caller's frame pointer is at goroutine sp - 8 (else unchanged)
   bool big_endian;      // byte order of the saved words
+  bool nosave;          // a saved g of 0 means `nosave` (s390x has no such path: 0 is no g)
 };
 
-constexpr CgoSwitchLayout kAmd64{Arch::X86_64, 7, 6, 48, 40, 8, false, false};
-constexpr CgoSwitchLayout kArm64{Arch::AArch64, 31, 29, 0, 8, 16, true, false};
-constexpr CgoSwitchLayout kS390x{Arch::S390x, 15, std::nullopt, 168, 160, 8, false, true};
+constexpr CgoSwitchLayout kAmd64{Arch::X86_64, 7, 6, 48, 40, 8, false, false, true};
+constexpr CgoSwitchLayout kArm64{Arch::AArch64, 31, 29, 0, 8, 16, true, false, true};
+constexpr CgoSwitchLayout kS390x{Arch::S390x, 15, std::nullopt, 168, 160, 8, false, true, false};
 
 // Go's goroutine stacks are at most 1 GiB (runtime.maxstacksize on 64-bit targets): a larger
 // depth is no depth the runtime stored.
@@ -97,6 +98,10 @@ Expected<GoStackSwitch, arch::RecoverFailure> go_cross_cgo_switch(const Frame& f
     return unexpected(failure(arch::RecoverError::MemoryFault, sp + a->depth_slot, ""));
   }
   GoStackSwitch out;
+  if (g == 0 && !a->nosave) {
+    return unexpected(failure(arch::RecoverError::NotApplicable, sp + a->g_slot,
+                              "asmcgocall saved no g (this architecture always saves one)"));
+  }
   if (g == 0) {
     // nosave: called on a system stack already; the saved word is the original sp, on the
     // stack the C frames are on.
