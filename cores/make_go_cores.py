@@ -4,7 +4,8 @@
 unstripped (`go`) and with -ldflags='-s -w' (`gostripped`: no .symtab, no DWARF, no
 .debug_frame; only .gopclntab is left), crashed with GOTRACEBACK=crash. x86-64 natively;
 aarch64 and s390x cross-built (GOARCH=arm64, s390x) and run under qemu, which writes the
-guest's core. s390x has no GDB record (see ARCHES): its expectation is Go's traceback alone.
+guest's core. s390x's gocrash has no GDB record (see ARCHES): its expectation is Go's traceback
+alone; its cgo crash has one.
 
     make_go_cores.py [--arch x86_64|aarch64|s390x] [--only go,gostripped,gopie]
 
@@ -54,6 +55,7 @@ core, the binary, the traceback and the crashing thread.
 """
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -83,11 +85,24 @@ ARCHES = {
                     sysroot="/usr/aarch64-linux-gnu",
                     # mov x8, #0x8b; svc #0
                     sigreturn="681180d2010000d4"),
-    # No GDB: Go under qemu-s390x's gdbstub never reached the crash (10 minutes, spinning).
-    # The expectation is Go's own traceback alone: the frames from runtime.gopanic down.
-    "s390x": dict(goarch="s390x", qemu="qemu-s390x", gdb=None, variants=("go", "gostripped")),
+    # No GDB for gocrash: Go under qemu-s390x's gdbstub never reached the crash (10 minutes,
+    # spinning). The expectation is Go's own traceback alone: the frames from runtime.gopanic
+    # down. The cgo crash is recorded by GDB (cgo_gdb): run without asynchronous preemption,
+    # as every GDB-recorded run under qemu is, it reaches the fault and both SIGABRTs.
+    "s390x": dict(goarch="s390x", qemu="qemu-s390x", gdb=None, cgo_gdb="gdb-multiarch",
+                  variants=("go", "gostripped", "cgo", "cgostripped"),
+                  byteorder="big", cc="s390x-linux-gnu-gcc", sysroot="/usr/s390x-linux-gnu",
+                  # svc 173 (rt_sigreturn)
+                  sigreturn="0aad"),
 }
 OUT = BIN = None  # set by set_arch()
+
+
+def debugger(name):
+    """The GDB that records `name`'s run, or None (the expectation is Go's traceback alone)."""
+    if name in CGO_VARIANTS and ARCHES[ARCH].get("cgo_gdb"):
+        return ARCHES[ARCH]["cgo_gdb"]
+    return ARCHES[ARCH]["gdb"]
 ARCH = None
 
 
@@ -118,7 +133,9 @@ REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"], "cgo": []}
 # Source-line cases (no GDB; Go's traceback is the expectation): name -> go build flags.
 LINE_VARIANTS = {"goinline": [], "goinlinestripped": ["-ldflags=-s -w"]}
 TRAMPOLINE = "runtime.sigreturn.abi0"  # amd64: Go's own sa_restorer
-ASMCGOCALL = "runtime.asmcgocall.abi0"  # the assembly function's .symtab name
+# The assembly function's .symtab name: with the suffix where Go has a register ABI (amd64,
+# arm64), without it on s390x (ABI0 only).
+ASMCGOCALL = r"runtime\.asmcgocall(\.abi0)?"
 SIGTRAMP = "runtime.sigtramp"
 
 
@@ -189,6 +206,40 @@ def instruction_layout(exe):
     return re.findall(r"^\s*([0-9a-f]+):\s+(\S+)", out, re.M)
 
 
+def same_code(exe, unstripped):
+    """Whether two builds have the same code layout. objdump's linear disassembly of s390x Go's
+    stripped .text loses the instruction boundaries (with no symbols it decodes data between
+    functions as code), so there the .text bytes are compared instead: same address and size,
+    and every byte that differs lies in an instruction of the unstripped build that loads the
+    address of data (larl: read-only data moved when the symbols went)."""
+    if instruction_layout(exe) == instruction_layout(unstripped):
+        return True
+    if ARCH != "s390x":
+        return False
+    texts = []
+    for path in (exe, unstripped):
+        sections = run(["readelf", "-SW", path])
+        m = re.search(r"\]\s+\.text\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sections)
+        if not m:
+            return False
+        dump = os.path.join(OUT, "run", os.path.basename(path) + ".text")
+        run(["%s-linux-gnu-objcopy" % ARCH, "-O", "binary", "-j", ".text", path, dump])
+        texts.append((int(m.group(1), 16), int(m.group(2), 16), open(dump, "rb").read()))
+    (start, size, a), (start_ref, size_ref, b) = texts
+    if (start, size) != (start_ref, size_ref) or len(a) != len(b):
+        return False
+    out = run(["%s-linux-gnu-objdump" % ARCH, "-d", "--no-show-raw-insn", "-j", ".text",
+               unstripped])
+    insns = [(int(at, 16), op) for at, op in
+             re.findall(r"^\s*([0-9a-f]+):\s+(\S+)", out, re.M)]
+    starts = [at for at, _ in insns]
+    for i in (i for i in range(len(a)) if a[i] != b[i]):
+        k = bisect.bisect_right(starts, start + i) - 1
+        if k < 0 or insns[k][1] != "larl":
+            return False
+    return True
+
+
 def elf_symbols(exe):
     """[(start, end, name)] of the function symbols of .symtab (nm)."""
     out = subprocess.run(["nm", "-S", "--defined-only", exe], stdout=subprocess.PIPE,
@@ -246,6 +297,7 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
     raw = os.path.join(OUT, name + ".gdb.json")
     script = os.path.join(rundir, "record.py")
     qemu = ARCHES[ARCH]["qemu"]
+    gdb = debugger(name)
     port = free_port()
     if qemu:
         start = ('gdb.execute("target remote 127.0.0.1:%d")\n'
@@ -260,7 +312,7 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
     def limits():
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    cmd = [ARCHES[ARCH]["gdb"], "-nx", "-batch", "-ex", "set pagination off",
+    cmd = [gdb, "-nx", "-batch", "-ex", "set pagination off",
            "-ex", "set confirm off", "-ex", "set language c",
            "-ex", "set backtrace past-main on", "-ex", "set cwd " + rundir,
            "-ex", "set environment GOTRACEBACK=crash", "-ex", "set tcp connect-timeout 30",
@@ -273,7 +325,7 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
                if stop_at_fault and qemu else []) + ["-ex", "file " + exe,
            "-ex", "symbol-file " + symbols_from, "-x", script]
     guest = None
-    if not ARCHES[ARCH]["gdb"]:
+    if not gdb:
         def guest_limits_plain():
             limits()
             with open("/proc/self/coredump_filter", "w") as f:
@@ -303,7 +355,7 @@ def crash(name, exe, symbols_from, stop_at_fault=False):
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=err, preexec_fn=guest_limits)
     try:
-        if ARCHES[ARCH]["gdb"]:
+        if gdb:
             subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            preexec_fn=limits, timeout=600)
         if guest:
@@ -484,13 +536,14 @@ def cgo_frames(name, unstripped, stops, trace):
 
 
 def call_return(exe, caller, callee):
-    """The address after the one call of `callee` in `caller` (objdump of the .symtab build)."""
+    """The address after the one call of `callee` (a regular expression) in `caller` (objdump
+    of the .symtab build)."""
     out = run(["objdump" if ARCH == "x86_64" else "%s-linux-gnu-objdump" % ARCH, "-d",
                "--no-show-raw-insn", exe])
     body = re.search(r"^[0-9a-f]+ <%s>:\n(.*?)\n\n" % re.escape(caller), out, re.S | re.M)
     lines = body.group(1).splitlines() if body else []
     at = [i for i, line in enumerate(lines)
-          if re.search(r"\s(call|bl)\s.*<%s>" % re.escape(callee), line)]
+          if re.search(r"\s(call|bl|brasl)\s.*<%s>" % callee, line)]
     if len(at) != 1 or at[0] + 1 >= len(lines):
         raise Fail("%s: %d calls of %s in %s" % (exe, len(at), callee, caller))
     return int(lines[at[0] + 1].split(":")[0], 16)
@@ -503,9 +556,9 @@ def expected_frames(name, exe, unstripped, stops, trace):
                        (name, len(stops)))
         frames, bias = cgo_frames(name, unstripped, stops, trace)
         return stops[0]["tid"], name_frames(frames, bias, exe, unstripped, CGO_CHAIN)
-    if not ARCHES[ARCH]["gdb"]:
+    if not debugger(name):
         frames, bias = traceback_frames(name, trace)
-        return None, name_frames(frames, bias, exe, unstripped)
+        return None, name_frames(frames, bias, exe, unstripped, recorded=False)
     if len(stops) != 2 or stops[0]["tid"] != stops[1]["tid"]:
         raise Fail("%s: expected two SIGABRT stops of one thread, GDB saw %d" % (name, len(stops)))
     if ARCH == "x86_64":
@@ -515,7 +568,7 @@ def expected_frames(name, exe, unstripped, stops, trace):
     return stops[0]["tid"], name_frames(frames, bias, exe, unstripped)
 
 
-def name_frames(frames, bias, exe, unstripped, want=CHAIN):
+def name_frames(frames, bias, exe, unstripped, want=CHAIN, recorded=True):
     chain = [f["function"] for f in frames if f["function"] in want]
     if chain != want:
         raise Fail("%s: call chain %s, want %s" % (exe, chain, want))
@@ -529,7 +582,7 @@ def name_frames(frames, bias, exe, unstripped, want=CHAIN):
         names |= {s[2] for s in syms if s[0] <= at < s[1]}
         if f["function"]:
             names.add(f["function"])
-        if exe != unstripped and ARCHES[ARCH]["gdb"]:
+        if exe != unstripped and recorded:
             # The reference build's ELF symbol, as Go's table names it: assembly functions
             # carry an ABI suffix only in the ELF symbol table (runtime.raise.abi0).
             names |= {re.sub(r"\.abi0$", "", s[2]) for s in ref_syms if s[0] <= at < s[1]}
@@ -551,7 +604,7 @@ def make(name, flags, reference):
     if reference != name:
         build(reference, REFERENCES[reference], source)
         # Without GDB the reference is not read for this build's frames (s390x's differs).
-        if ARCHES[ARCH]["gdb"] and instruction_layout(exe) != instruction_layout(unstripped):
+        if debugger(name) and not same_code(exe, unstripped):
             raise Fail("%s: code layout differs from the unstripped build" % name)
         if any(s for s in elf_symbols(exe)):
             raise Fail("%s: still has a symbol table" % name)
@@ -561,10 +614,10 @@ def make(name, flags, reference):
         tid = core_crashing_tid(core)
     doc = {"format": "ehbt-go-expected/1", "arch": ARCH, "program": name, "core": core,
            "exe": exe, "stripped": reference != name, "signal": 6, "tid": tid,
-           "source": ("gdb-live+go-traceback" if ARCHES[ARCH]["gdb"] else "go-traceback") +
+           "source": ("gdb-live+go-traceback" if debugger(name) else "go-traceback") +
            ("" if ARCH == "x86_64" else " (qemu)"),
            # Without GDB the frames are the tail of the thread's (gopanic down).
-           "tail": not ARCHES[ARCH]["gdb"],
+           "tail": not debugger(name),
            "traceback": trace, "frames": frames}
     with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
         json.dump(doc, f, indent=1)

@@ -39,8 +39,8 @@ GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& li
 
 // The step from asmcgocall's frame to its caller, read through `mem` (every read may fail):
 // RecoverError::MemoryFault where a saved word cannot be read; NotApplicable, with the reason,
-// on an architecture whose layout this does not know (x86-64 and arm64 are known) or where the
-// saved words contradict each other (the depth does not put sp inside g.stack).
+// on an architecture whose layout this does not know (x86-64, arm64 and s390x are known) or where
+// the saved words contradict each other (the depth does not put sp inside g.stack).
 Expected<GoStackSwitch, arch::RecoverFailure> go_cross_cgo_switch(const Frame& frame, Memory& mem);
 
 }  // namespace ehbt::unwind

@@ -1,10 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unwind/strategies/go.hpp"
 
+#include "arch/call_site.hpp"
 #include "unwind/describe.hpp"
 #include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
+namespace {
+
+// Code bytes from target memory, else from the file of the module holding them (a core leaves
+// read-only text out).
+class ModuleCode final : public Memory {
+ public:
+  ModuleCode(Memory& mem, const ModuleSet& modules) : mem_(mem), modules_(modules) {}
+  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
+    const std::size_t n = mem_.read(addr, out);
+    if (n == out.size()) return n;
+    const Module* m = modules_.find(addr);
+    if (m == nullptr || !m->image) return n;
+    return m->image->read(m->to_link(addr), out);
+  }
+
+ private:
+  Memory& mem_;
+  const ModuleSet& modules_;
+};
+
+// Whether `ra` follows a direct call of the function at `start`: every caller of
+// runtime.asmcgocall (runtime.cgocall, and the runtime's own C calls) calls it directly. The
+// general proof also lets a call of another function through when that function's body holds a
+// jump through a register, and on s390x every return is one (`br %r14`): a wrong depth led to
+// the stale return address of cgocall's call of entersyscall, a word below the right one.
+bool direct_call_of(StepContext& ctx, uint64_t ra, std::optional<uint64_t> start) {
+  if (!start) return true;  // nothing says where asmcgocall starts: the general proof alone
+  ModuleCode code(ctx.mem, ctx.modules);
+  auto call = arch::call_before(ctx.ops.info().arch, code, ra);
+  return call && call->target && *call->target == *start;
+}
+
+}  // namespace
 
 Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
@@ -34,6 +68,11 @@ Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
     return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  }
+  if (!direct_call_of(ctx, sw->caller.regs.pc(), callee.function_start)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": caller pc " +
+                                              hex(sw->caller.regs.pc()) +
+                                              " follows no direct call of asmcgocall");
   }
   auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
   if (out) ctx.caller.stack_switch = true;
