@@ -2,7 +2,9 @@
 // arch::indirect_jump: the jump a dispatch stub ends in. Encodings from the Intel SDM (JMP:
 // FF /4 "jump near, absolute indirect, address given in r/m64", any ModRM mode; CALL is FF /2)
 // and the bytes of a real HotSpot 17 vtable stub (java_jit_megamorphic: `jmp *0x40(%rbx)`);
-// aarch64 `br x16` from the Arm ARM (d61f0000 | n << 5, little-endian).
+// aarch64 `br x16` from the Arm ARM (d61f0000 | n << 5, little-endian); s390x from the
+// z/Architecture Principles of Operation (BCR M1,R2: 07 M1R2; `br %rN` is BCR 15,N, and the
+// ABI returns with `br %r14`).
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -48,6 +50,16 @@ TEST(IndirectJump, HotSpotVtableStub) {
 TEST(IndirectJump, Aarch64BranchToRegister) {
   EXPECT_TRUE(arch::indirect_jump(Arch::AArch64, bytes({0x00, 0x02, 0x1f, 0xd6}), 0));   // br x16
   EXPECT_FALSE(arch::indirect_jump(Arch::AArch64, bytes({0x00, 0x02, 0x3f, 0xd6}), 0));  // blr
+}
+
+TEST(IndirectJump, S390xBranchToRegisterButNotTheReturn) {
+  EXPECT_TRUE(arch::register_jump(Arch::S390x, bytes({0x07, 0xf1}), 0));   // br %r1
+  EXPECT_TRUE(arch::indirect_jump(Arch::S390x, bytes({0x07, 0xf3}), 0));   // br %r3
+  EXPECT_FALSE(arch::register_jump(Arch::S390x, bytes({0x07, 0xfe}), 0));  // br %r14: return
+  EXPECT_FALSE(arch::indirect_jump(Arch::S390x, bytes({0x07, 0xfe}), 0));
+  EXPECT_FALSE(arch::register_jump(Arch::S390x, bytes({0x07, 0xf0}), 0));  // bcr 15,0: no-op
+  EXPECT_FALSE(arch::register_jump(Arch::S390x, bytes({0x07, 0x81}), 0));  // ber %r1: cond.
+  EXPECT_FALSE(arch::register_jump(Arch::S390x, bytes({0x07}), 0));        // cut short
 }
 
 }  // namespace

@@ -153,7 +153,11 @@ bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off) 
       return left >= 4 && (b(0) & 0x1f) == 0 && (b(1) & 0xfc) == 0 && b(2) == 0x1f &&
              b(3) == 0xd6;  // br xN: d61f0000 | n << 5
     case Arch::S390x:
-      return left >= 2 && b(0) == 0x07 && (b(1) & 0xf0) == 0xf0 && (b(1) & 0x0f) != 0;
+      // bcr 15,rN (`br %rN`); not rN = 0 (no branch) and not r14, the return address
+      // register: `br %r14` is the ordinary return, in almost every function, and taken as a
+      // jump that may go anywhere it made every tail-jump search succeed.
+      return left >= 2 && b(0) == 0x07 && (b(1) & 0xf0) == 0xf0 && (b(1) & 0x0f) != 0 &&
+             (b(1) & 0x0f) != 14;
   }
   return false;
 }

@@ -33,7 +33,8 @@ std::optional<uint64_t> direct_jump(Arch arch, std::span<const std::byte> code, 
                                     uint64_t addr);
 unsigned jump_alignment(Arch arch);
 // Whether `code[off]` starts a jump through a register (x86 `jmp *%reg`, aarch64 `br xN`,
-// s390x `br %rN`): a tail jump whose destination the code does not say.
+// s390x `br %rN` other than the return `br %r14`): a tail jump whose destination the code
+// does not say.
 bool register_jump(Arch arch, std::span<const std::byte> code, std::size_t off);
 // Whether `code[off]` starts a jump whose destination is read at run time: through a register,
 // or (x86) through memory (`jmp *0x40(%rbx)`, ff /4 with any ModRM mode: how HotSpot's vtable
