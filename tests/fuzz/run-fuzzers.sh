@@ -22,6 +22,7 @@ percent="${EHBT_FUZZ_RUNS_PERCENT:-100}"
 # ELF-image targets parse whole files, ~1k inputs/s; the others ~30k-250k inputs/s).
 declare -A runs=(
   [fuzz_cfi]=1000000
+  [fuzz_demangle]=1000000
   [fuzz_core]=25000
   [fuzz_eh_frame_hdr]=1000000
   [fuzz_elf_image]=25000
