@@ -2,18 +2,45 @@
 #include "unwind/strategies/go.hpp"
 
 #include "unwind/describe.hpp"
+#include "unwind/go_systemstack.hpp"
 #include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
+namespace {
+
+// runtime.systemstack on g0 to its caller on the goroutine's stack (unwind/go_systemstack.hpp),
+// proven as the cgo crossing's caller: inside the goroutine's g.stack, after a call of
+// systemstack, its frame in the mapping of the goroutine's sp. Anything else stops the walk.
+Attempt cross_systemstack(StepContext& ctx) {
+  auto sw = go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
+  if (!sw) return unexpected(std::move(sw.error()));
+  constexpr const char* kWhat = "runtime.systemstack's stack switch";
+  Callee callee;
+  callee.sp = sw->switched_sp;
+  callee.lookup_pc = ctx.frame.lookup_pc();
+  callee.function_start = ctx.code_hint().function_start();
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  }
+  auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
+  if (out) ctx.caller.stack_switch = true;
+  return out;
+}
+
+// Go's table gives sp, pc and the frame pointer; the g register is the callee's (see
+// go_g_register): kept so that runtime.systemstack's crossing can start from it.
+void carry_g(const Frame& frame, arch::Recovered& rec) {
+  const std::optional<uint16_t> g = go_g_register(frame.regs.arch());
+  if (g && frame.regs.has(*g) && !rec.regs.has(*g)) rec.regs.set(*g, frame.regs.raw(*g));
+}
+
+}  // namespace
 
 Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
   if (kind == GoSwitch::None) return std::nullopt;
-  if (kind == GoSwitch::SystemStack) {
-    return stop(StopReason::NoUnwindInfo,
-                "runtime.systemstack: its caller is on the goroutine's stack, which only the "
-                "goroutine's g.sched records (not followed)");
-  }
+  if (kind == GoSwitch::SystemStack) return cross_systemstack(ctx);
   constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
   auto sw = go_cross_cgo_switch(ctx.frame, ctx.mem);
   if (!sw) return unexpected(recover_failure(sw.error(), kWhat));
@@ -42,6 +69,7 @@ Attempt GoCgoSwitch::attempt(StepContext& ctx) {
 
 Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
   if (auto rec = go_step_over_cfi(ctx.ops, ctx.frame, *ctx.module, ctx.mem, ctx.limits)) {
+    carry_g(ctx.frame, *rec);
     // Both callers it steps to were planted, not called (the faulting pc under sigpanic, the
     // sigreturn trampoline under sigtramp): their frames prove their stack only.
     if (disprove(ctx, *rec, "go_pclntab", true)) return std::nullopt;
@@ -53,6 +81,7 @@ Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
 Attempt GoPclntab::attempt(StepContext& ctx) {
   auto rec = go_step(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
   if (!rec) return std::nullopt;
+  carry_g(ctx.frame, *rec);
   // Validated like every frame not from an unwind table: Go's table gives the frame size
   // exactly, but at a pc it covers wrongly (or memory it misreads) the word taken for the
   // return address is not one.
