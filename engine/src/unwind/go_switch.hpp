@@ -34,7 +34,8 @@ struct GoStackSwitch {
 // (go_cross_systemstack, unwind/go_systemstack.hpp, with the offsets the binary gives); no table
 // steps it (Go's .debug_frame describes it as if sp had not moved, so a table step would read a
 // stale word at the top of g0's stack). On gsignal or g0 systemstack tail-jumps (no frame).
-enum class GoSwitch : uint8_t { None, CgoCall, SystemStack };
+// runtime.mcall after its call of the function it runs on g0 (unwind/go_systemstack.hpp).
+enum class GoSwitch : uint8_t { None, CgoCall, SystemStack, MCall };
 GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& limits);
 
 // The step from asmcgocall's frame to its caller, read through `mem` (every read may fail):

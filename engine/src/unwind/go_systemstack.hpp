@@ -35,4 +35,13 @@ std::optional<uint16_t> go_g_register(Arch arch);
 Expected<GoStackSwitch, StopInfo> go_cross_systemstack(const Frame& frame, const Module& module,
                                                        Memory& mem, const Limits& limits);
 
+// The step from runtime.mcall's frame on g0 (after its call of fn(g)) to its caller on the
+// goroutine's stack, from the same g0 -> m -> curg chain: mcall saved its caller's pc, sp and
+// bp in curg.sched. Only while m.curg still names the goroutine: once the function detached it
+// (dropg), nothing on the thread says which goroutine it was (it may run elsewhere since): the
+// walk ends there as outermost (g0's stack begins at mcall, where Go's traceback ends too),
+// with a detail saying so. Other failures as go_cross_systemstack's.
+Expected<GoStackSwitch, StopInfo> go_cross_mcall(const Frame& frame, const Module& module,
+                                                 Memory& mem, const Limits& limits);
+
 }  // namespace ehbt::unwind

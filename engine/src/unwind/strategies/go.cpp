@@ -8,13 +8,15 @@
 namespace ehbt::unwind {
 namespace {
 
-// runtime.systemstack on g0 to its caller on the goroutine's stack (unwind/go_systemstack.hpp),
+// runtime.systemstack or runtime.mcall on g0 to its caller on the goroutine's stack
+// (unwind/go_systemstack.hpp),
 // proven as the cgo crossing's caller: inside the goroutine's g.stack, after a call of
 // systemstack, its frame in the mapping of the goroutine's sp. Anything else stops the walk.
-Attempt cross_systemstack(StepContext& ctx) {
-  auto sw = go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
+Attempt cross_g0_switch(StepContext& ctx, bool mcall) {
+  auto sw = mcall ? go_cross_mcall(ctx.frame, *ctx.module, ctx.mem, ctx.limits)
+                  : go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
   if (!sw) return unexpected(std::move(sw.error()));
-  constexpr const char* kWhat = "runtime.systemstack's stack switch";
+  const char* kWhat = mcall ? "runtime.mcall's stack switch" : "runtime.systemstack's stack switch";
   Callee callee;
   callee.sp = sw->switched_sp;
   callee.lookup_pc = ctx.frame.lookup_pc();
@@ -40,7 +42,9 @@ void carry_g(const Frame& frame, arch::Recovered& rec) {
 Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
   if (kind == GoSwitch::None) return std::nullopt;
-  if (kind == GoSwitch::SystemStack) return cross_systemstack(ctx);
+  if (kind == GoSwitch::SystemStack || kind == GoSwitch::MCall) {
+    return cross_g0_switch(ctx, kind == GoSwitch::MCall);
+  }
   constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
   auto sw = go_cross_cgo_switch(ctx.frame, ctx.mem);
   if (!sw) return unexpected(recover_failure(sw.error(), kWhat));
