@@ -70,16 +70,21 @@ CGO_SOURCE = os.path.join(HERE, "programs", "go", "cgocrash")
 LINES_SOURCE = os.path.join(HERE, "programs", "go", "goinline.go")
 # The systemstack case: a fatal error whose crash runs on the thread's g0 stack.
 SYS_SOURCE = os.path.join(HERE, "programs", "go", "gosystemstack.go")
+# The mcall case (no GDB: Go's traceback of the parked goroutine is the expectation).
+DEADLOCK_SOURCE = os.path.join(HERE, "programs", "go", "godeadlock.go")
+DEADLOCK_VARIANTS = {"godeadlock": [], "godeadlockstripped": ["-ldflags=-s -w"]}
 GO = "/usr/bin/go"
 # Per architecture: GOARCH, the emulator (None: native), the debugger, the variants built.
 ARCHES = {
     "x86_64": dict(goarch="amd64", qemu=None, gdb="gdb",
                    variants=("go", "gostripped", "gopie", "goinline", "goinlinestripped",
-                             "cgo", "cgostripped", "gosys", "gosysstripped"),
+                             "cgo", "cgostripped", "gosys", "gosysstripped", "godeadlock",
+                             "godeadlockstripped"),
                    cc="gcc"),
     "aarch64": dict(goarch="arm64", qemu="qemu-aarch64", gdb="gdb-multiarch",
                     variants=("go", "gostripped", "goinline", "goinlinestripped", "cgo",
-                              "cgostripped", "gosys", "gosysstripped"),
+                              "cgostripped", "gosys", "gosysstripped", "godeadlock",
+                              "godeadlockstripped"),
                     byteorder="little", cc="aarch64-linux-gnu-gcc",
                     # The C library and loader a dynamically linked (cgo) program needs.
                     sysroot="/usr/aarch64-linux-gnu",
@@ -686,6 +691,57 @@ def make_lines(name, flags):
     print("%s: core and Go's traceback written" % name)
 
 
+def make_deadlock(name, flags):
+    """The mcall case (godeadlock.go): crashed without a debugger (natively or under qemu). Its
+    expectation (format ehbt-go-deadlock-expected/1) is Go's own traceback of goroutine 1,
+    parked in a channel receive: runtime.gopark .. runtime.goexit with pc and fp (= CFA), as Go
+    printed them from the goroutine's g.sched, which runtime.mcall wrote."""
+    os.makedirs(BIN, exist_ok=True)
+    exe = build(name, flags, DEADLOCK_SOURCE)
+    rundir = os.path.join(OUT, "run", name)
+    shutil.rmtree(rundir, ignore_errors=True)
+    os.makedirs(rundir)
+    trace = os.path.join(OUT, name + ".traceback.txt")
+    qemu = ARCHES[ARCH]["qemu"]
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        if qemu:
+            with open("/proc/self/coredump_filter", "w") as f:
+                f.write("0")
+    with open(trace, "w") as err:
+        subprocess.run(([qemu] if qemu else []) + [exe], cwd=rundir,
+                       env=dict(os.environ, GOTRACEBACK="crash"), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limits, timeout=300)
+    files = os.listdir(rundir)
+    if qemu:
+        for host_core in [c for c in files if c == "core" or c.startswith("core.")]:
+            os.unlink(os.path.join(rundir, host_core))
+        cores = [c for c in files if c.startswith("qemu_") and c.endswith(".core")]
+    else:
+        cores = [c for c in files if c == "core" or c.startswith("core.")]
+    if len(cores) != 1:
+        raise Fail("%s: %d cores (core_pattern must be `core`)" % (name, len(cores)))
+    core = os.path.join(OUT, name + ".core")
+    shutil.move(os.path.join(rundir, cores[0]), core)
+    if "all goroutines are asleep - deadlock!" not in open(trace, errors="replace").read():
+        raise Fail("%s: no deadlock report in Go's traceback" % name)
+    go = go_traceback(trace, r"chan receive")
+    if [g["function"] for g in go] != ["runtime.gopark", "runtime.chanrecv",
+                                       "runtime.chanrecv1", "main.main", "runtime.main",
+                                       "runtime.goexit"]:
+        raise Fail("%s: goroutine 1 is not parked in its channel receive: %s" % (name, go))
+    doc = {"format": "ehbt-go-deadlock-expected/1", "arch": ARCH, "program": name,
+           "core": core, "exe": exe, "stripped": "-s" in " ".join(flags), "signal": 6,
+           "tid": core_crashing_tid(core), "traceback": trace,
+           "source": "go-traceback" + ("" if ARCH == "x86_64" else " (qemu)"),
+           "goroutine": [{"pc": "0x%x" % g["pc"], "function": g["function"],
+                          "cfa": "0x%x" % g["fp"]} for g in go]}
+    with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    print("%s: core and Go's traceback written" % name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="x86_64", choices=sorted(ARCHES))
@@ -703,6 +759,9 @@ def main():
         try:
             if name in LINE_VARIANTS:
                 make_lines(name, LINE_VARIANTS[name])
+                continue
+            if name in DEADLOCK_VARIANTS:
+                make_deadlock(name, DEADLOCK_VARIANTS[name])
                 continue
             make(name, *VARIANTS[name])
         except (Fail, subprocess.TimeoutExpired) as e:

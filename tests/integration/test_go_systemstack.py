@@ -176,3 +176,131 @@ def test_version_table_matches_dwarf(build_dir, request, arch):
             ("runtime.m", "g0"): M_G0, ("runtime.m", "curg"): M_CURG,
             ("runtime.gobuf", "sp"): 0, ("runtime.gobuf", "pc"): 8, ("runtime.gobuf", "bp"): 48}
     assert {k: offsets.get(k) for k in want} == want
+
+
+# runtime.mcall (cores/programs/go/godeadlock.go): main parks in a channel receive through
+# mcall(park_m), which detaches it (dropg: m.curg = nil) before scheduling; Go 1.19's sysmon
+# then reports the deadlock and crashes on its own thread. x86-64 only: the test finds the
+# parked goroutine by the word amd64's mcall pushes on g0 (its argument, `PUSHQ AX`); arm64
+# passes it in a register only.
+DEADLOCK = ["godeadlock", "godeadlockstripped"]
+
+
+@pytest.fixture(scope="module")
+def deadlock_expected():
+    return load_expected("x86_64", DEADLOCK)
+
+
+@pytest.mark.parametrize("name", DEADLOCK)
+def test_mcall_detached_ends_the_walk_there(ehbt_bin, deadlock_expected, name):
+    """Every thread parked in mcall ends at it: outermost (g0's stack starts there, as Go's
+    own traceback says), the detail naming the detached goroutine, no frame read from g0's
+    stack beyond (before, unstripped: Go's .debug_frame for mcall gave runtime.newproc from a
+    stale word, then bad_pc, exit 1)."""
+    exp = deadlock_expected[name]
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--all-threads"],
+                          capture_output=True, text=True, timeout=300)
+    import json
+    doc = json.loads(proc.stdout)
+    parked = [t for t in doc["threads"]
+              if any(plain(f["symbol"]) == "runtime.mcall" for f in t["frames"])]
+    assert parked, [t["tid"] for t in doc["threads"]]
+    for t in parked:
+        names = [plain(f["symbol"]) for f in t["frames"]]
+        assert names[-3:] == ["runtime.schedule", "runtime.park_m", "runtime.mcall"], names
+        assert t["stop_reason"] == "outermost"
+        assert "runtime.mcall's stack switch" in t["stop_detail"] and \
+            "m.curg is nil" in t["stop_detail"], t["stop_detail"]
+    assert all(t["stop_reason"] == "outermost" for t in doc["threads"])
+    assert proc.returncode == 0
+
+
+def mcall_patch(exp, extra=None):
+    """Words that re-attach the parked goroutine to the thread that parked it (m.curg = gp,
+    gp.m = m), gp being the word mcall pushed on g0 whose saved pc is Go's gopark frame."""
+    def patch(thread_frames, target):
+        i = next(i for i, f in enumerate(thread_frames) if frame_name(f) == "runtime.mcall")
+        g0 = thread_frames[i].regs[14]
+        gp = int.from_bytes(target.read(thread_frames[i].regs[7], 8), "little")
+        m = int.from_bytes(target.read(g0 + G_M, 8), "little")
+        words = {m + M_CURG: gp, gp + G_M: m}
+        if extra:
+            words.update(extra(gp, m, thread_frames[i]))
+        return words
+    return patch
+
+
+def parked_thread(build_dir, exp):
+    """The thread whose mcall word is goroutine 1: its g.sched.pc is Go's gopark pc and its
+    g.stack holds the CFAs Go printed (every parked goroutine's pc is the same gopark pc)."""
+    import ehbt_py as h
+    ehbt = h.import_ehbt(build_dir)
+    target = ehbt.open_core(exp["core"])
+    want = int(exp["goroutine"][0]["pc"], 16)
+    for t in target.threads:
+        frames = ehbt.Unwinder().unwind(t.regs, target, target).frames
+        names = [frame_name(f) for f in frames]
+        if "runtime.mcall" not in names:
+            continue
+        i = names.index("runtime.mcall")
+        gp = int.from_bytes(target.read(frames[i].regs[7], 8), "little")
+        lo, hi = (int.from_bytes(target.read(gp + k, 8), "little") for k in (0, 8))
+        cfas = [int(g["cfa"], 16) for g in exp["goroutine"]]
+        if int.from_bytes(target.read(gp + G_SCHED + 8, 8), "little") == want and \
+                all(lo <= c <= hi for c in cfas):
+            return ehbt, target, t, frames
+    pytest.fail("no thread parked goroutine 1")
+
+
+def mcall_walk(build_dir, exp, extra=None):
+    ehbt, target, thread, frames = parked_thread(build_dir, exp)
+    words = mcall_patch(exp, extra)(frames, target)
+
+    def read(addr, size):
+        data = bytearray(target.read(addr, size))
+        for slot, value in words.items():
+            raw = value.to_bytes(8, "little")
+            for k in range(8):
+                if addr <= slot + k < addr + len(data):
+                    data[slot + k - addr] = raw[k]
+        return bytes(data)
+
+    return frames, ehbt.Unwinder().unwind(thread.regs, read, target)
+
+
+@pytest.mark.parametrize("name", DEADLOCK)
+def test_mcall_attached_crosses_to_the_goroutine(build_dir, deadlock_expected, name):
+    """The same core with the goroutine re-attached (as it is while mcall's function runs,
+    before dropg): the walk crosses mcall to the goroutine's frames, exactly Go's traceback of
+    goroutine 1 (pc and fp = CFA), and ends at runtime.goexit."""
+    exp = deadlock_expected[name]
+    frames, walk = mcall_walk(build_dir, exp)
+    i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.mcall")
+    assert [f.pc for f in walk.frames[:i + 1]] == [f.pc for f in frames[:i + 1]]
+    got = [(hex(f.pc), hex(f.cfa)) for f in walk.frames[i + 1:]]
+    want = [(g["pc"], g["cfa"]) for g in exp["goroutine"]]
+    assert got == want, (got, walk.stop, walk.detail)
+    assert walk.frames[i + 1].source == "go_pclntab"
+    assert walk.stop == "outermost", walk.detail
+
+
+@pytest.mark.parametrize("name", DEADLOCK)
+@pytest.mark.parametrize("change, says", [
+    ("sched.pc", "runtime.mcall's stack switch"),
+    ("sched.sp", "outside the goroutine's stack"),
+    ("curg.m", "belongs to m"),
+])
+def test_mcall_switch_must_prove_itself(build_dir, deadlock_expected, name, change, says):
+    exp = deadlock_expected[name]
+
+    def extra(gp, m, frame):
+        # chanrecv's return address: after a direct call of gopark, not of mcall.
+        return {"sched.pc": {gp + G_SCHED + 8: int(exp["goroutine"][1]["pc"], 16)},
+                "sched.sp": {gp + G_SCHED: 8},
+                "curg.m": {gp + G_M: m + 8}}[change]
+
+    frames, walk = mcall_walk(build_dir, exp, extra)
+    i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.mcall")
+    assert [f.pc for f in walk.frames] == [f.pc for f in frames[:i + 1]], (walk.stop, walk.detail)
+    assert walk.stop == "no_unwind_info", walk.detail
+    assert says in walk.detail, walk.detail
