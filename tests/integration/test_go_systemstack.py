@@ -304,3 +304,24 @@ def test_mcall_switch_must_prove_itself(build_dir, deadlock_expected, name, chan
     assert [f.pc for f in walk.frames] == [f.pc for f in frames[:i + 1]], (walk.stop, walk.detail)
     assert walk.stop == "no_unwind_info", walk.detail
     assert says in walk.detail, walk.detail
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gdb_plugin_on_systemstack_core(build_dir, sys_expected, name, tmp_path):
+    """The GDB plugin's `ehbt -json`, where GDB's own backtrace leaves g0 by Go's .debug_frame
+    for systemstack as if sp had not moved: the expected frames, exactly."""
+    import json
+    import ehbt_py as h
+    h.import_ehbt(build_dir)  # skips when the Python module is not built
+    h.need_gdb()
+    exp = sys_expected[name]
+    out = tmp_path / "ehbt.json"
+    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json', to_string=True))" % str(out)])
+    assert out.exists(), text[-3000:]
+    captured = out.read_text()
+    doc = json.loads(captured[captured.find("{"):])
+    [thread] = doc["threads"]
+    assert thread["tid"] == exp["tid"]
+    assert_exact(thread["frames"], exp)
+    assert thread["stop_reason"] == "outermost"
