@@ -527,7 +527,8 @@ def systemstack_frames(name, unstripped, stops, trace):
     lower = stops[0]["frames"]
     sysat = next((i for i, f in enumerate(lower)
                   if f["function"] in ("runtime.systemstack", SYSTEMSTACK)), None)
-    if cut is None or sysat is None or lower[0]["function"] not in ("runtime.raise", "runtime.raise.abi0"):
+    if cut is None or sysat is None or \
+            lower[0]["function"] not in ("runtime.raise", "runtime.raise.abi0"):
         raise Fail("%s: GDB's stops do not reach the trampoline and systemstack: %s" % (
             name, [[f["function"] for f in s["frames"]] for s in stops]))
     go = go_traceback(trace)

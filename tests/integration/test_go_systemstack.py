@@ -9,6 +9,8 @@ on g0 up to runtime.systemstack, objdump for fatalthrow's return address, Go's o
 for the goroutine's frames (fp = CFA). Before, the walk stopped at systemstack (stripped:
 no_unwind_info, exit 1) or left g0 by Go's .debug_frame for a frame that was not there
 (unstripped: runtime.newproc, then bad_pc)."""
+import json
+import re
 import subprocess
 
 import pytest
@@ -85,7 +87,11 @@ def walk_with(build_dir, exp, patch):
 G_M, G_SCHED, M_G0, M_CURG = 48, 56, 0, 192
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The register Go keeps g in: amd64 r14, arm64 x28 (DWARF numbers).
+G_REG = {"x86_64": 14, "aarch64": 28}
+
+
+@pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("change, says", [
     ("m.g0", "is not its m's g0"),
     ("m.curg=0", "m.curg is nil"),
@@ -95,18 +101,18 @@ G_M, G_SCHED, M_G0, M_CURG = 48, 56, 0, 192
     ("g0.stack", "is not on g0's stack"),
     ("return", "systemstack"),
 ])
-def test_systemstack_switch_must_prove_itself(build_dir, sys_expected, name, change, says):
+def test_systemstack_switch_must_prove_itself(build_dir, request, case, change, says):
     """A saved word of the way back (g0 -> m -> curg -> curg.sched -> the return address)
     changed in the core's memory: the walk keeps every frame down to systemstack, takes none
     from the changed state, and stops with a reason naming the check, never outermost."""
-    exp = sys_expected[name]
+    exp = expected_case(request, case)
 
     def u64(target, addr):
         return int.from_bytes(target.read(addr, 8), "little")
 
     def patch(frames, target):
         i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.systemstack")
-        g0 = frames[i].regs[14]  # amd64: the g register
+        g0 = frames[i].regs[G_REG[exp["arch"]]]
         m = u64(target, g0 + G_M)
         curg = u64(target, m + M_CURG)
         sched = curg + G_SCHED
@@ -155,14 +161,12 @@ def test_version_table_matches_dwarf(build_dir, request, arch):
                                   else "sys_expected")["gosys"]
     out = subprocess.run(["readelf", "--debug-dump=info", exp["exe"]], capture_output=True,
                          text=True, timeout=300).stdout
-    import re
     offsets = {}
-    struct = None
+    struct = kind = member = None
     for line in out.splitlines():
         m = re.search(r"DW_TAG_(\w+)", line)
         if m:
-            tag = m.group(1)
-            kind = tag
+            kind = m.group(1)
             continue
         m = re.search(r"DW_AT_name\s*:\s*(?:\(.*?\):\s*)?(\S+)", line)
         if m and kind == "structure_type":
@@ -180,10 +184,9 @@ def test_version_table_matches_dwarf(build_dir, request, arch):
 
 # runtime.mcall (cores/programs/go/godeadlock.go): main parks in a channel receive through
 # mcall(park_m), which detaches it (dropg: m.curg = nil) before scheduling; Go 1.19's sysmon
-# then reports the deadlock and crashes on its own thread. x86-64 only: the test finds the
-# parked goroutine by the word amd64's mcall pushes on g0 (its argument, `PUSHQ AX`); arm64
-# passes it in a register only.
+# then reports the deadlock and crashes on its own thread. x86-64 and arm64.
 DEADLOCK = ["godeadlock", "godeadlockstripped"]
+DEADLOCK_CASES = DEADLOCK + ["aarch64/" + n for n in DEADLOCK]
 
 
 @pytest.fixture(scope="module")
@@ -191,16 +194,27 @@ def deadlock_expected():
     return load_expected("x86_64", DEADLOCK)
 
 
-@pytest.mark.parametrize("name", DEADLOCK)
-def test_mcall_detached_ends_the_walk_there(ehbt_bin, deadlock_expected, name):
+@pytest.fixture(scope="module")
+def deadlock_arm64_expected():
+    return load_expected("aarch64", DEADLOCK)
+
+
+def deadlock_case(request, case):
+    arch, _, name = case.rpartition("/")
+    return request.getfixturevalue("deadlock_arm64_expected" if arch
+                                   else "deadlock_expected")[name]
+
+
+@pytest.mark.parametrize("case", DEADLOCK_CASES)
+def test_mcall_detached_ends_the_walk_there(ehbt_bin, request, case):
     """Every thread parked in mcall ends at it: outermost (g0's stack starts there, as Go's
     own traceback says), the detail naming the detached goroutine, no frame read from g0's
     stack beyond (before, unstripped: Go's .debug_frame for mcall gave runtime.newproc from a
     stale word, then bad_pc, exit 1)."""
-    exp = deadlock_expected[name]
-    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--all-threads"],
+    exp = deadlock_case(request, case)
+    proc = subprocess.run([str(ehbt_bin), "core", exp["core"], "--json", "--all-threads"] +
+                          sysroot_args(exp),
                           capture_output=True, text=True, timeout=300)
-    import json
     doc = json.loads(proc.stdout)
     parked = [t for t in doc["threads"]
               if any(plain(f["symbol"]) == "runtime.mcall" for f in t["frames"])]
@@ -215,46 +229,61 @@ def test_mcall_detached_ends_the_walk_there(ehbt_bin, deadlock_expected, name):
     assert proc.returncode == 0
 
 
-def mcall_patch(exp, extra=None):
-    """Words that re-attach the parked goroutine to the thread that parked it (m.curg = gp,
-    gp.m = m), gp being the word mcall pushed on g0 whose saved pc is Go's gopark frame."""
-    def patch(thread_frames, target):
-        i = next(i for i, f in enumerate(thread_frames) if frame_name(f) == "runtime.mcall")
-        g0 = thread_frames[i].regs[14]
-        gp = int.from_bytes(target.read(thread_frames[i].regs[7], 8), "little")
-        m = int.from_bytes(target.read(g0 + G_M, 8), "little")
-        words = {m + M_CURG: gp, gp + G_M: m}
-        if extra:
-            words.update(extra(gp, m, thread_frames[i]))
-        return words
-    return patch
+def goroutine_one(target, exp):
+    """Goroutine 1's g, found in the core without ehbt's walk: the one runtime.g (in the
+    64 KiB-aligned pages within 1 MiB of its stack) whose stack {lo, hi} holds every CFA Go
+    printed for it and whose sched.pc is Go's gopark pc."""
+    import struct
+    pc = int(exp["goroutine"][0]["pc"], 16)
+    cfas = [int(g["cfa"], 16) for g in exp["goroutine"]]
+    base = cfas[0] & ~0xfffff
+    found = []
+    for chunk in range(base - 0x100000, base + 0x100000, 0x10000):
+        try:
+            data = target.read(chunk, 0x10000)
+        except Exception:  # not in the core
+            continue
+        if len(data) < 0x10000:
+            continue
+        w = struct.unpack("<%dQ" % (len(data) // 8), data)
+        for k in range(len(w) - (G_SCHED // 8 + 2)):
+            if w[k + G_SCHED // 8 + 1] == pc and w[k] <= cfas[0] and cfas[-1] <= w[k + 1] and \
+                    w[k + 1] - w[k] < (1 << 30):
+                found.append(chunk + 8 * k)
+    assert len(found) == 1, [hex(g) for g in found]
+    return found[0]
 
 
-def parked_thread(build_dir, exp):
-    """The thread whose mcall word is goroutine 1: its g.sched.pc is Go's gopark pc and its
-    g.stack holds the CFAs Go printed (every parked goroutine's pc is the same gopark pc)."""
+def mcall_walk(build_dir, exp, extra=None):
+    """A thread parked in mcall walked over the core's memory with goroutine 1 re-attached to
+    it (m.curg = gp, gp.m = m, as while mcall's function runs, before dropg). amd64: the thread
+    whose mcall pushed gp on g0 (its argument, `PUSHQ AX`); arm64 passes it in a register
+    only: the first thread in mcall."""
     import ehbt_py as h
     ehbt = h.import_ehbt(build_dir)
     target = ehbt.open_core(exp["core"])
-    want = int(exp["goroutine"][0]["pc"], 16)
+    gp = goroutine_one(target, exp)
+    g_reg = G_REG[exp["arch"]]
+    chosen = None
     for t in target.threads:
         frames = ehbt.Unwinder().unwind(t.regs, target, target).frames
         names = [frame_name(f) for f in frames]
         if "runtime.mcall" not in names:
             continue
         i = names.index("runtime.mcall")
-        gp = int.from_bytes(target.read(frames[i].regs[7], 8), "little")
-        lo, hi = (int.from_bytes(target.read(gp + k, 8), "little") for k in (0, 8))
-        cfas = [int(g["cfa"], 16) for g in exp["goroutine"]]
-        if int.from_bytes(target.read(gp + G_SCHED + 8, 8), "little") == want and \
-                all(lo <= c <= hi for c in cfas):
-            return ehbt, target, t, frames
-    pytest.fail("no thread parked goroutine 1")
-
-
-def mcall_walk(build_dir, exp, extra=None):
-    ehbt, target, thread, frames = parked_thread(build_dir, exp)
-    words = mcall_patch(exp, extra)(frames, target)
+        if exp["arch"] == "x86_64":
+            pushed = int.from_bytes(target.read(frames[i].regs[7], 8), "little")
+            if pushed != gp:
+                continue
+        chosen = (t, frames, i)
+        break
+    assert chosen, "no thread in mcall"
+    thread, frames, i = chosen
+    g0 = frames[i].regs[g_reg]
+    m = int.from_bytes(target.read(g0 + G_M, 8), "little")
+    words = {m + M_CURG: gp, gp + G_M: m}
+    if extra:
+        words.update(extra(gp, m))
 
     def read(addr, size):
         data = bytearray(target.read(addr, size))
@@ -268,12 +297,12 @@ def mcall_walk(build_dir, exp, extra=None):
     return frames, ehbt.Unwinder().unwind(thread.regs, read, target)
 
 
-@pytest.mark.parametrize("name", DEADLOCK)
-def test_mcall_attached_crosses_to_the_goroutine(build_dir, deadlock_expected, name):
+@pytest.mark.parametrize("case", DEADLOCK_CASES)
+def test_mcall_attached_crosses_to_the_goroutine(build_dir, request, case):
     """The same core with the goroutine re-attached (as it is while mcall's function runs,
     before dropg): the walk crosses mcall to the goroutine's frames, exactly Go's traceback of
     goroutine 1 (pc and fp = CFA), and ends at runtime.goexit."""
-    exp = deadlock_expected[name]
+    exp = deadlock_case(request, case)
     frames, walk = mcall_walk(build_dir, exp)
     i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.mcall")
     assert [f.pc for f in walk.frames[:i + 1]] == [f.pc for f in frames[:i + 1]]
@@ -284,16 +313,16 @@ def test_mcall_attached_crosses_to_the_goroutine(build_dir, deadlock_expected, n
     assert walk.stop == "outermost", walk.detail
 
 
-@pytest.mark.parametrize("name", DEADLOCK)
+@pytest.mark.parametrize("case", DEADLOCK_CASES)
 @pytest.mark.parametrize("change, says", [
     ("sched.pc", "runtime.mcall's stack switch"),
     ("sched.sp", "outside the goroutine's stack"),
     ("curg.m", "belongs to m"),
 ])
-def test_mcall_switch_must_prove_itself(build_dir, deadlock_expected, name, change, says):
-    exp = deadlock_expected[name]
+def test_mcall_switch_must_prove_itself(build_dir, request, case, change, says):
+    exp = deadlock_case(request, case)
 
-    def extra(gp, m, frame):
+    def extra(gp, m):
         # chanrecv's return address: after a direct call of gopark, not of mcall.
         return {"sched.pc": {gp + G_SCHED + 8: int(exp["goroutine"][1]["pc"], 16)},
                 "sched.sp": {gp + G_SCHED: 8},
@@ -310,7 +339,6 @@ def test_mcall_switch_must_prove_itself(build_dir, deadlock_expected, name, chan
 def test_gdb_plugin_on_systemstack_core(build_dir, sys_expected, name, tmp_path):
     """The GDB plugin's `ehbt -json`, where GDB's own backtrace leaves g0 by Go's .debug_frame
     for systemstack as if sp had not moved: the expected frames, exactly."""
-    import json
     import ehbt_py as h
     h.import_ehbt(build_dir)  # skips when the Python module is not built
     h.need_gdb()
