@@ -153,6 +153,24 @@ def test_unknown_go_version_without_dwarf_stops(ehbt_bin, sys_expected, tmp_path
     assert status == 1
 
 
+@pytest.mark.parametrize("case", ["gosys", "aarch64/gosys"])
+def test_unstripped_offsets_come_from_dwarf(ehbt_bin, request, case, tmp_path):
+    """The unstripped build with its recorded Go version changed to one the table does not know:
+    the offsets come from its DWARF (runtime.g, runtime.m, runtime.gobuf, which Go 1.19 puts
+    in a later one of several units named "runtime"), so the walk is still exact."""
+    exp = dict(expected_case(request, case))
+    data = bytearray(open(exp["exe"], "rb").read())
+    at = data.find(b"\xff Go buildinf:")
+    assert data[at + 33:at + 41] == b"go1.19.8", data[at:at + 48]
+    data[at + 33:at + 41] = b"go1.99.8"
+    exe = tmp_path / "gosys"
+    exe.write_bytes(bytes(data))
+    status, thread = walk_json(ehbt_bin, exp, "--exe", str(exe))
+    assert_exact(thread["frames"], exp)
+    assert thread["stop_reason"] == "outermost", thread["stop_detail"]
+    assert status == 0
+
+
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_version_table_matches_dwarf(build_dir, request, arch):
     """The go1.19.8 table equals the unstripped build's DWARF (runtime.g/m/gobuf members, read

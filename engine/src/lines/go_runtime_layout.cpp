@@ -7,7 +7,9 @@
 #include <gelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -95,15 +97,17 @@ std::optional<elf::GoRuntimeLayout> go_runtime_layout_from_dwarf(const Image& im
   Dwarf_Off off = 0, next = 0;
   std::size_t header = 0;
   while (dwarf_nextcu(dw, off, &next, &header, nullptr, nullptr, nullptr) == 0) {
+    if (budget-- == 0) return std::nullopt;
     Dwarf_Die cu;
     const bool have = dwarf_offdie(dw, off + header, &cu) != nullptr;
     off = next;
     if (!have) continue;
-    // Go names each unit after its package: the runtime's types are in "runtime".
+    // Go names each unit after its package, and splits a package over several units: the
+    // runtime's types are in one of those named "runtime" (not the first, in Go 1.19).
     const char* unit = dwarf_diename(&cu);
     if (unit == nullptr || std::strcmp(unit, "runtime") != 0) continue;
     Dwarf_Die die;
-    if (dwarf_child(&cu, &die) != 0) break;
+    if (dwarf_child(&cu, &die) != 0) continue;
     do {
       if (budget-- == 0) return std::nullopt;
       if (dwarf_tag(&die) != DW_TAG_structure_type) continue;
@@ -114,7 +118,7 @@ std::optional<elf::GoRuntimeLayout> go_runtime_layout_from_dwarf(const Image& im
         read_members(&die, n, out, found, budget);
       }
     } while (dwarf_siblingof(&die, &die) == 0);
-    break;
+    if (std::all_of(std::begin(found), std::end(found), [](bool f) { return f; })) break;
   }
   for (bool f : found) {
     if (!f) return std::nullopt;
