@@ -8,7 +8,10 @@ records), x86-64 and arm64 (qemu). Expected frames (cores/make_go_cores.py, neve
 on g0 up to runtime.systemstack, objdump for fatalthrow's return address, Go's own traceback
 for the goroutine's frames (fp = CFA). Before, the walk stopped at systemstack (stripped:
 no_unwind_info, exit 1) or left g0 by Go's .debug_frame for a frame that was not there
-(unstripped: runtime.newproc, then bad_pc)."""
+(unstripped: runtime.newproc, then bad_pc).
+
+runtime.mcall (godeadlock.go, below): threads parked in mcall end there, and a goroutine
+re-attached to its thread in a copy of the memory is crossed to."""
 import json
 import re
 import subprocess

@@ -43,6 +43,15 @@ Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
   if (kind == GoSwitch::None) return std::nullopt;
   if (kind == GoSwitch::SystemStack || kind == GoSwitch::MCall) {
+    // An architecture whose g register and switch layout go_systemstack.cpp does not know
+    // (go_switch_at may name the switch for one whose cgo layout it knows): mcall is left to
+    // Go's table (which ends the walk there), systemstack stops as it did before.
+    if (!go_g_register(ctx.frame.regs.arch())) {
+      if (kind == GoSwitch::MCall) return std::nullopt;
+      return stop(StopReason::NoUnwindInfo,
+                  "runtime.systemstack: its caller is on the goroutine's stack, which only the "
+                  "goroutine's g.sched records (not followed on this architecture)");
+    }
     return cross_g0_switch(ctx, kind == GoSwitch::MCall);
   }
   constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
