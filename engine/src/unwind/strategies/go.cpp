@@ -9,9 +9,9 @@ namespace ehbt::unwind {
 namespace {
 
 // runtime.systemstack or runtime.mcall on g0 to its caller on the goroutine's stack
-// (unwind/go_systemstack.hpp),
-// proven as the cgo crossing's caller: inside the goroutine's g.stack, after a call of
-// systemstack, its frame in the mapping of the goroutine's sp. Anything else stops the walk.
+// (unwind/go_systemstack.hpp), proven as the cgo crossing's caller: inside the goroutine's
+// g.stack, after a call of the switch function, its frame in the mapping of the goroutine's sp.
+// Anything else stops the walk.
 Attempt cross_g0_switch(StepContext& ctx, bool mcall) {
   auto sw = mcall ? go_cross_mcall(ctx.frame, *ctx.module, ctx.mem, ctx.limits)
                   : go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
