@@ -70,16 +70,23 @@ SOURCE = os.path.join(HERE, "programs", "go", "gocrash.go")
 # The cgo case: a directory (Go and C files), built with CGO_ENABLED=1.
 CGO_SOURCE = os.path.join(HERE, "programs", "go", "cgocrash")
 LINES_SOURCE = os.path.join(HERE, "programs", "go", "goinline.go")
+# The systemstack case: a fatal error whose crash runs on the thread's g0 stack.
+SYS_SOURCE = os.path.join(HERE, "programs", "go", "gosystemstack.go")
+# The mcall case (no GDB: Go's traceback of the parked goroutine is the expectation).
+DEADLOCK_SOURCE = os.path.join(HERE, "programs", "go", "godeadlock.go")
+DEADLOCK_VARIANTS = {"godeadlock": [], "godeadlockstripped": ["-ldflags=-s -w"]}
 GO = "/usr/bin/go"
 # Per architecture: GOARCH, the emulator (None: native), the debugger, the variants built.
 ARCHES = {
     "x86_64": dict(goarch="amd64", qemu=None, gdb="gdb",
                    variants=("go", "gostripped", "gopie", "goinline", "goinlinestripped",
-                             "cgo", "cgostripped"),
+                             "cgo", "cgostripped", "gosys", "gosysstripped", "godeadlock",
+                             "godeadlockstripped"),
                    cc="gcc"),
     "aarch64": dict(goarch="arm64", qemu="qemu-aarch64", gdb="gdb-multiarch",
                     variants=("go", "gostripped", "goinline", "goinlinestripped", "cgo",
-                              "cgostripped"),
+                              "cgostripped", "gosys", "gosysstripped", "godeadlock",
+                              "godeadlockstripped"),
                     byteorder="little", cc="aarch64-linux-gnu-gcc",
                     # The C library and loader a dynamically linked (cgo) program needs.
                     sysroot="/usr/aarch64-linux-gnu",
@@ -129,7 +136,16 @@ VARIANTS = {
 # unstripped and with -ldflags='-s -w' (the C objects keep their .eh_frame).
 CGO_VARIANTS = {"cgo": ([], "cgo"), "cgostripped": (["-ldflags=-s -w"], "cgo")}
 VARIANTS.update(CGO_VARIANTS)
-REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"], "cgo": []}
+# gosystemstack.go: the crash on g0 inside runtime.systemstack, unstripped and stripped.
+SYS_VARIANTS = {"gosys": ([], "gosys"), "gosysstripped": (["-ldflags=-s -w"], "gosys")}
+VARIANTS.update(SYS_VARIANTS)
+# The systemstack chain: g0's frames (crash on the system stack), then the goroutine's.
+SYS_CHAIN = ["runtime.fatalthrow.func1", "runtime.systemstack",
+             "runtime.fatalthrow", "runtime.fatal", "sync.fatal", "sync.(*Mutex).unlockSlow",
+             "main.unlockTwice", "main.unlockTwice", "main.main", "runtime.main",
+             "runtime.goexit"]
+SYSTEMSTACK = "runtime.systemstack.abi0"  # the assembly function's .symtab name
+REFERENCES = {"go": [], "gopie.unstripped": ["-buildmode=pie"], "cgo": [], "gosys": []}
 # Source-line cases (no GDB; Go's traceback is the expectation): name -> go build flags.
 LINE_VARIANTS = {"goinline": [], "goinlinestripped": ["-ldflags=-s -w"]}
 TRAMPOLINE = "runtime.sigreturn.abi0"  # amd64: Go's own sa_restorer
@@ -273,7 +289,9 @@ def go_traceback(path, state="running"):
     frames, name = [], None
     for line in block.group(1).splitlines():
         if not line.startswith("\t"):
-            name = re.sub(r"\(.*$", "", line)
+            # The argument list only: a method's name has parentheses of its own
+            # (sync.(*Mutex).unlockSlow(0x505480, 0xffffffff)).
+            name = re.sub(r"\([^()]*\)$", "", line)
             continue
         m = re.search(r"fp=(0x[0-9a-f]+) sp=(0x[0-9a-f]+) pc=(0x[0-9a-f]+)", line)
         if m:  # inlined frames have no pc of their own
@@ -535,6 +553,57 @@ def cgo_frames(name, unstripped, stops, trace):
     return frames, 0  # not position-independent
 
 
+def systemstack_frames(name, unstripped, stops, trace):
+    """The crash on g0 (see gosystemstack.go): GDB stops at both SIGABRTs. Expected = the core's
+    frames (second stop) up to the signal trampoline (as for gocrash: amd64 Go's own restorer,
+    arm64 the word at runtime.sigtramp's sp, checked to be rt_sigreturn); the frames the first
+    SIGABRT interrupted (first stop), runtime.raise up to runtime.systemstack, the last frame on
+    g0's stack (GDB, trusting Go's .debug_frame for systemstack, goes on as if sp had not moved:
+    garbage); then runtime.fatalthrow, systemstack's caller on the goroutine's stack, at the
+    return address of its one call of systemstack (objdump), with the CFA Go's traceback
+    prints as the sp of fatalthrow's caller; then Go's own traceback of the goroutine,
+    runtime.fatal to runtime.goexit (fp = CFA). Go starts that traceback at fatalthrow's caller
+    (dopanic_m is given fatalthrow's getcallerpc/getcallersp)."""
+    upper = stops[1]["frames"]
+    if ARCH == "x86_64":
+        tramp = [s for s in elf_symbols(unstripped) if s[2] == TRAMPOLINE]
+        cut = next((i for i, f in enumerate(upper) if tramp and f["pc"] == tramp[0][0]), None)
+    else:
+        cut = next((i for i, f in enumerate(upper) if "sp_word" in f), None)
+        if cut is not None:
+            if not upper[cut]["sp_word_code"].startswith(ARCHES[ARCH]["sigreturn"]):
+                raise Fail("%s: %s returns to 0x%x, which is no rt_sigreturn" % (
+                    name, SIGTRAMP, upper[cut]["sp_word"]))
+            upper = upper[:cut + 1] + [{"pc": upper[cut]["sp_word"], "function": None}]
+            cut += 1
+    lower = stops[0]["frames"]
+    sysat = next((i for i, f in enumerate(lower)
+                  if f["function"] in ("runtime.systemstack", SYSTEMSTACK)), None)
+    if cut is None or sysat is None or \
+            lower[0]["function"] not in ("runtime.raise", "runtime.raise.abi0"):
+        raise Fail("%s: GDB's stops do not reach the trampoline and systemstack: %s" % (
+            name, [[f["function"] for f in s["frames"]] for s in stops]))
+    go = go_traceback(trace)
+    if not go or go[0]["function"] != "runtime.fatal" or go[-1]["function"] != "runtime.goexit":
+        raise Fail("%s: Go's traceback is not fatal .. goexit: %s" % (name, go))
+    frames = [dict(f, type="sigtramp" if i == cut else "normal", exact=i in (0, cut))
+              for i, f in enumerate(upper[:cut + 1])]
+    if ARCH == "x86_64":  # GDB does not name Go's restorer: its ELF symbol (nm) does
+        frames[cut]["function"] = re.sub(r"\.abi0$", "", TRAMPOLINE)
+    frames += [dict(f, type="normal", exact=i == 0) for i, f in enumerate(lower[:sysat + 1])]
+    for f in frames:
+        f.pop("sp_word", None)
+        f.pop("sp_word_code", None)
+    # systemstack's CFA is its caller's sp on the goroutine's stack (as for asmcgocall): below
+    # fatal's sp by fatalthrow's frame, which Go's traceback does not print; left unchecked.
+    frames.append({"pc": call_return(unstripped, "runtime.fatalthrow", SYSTEMSTACK),
+                   "function": "runtime.fatalthrow", "type": "normal", "exact": False,
+                   "cfa": go[0]["sp"]})
+    frames += [{"pc": g["pc"], "function": g["function"], "type": "normal", "exact": False,
+                "cfa": g["fp"]} for g in go]
+    return frames
+
+
 def call_return(exe, caller, callee):
     """The address after the one call of `callee` (a regular expression) in `caller` (objdump
     of the .symtab build)."""
@@ -556,6 +625,12 @@ def expected_frames(name, exe, unstripped, stops, trace):
                        (name, len(stops)))
         frames, bias = cgo_frames(name, unstripped, stops, trace)
         return stops[0]["tid"], name_frames(frames, bias, exe, unstripped, CGO_CHAIN)
+    if name in SYS_VARIANTS:
+        if len(stops) != 2 or stops[0]["tid"] != stops[1]["tid"]:
+            raise Fail("%s: expected two SIGABRT stops of one thread, GDB saw %d" % (
+                name, len(stops)))
+        frames = systemstack_frames(name, unstripped, stops, trace)
+        return stops[0]["tid"], name_frames(frames, 0, exe, unstripped, SYS_CHAIN)
     if not debugger(name):
         frames, bias = traceback_frames(name, trace)
         return None, name_frames(frames, bias, exe, unstripped, recorded=False)
@@ -598,7 +673,8 @@ def name_frames(frames, bias, exe, unstripped, want=CHAIN, recorded=True):
 
 def make(name, flags, reference):
     os.makedirs(BIN, exist_ok=True)
-    source = CGO_SOURCE if name in CGO_VARIANTS else SOURCE
+    source = CGO_SOURCE if name in CGO_VARIANTS else SYS_SOURCE if name in SYS_VARIANTS \
+        else SOURCE
     exe = build(name, flags, source)
     unstripped = os.path.join(BIN, reference)
     if reference != name:
@@ -669,6 +745,57 @@ def make_lines(name, flags):
     print("%s: core and Go's traceback written" % name)
 
 
+def make_deadlock(name, flags):
+    """The mcall case (godeadlock.go): crashed without a debugger (natively or under qemu). Its
+    expectation (format ehbt-go-deadlock-expected/1) is Go's own traceback of goroutine 1,
+    parked in a channel receive: runtime.gopark .. runtime.goexit with pc and fp (= CFA), as Go
+    printed them from the goroutine's g.sched, which runtime.mcall wrote."""
+    os.makedirs(BIN, exist_ok=True)
+    exe = build(name, flags, DEADLOCK_SOURCE)
+    rundir = os.path.join(OUT, "run", name)
+    shutil.rmtree(rundir, ignore_errors=True)
+    os.makedirs(rundir)
+    trace = os.path.join(OUT, name + ".traceback.txt")
+    qemu = ARCHES[ARCH]["qemu"]
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        if qemu:
+            with open("/proc/self/coredump_filter", "w") as f:
+                f.write("0")
+    with open(trace, "w") as err:
+        subprocess.run(([qemu] if qemu else []) + [exe], cwd=rundir,
+                       env=dict(os.environ, GOTRACEBACK="crash"), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limits, timeout=300)
+    files = os.listdir(rundir)
+    if qemu:
+        for host_core in [c for c in files if c == "core" or c.startswith("core.")]:
+            os.unlink(os.path.join(rundir, host_core))
+        cores = [c for c in files if c.startswith("qemu_") and c.endswith(".core")]
+    else:
+        cores = [c for c in files if c == "core" or c.startswith("core.")]
+    if len(cores) != 1:
+        raise Fail("%s: %d cores (core_pattern must be `core`)" % (name, len(cores)))
+    core = os.path.join(OUT, name + ".core")
+    shutil.move(os.path.join(rundir, cores[0]), core)
+    if "all goroutines are asleep - deadlock!" not in open(trace, errors="replace").read():
+        raise Fail("%s: no deadlock report in Go's traceback" % name)
+    go = go_traceback(trace, r"chan receive")
+    if [g["function"] for g in go] != ["runtime.gopark", "runtime.chanrecv",
+                                       "runtime.chanrecv1", "main.main", "runtime.main",
+                                       "runtime.goexit"]:
+        raise Fail("%s: goroutine 1 is not parked in its channel receive: %s" % (name, go))
+    doc = {"format": "ehbt-go-deadlock-expected/1", "arch": ARCH, "program": name,
+           "core": core, "exe": exe, "stripped": "-s" in " ".join(flags), "signal": 6,
+           "tid": core_crashing_tid(core), "traceback": trace,
+           "source": "go-traceback" + ("" if ARCH == "x86_64" else " (qemu)"),
+           "goroutine": [{"pc": "0x%x" % g["pc"], "function": g["function"],
+                          "cfa": "0x%x" % g["fp"]} for g in go]}
+    with open(os.path.join(OUT, name + ".expected.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    print("%s: core and Go's traceback written" % name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="x86_64", choices=sorted(ARCHES))
@@ -686,6 +813,9 @@ def main():
         try:
             if name in LINE_VARIANTS:
                 make_lines(name, LINE_VARIANTS[name])
+                continue
+            if name in DEADLOCK_VARIANTS:
+                make_deadlock(name, DEADLOCK_VARIANTS[name])
                 continue
             make(name, *VARIANTS[name])
         except (Fail, subprocess.TimeoutExpired) as e:

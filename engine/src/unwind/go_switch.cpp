@@ -78,6 +78,7 @@ GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& li
   const std::string_view name = go->name(*func).value_or(std::string_view());
   if (name == "runtime.asmcgocall") return GoSwitch::CgoCall;
   if (name == "runtime.systemstack") return GoSwitch::SystemStack;
+  if (name == "runtime.mcall") return GoSwitch::MCall;
   return GoSwitch::None;
 }
 

@@ -30,11 +30,12 @@ struct GoStackSwitch {
 // Which of Go's stack switches `frame` (a return address, in a function Go's table names in
 // `module`) is in: runtime.asmcgocall after its call into C (go_cross_cgo_switch steps it), or
 // runtime.systemstack after its call of the function it runs on g0's stack. systemstack keeps
-// its way back in the goroutine's g.sched (sp, pc, bp), reached from g0 only through m.curg,
-// whose offsets differ between Go versions: not crossed; its frame on g0 is the last one the
-// walk can prove (Go's .debug_frame describes it as if sp had not moved, so a table step would
-// read a stale word at the top of g0's stack). On gsignal or g0 systemstack tail-jumps (no frame).
-enum class GoSwitch : uint8_t { None, CgoCall, SystemStack };
+// its way back in the goroutine's g.sched (sp, pc, bp), reached from g0 through m.curg
+// (go_cross_systemstack, unwind/go_systemstack.hpp, with the offsets the binary gives); no table
+// steps it (Go's .debug_frame describes it as if sp had not moved, so a table step would read a
+// stale word at the top of g0's stack). On gsignal or g0 systemstack tail-jumps (no frame).
+// runtime.mcall after its call of the function it runs on g0 (unwind/go_systemstack.hpp).
+enum class GoSwitch : uint8_t { None, CgoCall, SystemStack, MCall };
 GoSwitch go_switch_at(const Frame& frame, const Module& module, const Limits& limits);
 
 // The step from asmcgocall's frame to its caller, read through `mem` (every read may fail):

@@ -3,6 +3,7 @@
 
 #include "arch/call_site.hpp"
 #include "unwind/describe.hpp"
+#include "unwind/go_systemstack.hpp"
 #include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
@@ -38,15 +39,51 @@ bool direct_call_of(StepContext& ctx, uint64_t ra, std::optional<uint64_t> start
   return call && call->target && *call->target == *start;
 }
 
+// runtime.systemstack or runtime.mcall on g0 to its caller on the goroutine's stack
+// (unwind/go_systemstack.hpp), proven as the cgo crossing's caller: inside the goroutine's
+// g.stack, after a call of the switch function, its frame in the mapping of the goroutine's sp.
+// Anything else stops the walk.
+Attempt cross_g0_switch(StepContext& ctx, bool mcall) {
+  auto sw = mcall ? go_cross_mcall(ctx.frame, *ctx.module, ctx.mem, ctx.limits)
+                  : go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
+  if (!sw) return unexpected(std::move(sw.error()));
+  const char* kWhat = mcall ? "runtime.mcall's stack switch" : "runtime.systemstack's stack switch";
+  Callee callee;
+  callee.sp = sw->switched_sp;
+  callee.lookup_pc = ctx.frame.lookup_pc();
+  callee.function_start = ctx.code_hint().function_start();
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  }
+  auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
+  if (out) ctx.caller.stack_switch = true;
+  return out;
+}
+
+// Go's table gives sp, pc and the frame pointer; the g register is the callee's (see
+// go_g_register): kept so that runtime.systemstack's crossing can start from it.
+void carry_g(const Frame& frame, arch::Recovered& rec) {
+  const std::optional<uint16_t> g = go_g_register(frame.regs.arch());
+  if (g && frame.regs.has(*g) && !rec.regs.has(*g)) rec.regs.set(*g, frame.regs.raw(*g));
+}
+
 }  // namespace
 
 Attempt GoCgoSwitch::attempt(StepContext& ctx) {
   const GoSwitch kind = go_switch_at(ctx.frame, *ctx.module, ctx.limits);
   if (kind == GoSwitch::None) return std::nullopt;
-  if (kind == GoSwitch::SystemStack) {
-    return stop(StopReason::NoUnwindInfo,
-                "runtime.systemstack: its caller is on the goroutine's stack, which only the "
-                "goroutine's g.sched records (not followed)");
+  if (kind == GoSwitch::SystemStack || kind == GoSwitch::MCall) {
+    // An architecture whose g register and switch layout go_systemstack.cpp does not know
+    // (go_switch_at may name the switch for one whose cgo layout it knows): mcall is left to
+    // Go's table (which ends the walk there), systemstack stops as it did before.
+    if (!go_g_register(ctx.frame.regs.arch())) {
+      if (kind == GoSwitch::MCall) return std::nullopt;
+      return stop(StopReason::NoUnwindInfo,
+                  "runtime.systemstack: its caller is on the goroutine's stack, which only the "
+                  "goroutine's g.sched records (not followed on this architecture)");
+    }
+    return cross_g0_switch(ctx, kind == GoSwitch::MCall);
   }
   constexpr const char* kWhat = "runtime.asmcgocall's stack switch";
   auto sw = go_cross_cgo_switch(ctx.frame, ctx.mem);
@@ -81,6 +118,7 @@ Attempt GoCgoSwitch::attempt(StepContext& ctx) {
 
 Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
   if (auto rec = go_step_over_cfi(ctx.ops, ctx.frame, *ctx.module, ctx.mem, ctx.limits)) {
+    carry_g(ctx.frame, *rec);
     // Both callers it steps to were planted, not called (the faulting pc under sigpanic, the
     // sigreturn trampoline under sigtramp): their frames prove their stack only.
     if (disprove(ctx, *rec, "go_pclntab", true)) return std::nullopt;
@@ -92,6 +130,7 @@ Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
 Attempt GoPclntab::attempt(StepContext& ctx) {
   auto rec = go_step(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
   if (!rec) return std::nullopt;
+  carry_g(ctx.frame, *rec);
   // Validated like every frame not from an unwind table: Go's table gives the frame size
   // exactly, but at a pc it covers wrongly (or memory it misreads) the word taken for the
   // return address is not one.

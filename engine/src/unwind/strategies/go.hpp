@@ -20,8 +20,8 @@ struct GoRuntimeOverCfi {
 // Before the tables (Auto): runtime.asmcgocall at the return address of its call into C, whose
 // caller is on the goroutine's stack (unwind/go_switch.hpp). Go's .debug_frame for it is wrong,
 // and a fallback would stay on the system stack: where the runtime's saved state does not give a
-// proven caller, the walk stops here. runtime.systemstack's frame on g0 ends the walk with a
-// reason (its caller is not recorded on g0's stack).
+// proven caller, the walk stops here. runtime.systemstack's frame on g0 likewise, crossed to
+// its caller on the goroutine's stack through g0.m.curg.sched (unwind/go_systemstack.hpp).
 struct GoCgoSwitch {
   static bool applies(const StepContext& ctx) {
     return ctx.auto_mode() && ctx.module != nullptr && !ctx.frame.exact_pc;
