@@ -245,7 +245,11 @@ class Store:
         than `sha256`, whose core the engine found truncated."""
         return [tuple(r) for r in self._exec(
             "SELECT id, sha256, size, compression FROM cores WHERE path = ? AND sha256 != ? "
-            "AND status = 'ok' AND warnings LIKE ?",  # (a parameter: psycopg reads % itself)
+            # The pattern is a parameter (psycopg reads a % in the text itself), and `|| ''`
+            # makes it an expression: SQLite prepares a statement whose LIKE pattern is a
+            # bare parameter again at every run, to see whether an index could serve it
+            # (17 us a call instead of 6, for every core stored).
+            "AND status = 'ok' AND warnings LIKE ? || ''",
             (path, sha256, '%"truncated_core"%')).fetchall()]
 
     def forget_core(self, core_id):
@@ -403,7 +407,7 @@ class Store:
                  sig.get("address"), info.get("core_time"), crashing, signature, bucket_id,
                  now) + extra).lastrowid
             self._insert_rows(core_id, rows)
-            self._refresh_bucket(bucket_id, core_id)
+            self._count_in_bucket(bucket_id, core_id, info.get("core_time"))
             self._keep()
             return core_id, bucket_id
         except BaseException:
@@ -459,16 +463,21 @@ class Store:
         if whole < count:
             self.db.executemany(INSERT_FRAMES, rows)  # the rest (islice took the others)
 
-    def _refresh_bucket(self, bucket_id, core_id):
-        """Recomputes the bucket's counters from its ok cores (so they can never drift), in
-        one pass over them, not one per counter: the cost grows with the bucket (10 000
-        cores, some failed: 7.3 ms per stored core with three passes, 3.7 ms with one)."""
+    def _count_in_bucket(self, bucket_id, core_id, core_time):
+        """Adds one ok core to its bucket's counters: count + 1, first_seen and last_seen
+        widened to its core_time (the aggregates MIN and MAX over the bucket's ok cores, which
+        skip a NULL core_time). Exact, not an estimate: the transaction holds the write lock,
+        and every writer keeps the counters equal to what RECOUNT would compute (this core is
+        new to the bucket: a row of its content, if any, was failed and is deleted above;
+        forget_core recounts). The recount it replaces read every ok core of the bucket for
+        each insert (600 small cores in 10 buckets: 32 us a core; 10 000 cores in a bucket:
+        3.7 ms), as PostgreSQL's count + 1 (store_pg.py) never did."""
         self.db.execute(
-            "UPDATE buckets SET (count, first_seen, last_seen) = "
-            "(SELECT COUNT(*), MIN(core_time), MAX(core_time) FROM cores "
-            " WHERE bucket_id = :b AND status = 'ok'), "
+            "UPDATE buckets SET count = count + 1, "
+            "first_seen = CASE WHEN :t IS NULL OR first_seen <= :t THEN first_seen ELSE :t END, "
+            "last_seen = CASE WHEN :t IS NULL OR last_seen >= :t THEN last_seen ELSE :t END, "
             "example_core_id = COALESCE(example_core_id, :c) WHERE id = :b",
-            {"b": bucket_id, "c": core_id})
+            {"b": bucket_id, "c": core_id, "t": core_time})
 
 
 # The cores columns written from a core's info dict by name (extra_columns): those added after
@@ -481,7 +490,9 @@ def extra_columns(info):
     values = []
     for name in EXTRA_COLUMNS:
         v = info.get(name)
-        if isinstance(v, (list, dict)):
+        if v == [] and type(v) is list:  # most cores: no warnings, no missing modules
+            v = "[]"
+        elif isinstance(v, (list, dict)):
             v = json.dumps(v, sort_keys=True)
         elif isinstance(v, bool):
             v = int(v)
