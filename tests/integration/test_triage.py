@@ -862,7 +862,8 @@ def test_bucket_counters_follow_each_ok_core(tmp_path):
     """Store-level: a bucket's count, first_seen and last_seen are kept per stored core (count
     + 1, the range widened; store._count_in_bucket) and equal the aggregates over its ok cores:
     core times 5, none, 3, 9 and a failed core at 1 give 4 cores from 3 to 9; forgetting the
-    core at 9 (a recount) leaves 3 from 3 to 5, and a new core at 7 makes 4 from 3 to 7."""
+    core at 9 (a recount) leaves 3 from 3 to 5, and a new core at 7 makes 4 from 3 to 7. A
+    bucket made by a core that is undone is made again by the next core of its signature."""
     from ehbt_triage import store as storemod
 
     st = storemod.Store(str(tmp_path / "count.db"))
@@ -890,6 +891,18 @@ def test_bucket_counters_follow_each_ok_core(tmp_path):
     assert counters(bucket) == (3, 3.0, 5.0, first)
     st.record_ok(info(5, 7.0), doc, "f")
     assert counters(bucket) == (4, 3.0, 7.0, first)
+    # A core that made a new bucket and failed half-way takes its bucket row with it: the
+    # next core of that signature makes it again (the store remembers bucket ids).
+    broken = storemod.document_rows(doc, lambda f: None)
+    broken[1][0][0] = 5  # a frame in thread 5 of a 1-thread core
+    with pytest.raises(sqlite3.IntegrityError):
+        st.record_ok(info(6, 1.0), doc, "g", rows=broken)
+    assert st.db.execute("SELECT COUNT(*) FROM buckets WHERE signature = 'g'").fetchone()[0] == 0
+    core, other = st.record_ok(info(7, 2.0), doc, "g")
+    assert counters(other) == (1, 2.0, 2.0, core)
+    # Each ok core's frame is in its own thread (the thread ids the store hands out).
+    assert st.db.execute("SELECT COUNT(*) FROM frames f JOIN threads t ON t.id = f.thread_id "
+                         "AND t.core_id = f.core_id").fetchone()[0] == 5
     st.close()
 
 

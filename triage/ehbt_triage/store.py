@@ -73,6 +73,7 @@ from .schema import (KEY_VERSION_SQL, SCHEMA_VERSION, SIGNATURE_VERSION_SQL, Sto
 # EHBT_TRIAGE_TEST_BATCH_SECONDS: another age, for the tests of what a stopped run keeps.
 BATCH_SECONDS = float(os.environ.get("EHBT_TRIAGE_TEST_BATCH_SECONDS") or 0.25)
 BATCH_CORES = 64
+BUCKET_IDS_KEPT = 10000  # bucket ids by signature a store remembers (see Store._bucket_id)
 
 SPOOL_FIELDS = ("process_name", "uid", "boot_id", "pid", "compression")
 # The failed rows of a path other than this content's (see the rules above): (path, sha256).
@@ -105,6 +106,14 @@ SCHEMA = schema.ddl("sqlite")
 class Store:
     _batch_started = None  # time.monotonic() when the open batch transaction began, else None
     _batch_cores = 0  # cores written in it
+    # What the open batch transaction need not ask SQLite again (it holds the write lock, so
+    # no other writer can change it meanwhile): the next threads id (_insert_rows), and the
+    # ids of buckets by signature, which are kept across batches (a bucket row is never
+    # deleted) except those made by a core or batch that is undone.
+    _next_thread = None
+    _bucket_ids = None  # signature -> id, at most BUCKET_IDS_KEPT
+    _core_buckets = ()  # signatures of the buckets the core being written made
+    _batch_buckets = ()  # ... that the cores of the open batch made
 
     def __init__(self, path):
         self.path = path
@@ -181,7 +190,14 @@ class Store:
         """Commits the open batch of cores, if any."""
         if self._batch_started is not None:
             self._batch_started = None
-            self.db.execute("COMMIT")
+            self._next_thread = None
+            try:
+                self.db.execute("COMMIT")
+            except BaseException:
+                self._forget_buckets(self._batch_buckets)
+                raise
+            finally:
+                self._batch_buckets = []
 
     def tick(self):
         """Commits the open batch once it is BATCH_SECONDS old (called while the run waits)."""
@@ -260,6 +276,7 @@ class Store:
             row = self.db.execute("SELECT bucket_id FROM cores WHERE id = ?",
                                   (core_id,)).fetchone()
             self.db.execute("DELETE FROM cores WHERE id = ?", (core_id,))
+            self._next_thread = None  # its threads went with it
             if row and row[0] is not None:
                 self.db.execute(RECOUNT.format(b=":b", c=":c"), {"b": row[0], "c": core_id})
             self._keep()
@@ -351,11 +368,16 @@ class Store:
             self.db.execute("BEGIN IMMEDIATE")
             self._batch_started = time.monotonic()
             self._batch_cores = 0
+            self._next_thread = None
+            self._batch_buckets = []
         self.db.execute("SAVEPOINT core")
+        self._core_buckets = []
 
     def _keep(self):
         """The core is written: it joins the batch, which is committed when full or old."""
         self.db.execute("RELEASE core")
+        self._batch_buckets.extend(self._core_buckets)
+        self._core_buckets = []
         self._batch_cores += 1
         if (self._batch_cores >= BATCH_CORES
                 or time.monotonic() - self._batch_started >= BATCH_SECONDS):
@@ -363,11 +385,40 @@ class Store:
 
     def _undo(self):
         """Nothing of the core is kept; the cores before it in the batch are."""
+        self._next_thread = None
+        self._forget_buckets(self._core_buckets)
+        self._core_buckets = []
         if self.db.in_transaction:
             self.db.execute("ROLLBACK TO core")
             self.db.execute("RELEASE core")
         else:  # SQLite rolled the whole transaction back itself (an I/O error, a full disk)
             self._batch_started = None
+            self._forget_buckets(self._batch_buckets)
+            self._batch_buckets = []
+
+    def _forget_buckets(self, signatures):
+        """Bucket rows that were undone: their ids are asked again."""
+        for signature in signatures:
+            self._bucket_ids.pop(signature, None)
+
+    def _bucket_id(self, signature):
+        """The id of the signature's bucket, made when there is none (two statements, asked
+        once per signature while the store is open)."""
+        ids = self._bucket_ids
+        if ids is None:
+            ids = self._bucket_ids = {}
+        bucket_id = ids.get(signature)
+        if bucket_id is None:
+            made = self.db.execute("INSERT OR IGNORE INTO buckets(signature) VALUES (?)",
+                                   (signature,)).rowcount
+            bucket_id = self.db.execute("SELECT id FROM buckets WHERE signature = ?",
+                                        (signature,)).fetchone()[0]
+            if made:
+                self._core_buckets.append(signature)
+            if len(ids) >= BUCKET_IDS_KEPT:
+                ids.clear()
+            ids[signature] = bucket_id
+        return bucket_id
 
     def record_ok(self, info, doc, signature, frame_key=None, rows=None):
         """Stores an analysed core, its threads and frames, and updates its bucket, all or
@@ -393,9 +444,7 @@ class Store:
                     return row["id"], row["bucket_id"]
                 self.db.execute("DELETE FROM cores WHERE id = ?", (old[0],))
             self.db.execute(STALE_FAILED, (info["path"], info["sha256"]))
-            self.db.execute("INSERT OR IGNORE INTO buckets(signature) VALUES (?)", (signature,))
-            bucket_id = self.db.execute("SELECT id FROM buckets WHERE signature = ?",
-                                        (signature,)).fetchone()[0]
+            bucket_id = self._bucket_id(signature)
             crashing = _crashing_stop(doc)
             core_id = self.db.execute(
                 "INSERT INTO cores(sha256, path, size, executable, arch, signal, signal_number, "
@@ -445,7 +494,10 @@ class Store:
         explicitly (this transaction holds the write lock, so MAX(id) cannot move meanwhile)
         and the frames refer to them."""
         threads, frames = rows
-        first = self.db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM threads").fetchone()[0]
+        first = self._next_thread
+        if first is None:
+            first = self.db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM threads").fetchone()[0]
+        self._next_thread = first + len(threads)
         self.db.executemany(
             "INSERT INTO threads(id, core_id, tid, crashing, stop_reason, stop_detail) "
             "VALUES (?,?,?,?,?,?)",
