@@ -672,9 +672,13 @@ def test_worker_crash_hang_and_oom_are_failures(tool_env, cores, tmp_path, fault
     assert expect in recs["b-0.core"]["error"], recs["b-0.core"]["error"]
     assert recs["a-0.core"]["status"] == "ok" and recs["abort-0.core"]["status"] == "ok"
     con = sqlite3.connect(tmp_path / "db")
-    assert con.execute("SELECT status, error FROM cores WHERE path LIKE '%b-0.core'").fetchone()[
-        0] == "failed"
+    status, sha256 = con.execute(
+        "SELECT status, sha256 FROM cores WHERE path LIKE '%b-0.core'").fetchone()
     con.close()
+    # Stored under its content key (the reference implementation's): for the crash and the
+    # hang, the key the worker left on its board before it stopped (workers.KeyBoard).
+    assert status == "failed"
+    assert sha256 == content_hash.python_sparse_sha256(cores["b"][0][0], 2)
     # A later run without the fault analyses the failed core again and buckets it.
     proc = triage(tool_env, "--db", tmp_path / "db", *paths)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -852,6 +856,80 @@ def test_store_batch_keeps_whole_cores_and_commits_when_full(tmp_path, monkeypat
     st.close()  # flushes
     assert visible() == ["c0", "c2", "c3", "c4"]
     assert _check_consistent(path) == 4
+
+
+def test_bucket_counters_follow_each_ok_core(tmp_path):
+    """Store-level: a bucket's count, first_seen and last_seen are kept per stored core (count
+    + 1, the range widened; store._count_in_bucket) and equal the aggregates over its ok cores:
+    core times 5, none, 3, 9 and a failed core at 1 give 4 cores from 3 to 9; forgetting the
+    core at 9 (a recount) leaves 3 from 3 to 5, and a new core at 7 makes 4 from 3 to 7. A
+    bucket made by a core that is undone is made again by the next core of its signature."""
+    from ehbt_triage import store as storemod
+
+    st = storemod.Store(str(tmp_path / "count.db"))
+    doc = {"executable": "/opt/app", "arch": "x86_64", "signal": None, "modules": [],
+           "threads": [{"tid": 1, "crashing": True, "stop_reason": "outermost",
+                        "frames": [{"index": 0, "pc": "0x10", "symbol": "f"}]}]}
+
+    def info(n, t):
+        return {"sha256": "%064x" % n, "path": "c%d" % n, "size": 1, "core_time": t}
+
+    def counters(bucket):
+        return tuple(st.db.execute("SELECT count, first_seen, last_seen, example_core_id "
+                                   "FROM buckets WHERE id = ?", (bucket,)).fetchone())
+
+    first, bucket = st.record_ok(info(0, 5.0), doc, "f")
+    assert counters(bucket) == (1, 5.0, 5.0, first)
+    st.record_ok(info(1, None), doc, "f")
+    assert counters(bucket) == (2, 5.0, 5.0, first)
+    st.record_ok(info(2, 3.0), doc, "f")
+    late, _ = st.record_ok(info(3, 9.0), doc, "f")
+    st.record_failed(info(4, 1.0), "unreadable")
+    st.record_ok(info(2, 3.0), doc, "f")  # stored already: not counted twice
+    assert counters(bucket) == (4, 3.0, 9.0, first)
+    st.forget_core(late)
+    assert counters(bucket) == (3, 3.0, 5.0, first)
+    st.record_ok(info(5, 7.0), doc, "f")
+    assert counters(bucket) == (4, 3.0, 7.0, first)
+    # A core that made a new bucket and failed half-way takes its bucket row with it: the
+    # next core of that signature makes it again (the store remembers bucket ids).
+    broken = storemod.document_rows(doc, lambda f: None)
+    broken[1][0][0] = 5  # a frame in thread 5 of a 1-thread core
+    with pytest.raises(sqlite3.IntegrityError):
+        st.record_ok(info(6, 1.0), doc, "g", rows=broken)
+    assert st.db.execute("SELECT COUNT(*) FROM buckets WHERE signature = 'g'").fetchone()[0] == 0
+    core, other = st.record_ok(info(7, 2.0), doc, "g")
+    assert counters(other) == (1, 2.0, 2.0, core)
+    # Each ok core's frame is in its own thread (the thread ids the store hands out).
+    assert st.db.execute("SELECT COUNT(*) FROM frames f JOIN threads t ON t.id = f.thread_id "
+                         "AND t.core_id = f.core_id").fetchone()[0] == 5
+    st.close()
+
+
+def test_key_board_gives_the_parent_what_a_killed_worker_left(tmp_path):
+    """workers.KeyBoard: the key a worker posts for its core is read by the parent after the
+    worker was SIGKILLed; nothing is read for another task, nor from a board never posted to;
+    a key too large for the page is refused (the worker then sends it)."""
+    from ehbt_triage.workers import KeyBoard
+
+    board = KeyBoard()
+    assert board.read(0) is None
+    key = ("ab" * 32, 315392, 1717652311.5, "65024:1:315392:1:2")
+    pid = os.fork()
+    if pid == 0:  # the worker: posts, then is killed mid-analysis
+        try:
+            board.post(41, ("old",) * 3)
+            board.post(42, key)
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert board.read(42) == key
+    assert board.read(41) is None and board.read(43) is None
+    assert board.post(7, "x" * KeyBoard.SIZE) is False
+    assert board.read(42) == key  # a refused post leaves the board as it was
+    board.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ included; a traceback) goes through mask(). No import of the package's own modul
 stores and the commands all use it.
 """
 
+import functools
 import re
 
 MASK = "***"
@@ -83,8 +84,13 @@ def _unquote_conninfo(value):
 def secrets(spec):
     """The passwords a --db value carries, as written and as libpq reads them (percent- or
     backslash-decoded): a message may quote either."""
-    if not spec:
-        return []
+    return list(_secrets(spec)) if spec else []
+
+
+@functools.lru_cache(maxsize=8)
+def _secrets(spec):
+    """secrets() of one spec, worked out once: `watch` masks a log line per core with the same
+    --db value (~6 us a line to parse it again)."""
     found = []
     if is_url(spec):
         rest = spec.split("://", 1)[1]
@@ -108,7 +114,7 @@ def secrets(spec):
     for value in list(found):
         found.append(unquote(value))
     # Longest first: a password that contains another is replaced whole.
-    return sorted({s for s in found if s}, key=len, reverse=True)
+    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
 
 
 def mask(text, spec=None):

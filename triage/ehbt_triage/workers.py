@@ -21,10 +21,13 @@ Protocol over each Pipe (parent -> worker / worker -> parent):
     ("core", task, path)     ->  ("hash", task, sha256, size, mtime, file_id)  or
                                  ("fail", task, reason)   (file_id: content_hash.file_identity)
     ("go",) | ("skip",)      ->  ("done", task, result)                (after "go" only)
-    ("spec", task, path)     ->  ("hash", ...) or ("fail", ...) as for "core", then, without
-                                 waiting for an answer, ("done", task, result) -- or after
-                                 its "fail" ("idle", task) -- once the analysis (run while
-                                 the key was computed on a second thread, or after it) is over
+    ("spec", task, path)     ->  ("done", task, result, (sha256, size, mtime, file_id)) once
+                                 the analysis (run while the key was computed on a second
+                                 thread, or after it) is over, the key left meanwhile on the
+                                 worker's KeyBoard for a parent that has to stop it first; or
+                                 ("fail", ...) as for "core" and then ("idle", task). (A
+                                 worker without a board sends ("hash", ...) first, then
+                                 ("done", task, result).)
     ("analyse", task, path)  ->  ("done", task, result)   (hashed elsewhere: the dask helper)
     None                     ->  the worker exits
 
@@ -39,12 +42,15 @@ turns, and the contention costs CPU (60 CPython cores, -j2 on 2 CPUs: 1.23 s CPU
 wall with a thread, 1.14 s and 0.69 s without), so the worker computes the key first and then
 analyses at once: no wait for the parent's answer, which with the parent busy storing the core
 before cost each core a wake-up and a turn of the CPU (the same 60 cores, -j2, median of 15
-interleaved runs: 0.48 s wall waiting for "go", 0.44 s without). The result of a
+interleaved runs: 0.48 s wall waiting for "go", 0.44 s without). Nor does the key travel alone:
+it comes with the result, one message and one wake-up of the parent per core (KeyBoard). The
+result of a
 speculative analysis of a core the parent skips (seen before, a copy in flight) is dropped by
 the parent when it arrives, never stored; until then the worker counts as busy with it, and
 if that analysis crashes or hangs the worker is replaced without a failure. A worker that
-dies before its key arrived is given that core once more with "core", so a core that crashes
-the engine is still recorded as failed under its content key.
+dies or is killed at its deadline has its key read from its board; one that dies before it had
+its key is given that core once more with "core", so a core that crashes the engine is still
+recorded as failed under its content key.
 
 The same worker_main also runs as the long-lived helper of a dask worker (helper.py): one
 analysis function, two executors.
@@ -52,9 +58,12 @@ analysis function, two executors.
 
 import ctypes
 import gc
+import marshal
+import mmap
 import os
 import resource
 import signal
+import struct
 import time
 
 from . import engine, forked
@@ -206,8 +215,9 @@ def _analyse_plain(path, options, signer, plain):
             "stop_reason": thread.get("stop_reason") if thread else None}
 
 
-def worker_main(conn, options, signer, die_with_parent=True):
-    """The loop of one worker process."""
+def worker_main(conn, options, signer, die_with_parent=True, board=None):
+    """The loop of one worker process. `board`: its KeyBoard, where a "spec" core's key is
+    left for the parent instead of sent (see KeyBoard); None: sent as "hash"."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # A `watch` parent's SIGHUP (reload) and wake-up pipe are its own, not its workers'.
@@ -235,7 +245,7 @@ def worker_main(conn, options, signer, die_with_parent=True):
             return
         kind, task, path = msg
         if kind == "spec":
-            _speculate(conn, task, path, options, signer, delay)
+            _speculate(conn, task, path, options, signer, delay, board)
             continue
         if kind == "analyse":
             result = _analyse(path, options, signer)
@@ -310,10 +320,12 @@ class _KeyThread:
 _KEY_THREAD = _KeyThread()
 
 
-def _speculate(conn, task, path, options, signer, delay=0.0):
+def _speculate(conn, task, path, options, signer, delay=0.0, board=None):
     """One "spec" exchange (see the module doc): the key on a thread, or first when
-    options["key_thread"] is false (either way it sends "hash" or "fail" itself, as soon as it
-    has it), the analysis here."""
+    options["key_thread"] is false, the analysis here. The key goes to the parent with the
+    result, ("done", task, result, (sha256, size, mtime, file_id)), and meanwhile waits on the
+    worker's `board` for a parent that must stop the worker first (see KeyBoard); without a
+    board, or when it cannot be keyed, it is sent as soon as it is known ("hash"/"fail")."""
     _test_fault(path, "key")
     try:
         st, now_ns = os.stat(path), time.time_ns()  # the identity is of the file before the key
@@ -325,6 +337,7 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
         conn.send(("idle", task))
         return True
     keyed = []
+    posted = []
 
     def key():
         try:
@@ -335,6 +348,9 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
         except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only
             msg = ("fail", task, "%s: %s" % (type(e).__name__, e))
         keyed.append(msg[0] == "hash")
+        if board is not None and keyed[0] and board.post(task, msg[2:]):
+            posted.append(msg[2:])
+            return
         try:
             conn.send(msg)
         except OSError:
@@ -359,11 +375,60 @@ def _speculate(conn, task, path, options, signer, delay=0.0):
     if not keyed or not keyed[0]:
         conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
         return True
-    # Sent without waiting for the parent's answer to "hash" (it drops the result of a core it
-    # skips): one message and one wake-up less per core than "core".
+    # Sent without waiting for the parent's answer to the key (it drops the result of a core
+    # it skips): one message and one wake-up of the parent per core.
     result["worker_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    conn.send(("done", task, result))
+    conn.send(("done", task, result, posted[0]) if posted else ("done", task, result))
     return True
+
+
+class KeyBoard:
+    """A page of memory shared by the parent and one worker (an anonymous MAP_SHARED mapping,
+    made before the fork), where the worker leaves the key of the "spec" core it works on.
+
+    Why not a message: the parent needs a core's key before its result only when the worker
+    will not send the result -- it died, or it is killed at the core's deadline -- to record
+    the core as failed under its key. A "hash" message woke the parent once more per core for
+    that (two wake-ups, two reads and two turns of its loop per core instead of one); the
+    board is read only then, after the worker has stopped, so no lock is needed.
+
+    Layout: the task + 1 (0: none) as one aligned 8-byte word, the payload's length, the
+    marshalled (sha256, size, mtime, file_id). The worker clears the task word, writes the
+    rest, then the task word: a worker killed in between leaves no key, never a torn one."""
+
+    SIZE = 4096
+    _TASK = struct.Struct("=q")
+    _LENGTH = struct.Struct("=I")
+    _DATA = 12
+
+    def __init__(self):
+        self._map = mmap.mmap(-1, self.SIZE)
+
+    def post(self, task, key):
+        """Leaves `key` for `task`; False when it does not fit (then it is sent)."""
+        data = marshal.dumps(key)
+        if self._DATA + len(data) > self.SIZE:
+            return False
+        m = self._map
+        self._TASK.pack_into(m, 0, 0)
+        self._LENGTH.pack_into(m, 8, len(data))
+        m[self._DATA:self._DATA + len(data)] = data
+        self._TASK.pack_into(m, 0, task + 1)
+        return True
+
+    def read(self, task):
+        """The key left for `task`, or None (call it only once the worker has stopped)."""
+        m = self._map
+        if self._TASK.unpack_from(m, 0)[0] != task + 1:
+            return None
+        (n,) = self._LENGTH.unpack_from(m, 8)
+        try:
+            return marshal.loads(m[self._DATA:self._DATA + n])
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def close(self):
+        self._map.close()
 
 
 class _Slot:
@@ -372,6 +437,7 @@ class _Slot:
     def __init__(self):
         self.proc = None
         self.conn = None
+        self.board = None  # the worker's KeyBoard
         self.task = None  # index of the core being worked on, or None when idle
         self.deadline = None
         self.spec = False  # the task was sent as "spec"
@@ -443,8 +509,9 @@ class WorkerPool(Feed):
         # every object it visits, copying each page the worker shares with the parent. 60
         # CPython cores, -j1: ~290 page faults fewer in the worker.
         gc.freeze()
-        proc = forked.Child(worker_main, (self.options, self.signer))
-        slot.proc, slot.conn = proc, proc.conn
+        board = KeyBoard()
+        proc = forked.Child(worker_main, (self.options, self.signer, True, board))
+        slot.proc, slot.conn, slot.board = proc, proc.conn, board
         slot.generation = self.generation
 
     def _kill(self, slot):
@@ -453,7 +520,9 @@ class WorkerPool(Feed):
                 slot.proc.kill()
             slot.proc.join(5)
             slot.proc.close()
-        slot.proc = slot.conn = None
+        if slot.board is not None:
+            slot.board.close()
+        slot.proc = slot.conn = slot.board = None
         slot.free()
 
     def _stop_idle(self, slot):
@@ -566,16 +635,25 @@ class WorkerPool(Feed):
             wait_for = timeout
         handles = [s.conn for s in busy] + [s.proc.sentinel for s in busy] + list(extra)
         ready = forked.wait(handles, timeout=wait_for)
+        fds = {h if isinstance(h, int) else h.fileno() for h in ready}
         for slot in busy:
-            self._service(slot)
+            self._service(slot, fds)
         return [h for h in ready if any(h is e for e in extra)]
 
-    def _service(self, slot):
-        """Reads what the slot's worker sent; notices death and expired deadlines."""
+    def _service(self, slot, ready=None):
+        """Reads what the slot's worker sent; notices death and expired deadlines. `ready`:
+        the descriptors the wait found readable (None: ask each); a worker's pipe or
+        sentinel not among them is not asked again, which saved a poll and a waitpid per
+        worker and turn of the loop."""
         on_hash, on_result = self._on_hash, self._on_result
+        asked = ready is None
         while slot.task is not None:
             try:
-                if not slot.conn.poll():
+                if not asked:
+                    asked = True
+                    if slot.conn.fileno() not in ready:
+                        break
+                elif not slot.conn.poll():
                     break
                 msg = slot.conn.recv()
             except (EOFError, OSError):
@@ -602,6 +680,8 @@ class WorkerPool(Feed):
                 self._forget(task)
                 self._assign(slot)
             elif kind == "done":
+                if len(msg) > 3 and not slot.hashed:
+                    self._keyed(slot, task, msg[3])  # the key came with the result
                 # The worker gets its next core before this one is stored: it hashes and
                 # analyses while the parent writes the database.
                 dropped = slot.draining  # a skipped core's speculative analysis
@@ -610,15 +690,19 @@ class WorkerPool(Feed):
                 if not dropped:
                     on_result(task, msg[2])
                 self._forget(task)
+                # Nothing of the next core can have come yet that the next wait would not
+                # show; nor can this worker have died unseen (its sentinel says so then).
+                break
         if slot.task is None:
             return
-        if not slot.proc.is_alive():
+        if (ready is None or slot.proc.sentinel in ready) and not slot.proc.is_alive():
+            self._key_from_board(slot)
             task, draining = slot.task, slot.draining
             retry = slot.spec and not slot.hashed and task not in self._retried
             reason = death_reason(slot.proc.exitcode)
             self._kill(slot)
             if retry:
-                # Died analysing before the key arrived: hashed first this time, so that a
+                # Died analysing before its key was known: hashed first this time, so that a
                 # core that crashes the engine is stored as failed under its key.
                 self._retried.add(task)
                 self._pending.appendleft(task)
@@ -627,11 +711,28 @@ class WorkerPool(Feed):
                     on_result(task, {"error": reason})
                 self._forget(task)
         elif time.monotonic() >= slot.deadline:
+            slot.proc.kill()
+            slot.proc.join(5)
+            self._key_from_board(slot)  # stopped: its board holds what it wrote
             task, draining = slot.task, slot.draining
             self._kill(slot)
             if not draining:
                 on_result(task, {"error": "timed out after %gs" % self.timeout})
             self._forget(task)
+
+    def _keyed(self, slot, task, key):
+        """The key (sha256, size, mtime, file_id) of the slot's "spec" core is known: the
+        parent decides, as for a "hash" message, whether its result is stored or dropped."""
+        slot.hashed = True
+        slot.draining = not self._on_hash(task, *key)
+
+    def _key_from_board(self, slot):
+        """A "spec" worker that stopped before sending its result: the key it left on its
+        board, if any, counts as sent (so the core is recorded under it)."""
+        if slot.spec and not slot.hashed and slot.board is not None:
+            key = slot.board.read(slot.task)
+            if key is not None:
+                self._keyed(slot, slot.task, key)
 
     def _finished(self, slot):
         """The task's outcome is known (skipped, or failed to hash): a speculating worker is
