@@ -118,6 +118,9 @@ struct Limits {
   uint64_t max_debug_bytes = uint64_t{8} << 30;
   uint32_t max_line_dies = 1u << 20;
   uint32_t max_inline_depth = 64;
+  // Addition (engine/src/lines/aranges_table.hpp): address ranges read from one file's
+  // .debug_aranges (libc's has ~5000); past it the file's units are found through libdw.
+  uint32_t max_aranges = 1u << 22;
   // Addition (debug cache, engine/src/lines/debug_cache.hpp): bytes of the uncompressed copies
   // of compressed debug files kept in the cache directory ($EHBT_CACHE_DIR, else
   // $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt; in debug/), least recently used removed first.

@@ -155,7 +155,7 @@ Dwarf_Line* statement_row(Dwarf_Lines* table, std::size_t rows, Dwarf_Line* row)
 DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) {
   DwarfLookup out;
   UnitView u;
-  switch (units.find(pc, limits.max_line_dies, u.line_cu)) {
+  switch (units.find(pc, limits, u.line_cu)) {
     case UnitSearch::Found:
       break;
     case UnitSearch::None:

@@ -3,10 +3,78 @@
 #include "lines/unit_index.hpp"
 
 #include <dwarf.h>
+#include <gelf.h>
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 
 namespace ehbt::lines {
+namespace {
+
+// The bytes of section `name` of the file libdw reads, when they are there as they are in
+// the file: libdw has inflated compressed sections already, but one still marked compressed,
+// a .zdebug_ one, or two of one name, are left to libdw. `found` says whether it exists.
+bool section_bytes(Elf* elf, const char* name, std::span<const std::byte>& bytes, bool& found) {
+  found = false;
+  std::size_t strndx = 0;
+  if (elf == nullptr || elf_getshdrstrndx(elf, &strndx) != 0) return false;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr) return false;
+    const char* n = elf_strptr(elf, strndx, shdr.sh_name);
+    if (n == nullptr) continue;
+    if (n[0] == '.' && n[1] == 'z' && std::strcmp(n + 2, name + 1) == 0) return false;
+    if (std::strcmp(n, name) != 0) continue;
+    if (found || (shdr.sh_flags & SHF_COMPRESSED) != 0 || shdr.sh_type == SHT_NOBITS) {
+      return false;
+    }
+    found = true;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data == nullptr || (data->d_buf == nullptr && data->d_size != 0)) return false;
+    bytes = {static_cast<const std::byte*>(data->d_buf), data->d_size};
+  }
+  return true;
+}
+
+}  // namespace
+
+void UnitIndex::choose(const Limits& limits) {
+  source_ = Source::Libdw;
+  Elf* elf = dwarf_getelf(dwarf_);
+  std::span<const std::byte> aranges, info;
+  bool has_aranges = false, has_info = false;
+  if (!section_bytes(elf, ".debug_aranges", aranges, has_aranges) ||
+      !section_bytes(elf, ".debug_info", info, has_info) || !has_info) {
+    return;
+  }
+  if (!has_aranges) {
+    source_ = Source::Units;  // as dwarf_getaranges' count of 0 for no section
+    return;
+  }
+  const char* ident = elf_getident(elf, nullptr);
+  if (ident == nullptr) return;
+  ArangesTable table =
+      parse_aranges(aranges, ident[EI_DATA] == ELFDATA2MSB, info.size(), limits.max_aranges);
+  if (table.status != ArangesStatus::Ok) return;
+  table_ = std::move(table.entries);
+  source_ = table_.empty() ? Source::Units : Source::Table;
+}
+
+bool UnitIndex::table_unit(const ArangeEntry& entry, Dwarf_Die& unit) {
+  Dwarf_Off next = 0;
+  std::size_t header = 0;
+  if (dwarf_next_unit(dwarf_, entry.unit, &next, &header, nullptr, nullptr, nullptr, nullptr,
+                      nullptr, nullptr) != 0) {
+    return false;
+  }
+  // libdw finds the unit holding the offset by reading every unit header before it, so an
+  // entry that names no unit's start would land in another: the unit found must start there.
+  Dwarf_Die cu;
+  return dwarf_offdie(dwarf_, entry.unit + header, &unit) != nullptr &&
+         dwarf_diecu(&unit, &cu, nullptr, nullptr) != nullptr &&
+         dwarf_dieoffset(&cu) == entry.unit + header;
+}
 
 bool UnitIndex::build(uint32_t max_units) {
   built_ = true;
@@ -30,8 +98,21 @@ bool UnitIndex::build(uint32_t max_units) {
   return got >= 0;
 }
 
-UnitSearch UnitIndex::find(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit) {
-  if (!checked_aranges_) {
+UnitSearch UnitIndex::find(Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit) {
+  if (source_ == Source::Unchecked) choose(limits);
+  if (source_ == Source::Table) {
+    const ArangeEntry* entry = find_arange(table_, pc);
+    if (entry == nullptr) return UnitSearch::None;
+    if (table_unit(*entry, unit)) return UnitSearch::Found;
+    // Not a table libdw reads as this one does: from now on libdw's answers, all of them.
+    source_ = Source::Libdw;
+    table_.clear();
+  }
+  return find_libdw(pc, limits.max_line_dies, unit);
+}
+
+UnitSearch UnitIndex::find_libdw(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit) {
+  if (!checked_aranges_ && source_ == Source::Libdw) {
     checked_aranges_ = true;
     std::size_t count = 0;
     // No .debug_aranges reads as none (count 0); one that cannot be read (its units'

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Which compilation unit covers a pc: .debug_aranges through libdw (dwarf_addrdie), or, for
-// files without that section (clang does not write it by default), a table of every unit's
-// address ranges built once from the units' own DIEs.
+// Which compilation unit covers a pc: .debug_aranges, read by aranges_table.hpp (else, where
+// that reader refuses the section, through libdw: dwarf_getaranges), or, for files without
+// that section (clang does not write it by default), a table of every unit's address ranges
+// built once from the units' own DIEs.
 #pragma once
 
 #include <elfutils/libdw.h>
 
 #include <cstdint>
 #include <vector>
+
+#include "ehbt/limits.hpp"
+#include "lines/aranges_table.hpp"
 
 namespace ehbt::lines {
 
@@ -20,18 +24,27 @@ enum class UnitSearch {
 class UnitIndex {
  public:
   explicit UnitIndex(Dwarf* dwarf) : dwarf_(dwarf) {}
-  UnitSearch find(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit);
+  UnitSearch find(Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit);
 
  private:
   struct Range {
     Dwarf_Addr low, high;  // [low, high)
     Dwarf_Off unit;        // offset of the unit's DIE
   };
+  enum class Source { Unchecked, Table, Libdw, Units };
+
+  void choose(const Limits& limits);
+  // The unit an entry of the table names, as libdw's dwarf_getaranges would give it; false
+  // when the entry does not name the start of a readable unit (then libdw decides).
+  bool table_unit(const ArangeEntry& entry, Dwarf_Die& unit);
+  UnitSearch find_libdw(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit);
   // False when the units cannot be read.
   bool build(uint32_t max_units);
 
   Dwarf* dwarf_;
-  bool checked_aranges_ = false;
+  Source source_ = Source::Unchecked;
+  std::vector<ArangeEntry> table_;    // Source::Table
+  bool checked_aranges_ = false;      // libdw's, for Source::Libdw
   Dwarf_Aranges* aranges_ = nullptr;  // libdw's, owned by the Dwarf
   bool built_ = false;
   bool broken_ = false;        // .debug_aranges or the units' headers cannot be read
