@@ -7,6 +7,7 @@
 
 #include "arch/aarch64_prologue.hpp"
 #include "arch/call_site.hpp"
+#include "unwind/code_bytes.hpp"
 #include "unwind/validate.hpp"
 #include "util/hex.hpp"
 
@@ -16,22 +17,6 @@ namespace {
 // Bytes after the entry point still taken as the entry stub when no symbol says where it
 // ends (a stripped `_start` is a dozen instructions on every architecture).
 constexpr uint64_t kEntryStubBytes = 64;
-
-// Code bytes: target memory, else the module's file (a core may leave read-only code out,
-// a debugger's memory callback may not serve it).
-class CodeBytes final : public Memory {
- public:
-  CodeBytes(Memory& mem, const Module& module) : mem_(mem), module_(module) {}
-  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
-    const std::size_t n = mem_.read(addr, out);
-    if (n == out.size() || !module_.image) return n;
-    return module_.image->read(module_.to_link(addr), out);
-  }
-
- private:
-  Memory& mem_;
-  const Module& module_;
-};
 
 std::optional<arch::CallSite> call_in_module(const ScanContext& ctx, const Module& m, uint64_t ra) {
   CodeBytes code(ctx.mem, m);

@@ -8,30 +8,13 @@
 #include <vector>
 
 #include "arch/call_site.hpp"
+#include "unwind/code_bytes.hpp"
 #include "util/hex.hpp"
 
 namespace ehbt::unwind {
 namespace {
 
 using util::hex;
-
-// Code bytes: target memory, else the file of the module holding them (a core leaves
-// read-only text out; a debugger's memory callback may not serve it).
-class CodeBytes final : public Memory {
- public:
-  CodeBytes(Memory& mem, const ModuleSet& modules) : mem_(mem), modules_(modules) {}
-  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
-    const std::size_t n = mem_.read(addr, out);
-    if (n == out.size()) return n;
-    const Module* m = modules_.find(addr);
-    if (m == nullptr || !m->image) return n;
-    return m->image->read(m->to_link(addr), out);
-  }
-
- private:
-  Memory& mem_;
-  const ModuleSet& modules_;
-};
 
 bool is_plt_symbol(std::string_view name) {
   constexpr std::string_view kPlt = "@plt";

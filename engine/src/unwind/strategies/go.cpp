@@ -2,30 +2,13 @@
 #include "unwind/strategies/go.hpp"
 
 #include "arch/call_site.hpp"
+#include "unwind/code_bytes.hpp"
 #include "unwind/describe.hpp"
 #include "unwind/go_systemstack.hpp"
 #include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
 namespace {
-
-// Code bytes from target memory, else from the file of the module holding them (a core leaves
-// read-only text out).
-class ModuleCode final : public Memory {
- public:
-  ModuleCode(Memory& mem, const ModuleSet& modules) : mem_(mem), modules_(modules) {}
-  std::size_t read(uint64_t addr, std::span<std::byte> out) override {
-    const std::size_t n = mem_.read(addr, out);
-    if (n == out.size()) return n;
-    const Module* m = modules_.find(addr);
-    if (m == nullptr || !m->image) return n;
-    return m->image->read(m->to_link(addr), out);
-  }
-
- private:
-  Memory& mem_;
-  const ModuleSet& modules_;
-};
 
 // Whether `ra` follows a direct call of the function at `start`: every caller of
 // runtime.asmcgocall (runtime.cgocall, and the runtime's own C calls) calls it directly. The
@@ -34,7 +17,7 @@ class ModuleCode final : public Memory {
 // the stale return address of cgocall's call of entersyscall, a word below the right one.
 bool direct_call_of(StepContext& ctx, uint64_t ra, std::optional<uint64_t> start) {
   if (!start) return true;  // nothing says where asmcgocall starts: the general proof alone
-  ModuleCode code(ctx.mem, ctx.modules);
+  CodeBytes code(ctx.mem, ctx.modules);
   auto call = arch::call_before(ctx.ops.info().arch, code, ra);
   return call && call->target && *call->target == *start;
 }
