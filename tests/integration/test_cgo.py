@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from test_go_cores import load_expected
+from test_go_cores import case_expectation, expected_set
 from test_triage import read_jsonl, tool_env, triage  # noqa: F401
 
 NAMES = ["cgo", "cgostripped"]
@@ -29,26 +29,12 @@ CASES = NAMES + ["aarch64/" + n for n in NAMES] + ["s390x/" + n for n in NAMES]
 
 @pytest.fixture(scope="module")
 def cgo_expected():
-    return load_expected("x86_64", NAMES)
-
-
-@pytest.fixture(scope="module")
-def cgo_arm64_expected():
-    return load_expected("aarch64", NAMES)
-
-
-@pytest.fixture(scope="module")
-def cgo_s390x_expected():
-    return load_expected("s390x", NAMES)
-
-
-FIXTURES = {"": "cgo_expected", "aarch64": "cgo_arm64_expected", "s390x": "cgo_s390x_expected"}
+    return expected_set("x86_64", tuple(NAMES))
 
 
 def expected_case(request, case):
     """`name` (x86-64), `aarch64/name` or `s390x/name`: that core's expectation."""
-    arch, _, name = case.rpartition("/")
-    return request.getfixturevalue(FIXTURES[arch])[name]
+    return case_expectation(case, NAMES)
 
 
 def sysroot_args(exp):

@@ -7,6 +7,7 @@ expectation (GDB live on the unstripped binary's tables, checked against or join
 traceback; see the script): every pc, a name Go or the symbol table gives at the lookup pc, the
 CFA Go's traceback prints as fp=, and the walk must cross Go's own signal frame and end at
 runtime.goexit."""
+import functools
 import json
 import os
 import subprocess
@@ -34,27 +35,32 @@ def load_expected(arch, names):
     return {n: json.loads((out / (n + ".expected.json")).read_text()) for n in names}
 
 
+@functools.lru_cache(maxsize=None)
+def expected_set(arch, names):
+    """load_expected of a tuple of names, once per session: the modules' fixtures and their
+    parametrised cases share it."""
+    return load_expected(arch, list(names))
+
+
+def case_expectation(case, names):
+    """`name` (x86-64) or `arch/name` (aarch64, s390x) among `names`: that core's expectation."""
+    arch, _, name = case.rpartition("/")
+    return expected_set(arch or "x86_64", tuple(names))[name]
+
+
 @pytest.fixture(scope="module")
 def go_expected():
-    return load_expected("x86_64", NAMES)
+    return expected_set("x86_64", tuple(NAMES))
 
 
 @pytest.fixture(scope="module")
 def go_arm64_expected():
-    return load_expected("aarch64", ARM64_NAMES)
-
-
-@pytest.fixture(scope="module")
-def go_s390x_expected():
-    return load_expected("s390x", ARM64_NAMES)
+    return expected_set("aarch64", tuple(ARM64_NAMES))
 
 
 def expected_case(request, case):
     """`name` (x86-64) or `arch/name`: that core's expectation."""
-    arch, _, name = case.rpartition("/")
-    fixture = {"aarch64": "go_arm64_expected", "s390x": "go_s390x_expected"}.get(arch,
-                                                                               "go_expected")
-    return request.getfixturevalue(fixture)[name]
+    return case_expectation(case, ARM64_NAMES if "/" in case else NAMES)
 
 
 def crashing_thread(ehbt_bin, exp):

@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from test_cgo import assert_exact, plain, sysroot_args, walk_json, frame_name
-from test_go_cores import load_expected
+from test_go_cores import case_expectation, expected_set
 
 NAMES = ["gosys", "gosysstripped"]
 CASES = NAMES + ["aarch64/" + n for n in NAMES]
@@ -27,17 +27,11 @@ CASES = NAMES + ["aarch64/" + n for n in NAMES]
 
 @pytest.fixture(scope="module")
 def sys_expected():
-    return load_expected("x86_64", NAMES)
-
-
-@pytest.fixture(scope="module")
-def sys_arm64_expected():
-    return load_expected("aarch64", NAMES)
+    return expected_set("x86_64", tuple(NAMES))
 
 
 def expected_case(request, case):
-    arch, _, name = case.rpartition("/")
-    return request.getfixturevalue("sys_arm64_expected" if arch else "sys_expected")[name]
+    return case_expectation(case, NAMES)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -178,8 +172,7 @@ def test_unstripped_offsets_come_from_dwarf(ehbt_bin, request, case, tmp_path):
 def test_version_table_matches_dwarf(build_dir, request, arch):
     """The go1.19.8 table equals the unstripped build's DWARF (runtime.g/m/gobuf members, read
     with readelf, not ehbt) for both architectures."""
-    exp = request.getfixturevalue("sys_arm64_expected" if arch == "aarch64"
-                                  else "sys_expected")["gosys"]
+    exp = case_expectation(arch + "/gosys", NAMES)
     out = subprocess.run(["readelf", "--debug-dump=info", exp["exe"]], capture_output=True,
                          text=True, timeout=300).stdout
     offsets = {}
@@ -210,20 +203,8 @@ DEADLOCK = ["godeadlock", "godeadlockstripped"]
 DEADLOCK_CASES = DEADLOCK + ["aarch64/" + n for n in DEADLOCK]
 
 
-@pytest.fixture(scope="module")
-def deadlock_expected():
-    return load_expected("x86_64", DEADLOCK)
-
-
-@pytest.fixture(scope="module")
-def deadlock_arm64_expected():
-    return load_expected("aarch64", DEADLOCK)
-
-
 def deadlock_case(request, case):
-    arch, _, name = case.rpartition("/")
-    return request.getfixturevalue("deadlock_arm64_expected" if arch
-                                   else "deadlock_expected")[name]
+    return case_expectation(case, DEADLOCK)
 
 
 @pytest.mark.parametrize("case", DEADLOCK_CASES)
