@@ -173,7 +173,6 @@ def test_cgo_switch_must_prove_itself(build_dir, request, case, change):
     def patch(frames, target):
         i = next(i for i, f in enumerate(frames) if frame_name(f) == "runtime.asmcgocall")
         sp = frames[i - 1].cfa
-        g = int.from_bytes(target.read(sp + g_at, 8), byteorder)
         depth = int.from_bytes(target.read(sp + depth_at, 8), byteorder)
         return {"depth+16": {sp + depth_at: depth + 16}, "depth-8": {sp + depth_at: depth - 8},
                 "g=0": {sp + g_at: 0}, "g=stack": {sp + g_at: sp}}[change]
