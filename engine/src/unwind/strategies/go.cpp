@@ -22,6 +22,26 @@ bool direct_call_of(StepContext& ctx, uint64_t ra, std::optional<uint64_t> start
   return call && call->target && *call->target == *start;
 }
 
+// The caller a runtime's stack switch recorded, proven as every frame not from a table (the
+// callee's sp is where the switch left the goroutine's stack): why not, or nothing.
+std::optional<std::string> disprove_switched_caller(StepContext& ctx, uint64_t switched_sp,
+                                                    const arch::Recovered& caller) {
+  Callee callee;
+  callee.sp = switched_sp;
+  callee.lookup_pc = ctx.frame.lookup_pc();
+  callee.function_start = ctx.code_hint().function_start();
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  if (auto no = disprove_caller(scan, callee, caller.regs.pc(), caller.cfa)) return no->detail;
+  return std::nullopt;
+}
+
+// The proven caller, its step marked as the one that may leave the stack region it started in.
+Attempt finish_switch(StepContext& ctx, arch::Recovered caller) {
+  auto out = finish(ctx, std::move(caller), FrameSource::GoPclntab, false);
+  if (out) ctx.caller.stack_switch = true;
+  return out;
+}
+
 // runtime.systemstack or runtime.mcall on g0 to its caller on the goroutine's stack
 // (unwind/go_systemstack.hpp), proven as the cgo crossing's caller: inside the goroutine's
 // g.stack, after a call of the switch function, its frame in the mapping of the goroutine's sp.
@@ -31,17 +51,10 @@ Attempt cross_g0_switch(StepContext& ctx, bool mcall) {
                   : go_cross_systemstack(ctx.frame, *ctx.module, ctx.mem, ctx.limits);
   if (!sw) return unexpected(std::move(sw.error()));
   const char* kWhat = mcall ? "runtime.mcall's stack switch" : "runtime.systemstack's stack switch";
-  Callee callee;
-  callee.sp = sw->switched_sp;
-  callee.lookup_pc = ctx.frame.lookup_pc();
-  callee.function_start = ctx.code_hint().function_start();
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
-    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  if (auto no = disprove_switched_caller(ctx, sw->switched_sp, sw->caller)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + *no);
   }
-  auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
-  if (out) ctx.caller.stack_switch = true;
-  return out;
+  return finish_switch(ctx, std::move(sw->caller));
 }
 
 // Go's table gives sp, pc and the frame pointer; the g register is the callee's (see
@@ -81,22 +94,15 @@ Attempt GoCgoSwitch::attempt(StepContext& ctx) {
                                               " is outside the goroutine's stack [" +
                                               hex(sw->stack_lo) + ", " + hex(sw->stack_hi) + ")");
   }
-  Callee callee;
-  callee.sp = sw->switched_sp;
-  callee.lookup_pc = ctx.frame.lookup_pc();
-  callee.function_start = ctx.code_hint().function_start();
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
-  if (auto no = disprove_caller(scan, callee, sw->caller.regs.pc(), sw->caller.cfa)) {
-    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + no->detail);
+  if (auto no = disprove_switched_caller(ctx, sw->switched_sp, sw->caller)) {
+    return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": " + *no);
   }
-  if (!direct_call_of(ctx, sw->caller.regs.pc(), callee.function_start)) {
+  if (!direct_call_of(ctx, sw->caller.regs.pc(), ctx.code_hint().function_start())) {
     return stop(StopReason::NoUnwindInfo, std::string(kWhat) + ": caller pc " +
                                               hex(sw->caller.regs.pc()) +
                                               " follows no direct call of asmcgocall");
   }
-  auto out = finish(ctx, std::move(sw->caller), FrameSource::GoPclntab, false);
-  if (out) ctx.caller.stack_switch = true;
-  return out;
+  return finish_switch(ctx, std::move(sw->caller));
 }
 
 Attempt GoRuntimeOverCfi::attempt(StepContext& ctx) {
