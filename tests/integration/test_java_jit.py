@@ -341,3 +341,40 @@ def test_megamorphic_case_through_the_debugger_plugins(ehbt_bin, build_dir, tmp_
         assert [f["pc"] for f in t["frames"]] == [f["pc"] for f in want["frames"]], who
         assert (t["stop_reason"], t["stop_detail"]) == (want["stop_reason"],
                                                         want["stop_detail"]), who
+
+
+def test_perf_map_option_through_the_debugger_plugins(ehbt_bin, build_dir, tmp_path):
+    """GDB's and LLDB's `ehbt --perf-map FILE` on java_jit_fp's core: the CLI's frames with
+    `--perf-map FILE`, every JIT frame named by the map's own entry (read here), never from a
+    file's symbol table."""
+    import ehbt_py as h
+    from test_lldb_plugin import run_lldb
+
+    exp = expected("java_jit_fp")
+    h.import_ehbt(build_dir)
+    _, want = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    entries = perf_map_names(exp["perf_map"])
+    out = tmp_path / "gdb.json"
+    text = h.run_gdb(build_dir, [exp["exe"], exp["core"]], [
+        "python open(%r, 'w').write(gdb.execute('ehbt -json -perf-map %s', to_string=True))"
+        % (str(out), exp["perf_map"])])
+    assert out.exists(), text[-3000:]
+    got = {"gdb": json.loads([ln for ln in out.read_text().splitlines()
+                              if ln.startswith("{")][0])}
+    lout = tmp_path / "lldb.json"
+    text = run_lldb(build_dir, tmp_path, ["ehbt_test_capture %s ehbt --json --perf-map %s"
+                                          % (lout, exp["perf_map"])],
+                    pre=["target create %s --core %s" % (exp["exe"], exp["core"])])
+    assert lout.exists(), text[-3000:]
+    captured = lout.read_text()
+    got["lldb"] = json.loads(captured[captured.find("{"):])
+    keys = ("pc", "source", "module", "symbol", "jit")
+    for who, doc in got.items():
+        [t] = [t for t in doc["threads"] if t["crashing"]]
+        assert [[f.get(k) for k in keys] for f in t["frames"]] == \
+            [[f.get(k) for k in keys] for f in want["frames"]], who
+        jit = [f for f in t["frames"] if f.get("jit")]
+        assert len(jit) > 3, who
+        for f in jit:
+            assert f["module"] is None and f["symbol"] == perf_name(entries, int(f["pc"], 16))
+        assert sum(fn in (f["symbol"] or "") for f in jit for fn in exp["java_functions"]) == 3

@@ -44,8 +44,10 @@ def perf_map_lines(path):
 
 
 def named_by(lines, pc):
-    found = [name for start, end, name in lines if start <= pc < end]
-    return found[-1] if found else None  # a later line replaces an earlier one
+    """The name of the line covering pc - 1 (a caller's pc is a return address: the call is
+    before it); a later line replaces an earlier one."""
+    found = [name for start, end, name in lines if start <= pc - 1 < end]
+    return found[-1] if found else None
 
 
 def threads_of(doc):
@@ -152,6 +154,7 @@ def check_structure(frames, lines, names):
     named by the perf map's line covering its pc; every JIT frame is so named."""
     jit = [f for f in frames if f.get("jit")]
     assert jit, [f["symbol"] for f in frames]
+    assert not frames[0].get("jit")  # parked in libc: every JIT frame is a caller
     for f in jit:
         assert f["module"] is None, f
         assert f["symbol"] == named_by(lines, int(f["pc"], 16)), f
