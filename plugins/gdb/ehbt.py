@@ -12,7 +12,9 @@ PREFIX/lib/python3[.X]/dist-packages relative to this file, then build/engine/py
 The engine is given frame 0's registers (read by name), memory through GDB or, for a core,
 its own reader of the core (GDB reads zeros for code a core leaves out when it could not
 relocate the file), and the files GDB loaded, placed by the runtime addresses `info files`
-shows for their sections, plus every module the engine finds in the core itself.
+shows for their sections, plus every module the engine finds in the core itself; JIT code
+and its perf map from the engine's reading of a core, or, for a live process on this machine,
+from its /proc/PID/maps and /tmp/perf-PID.map (or --perf-map) at each stop, as `ehbt pid`.
 
 The unwinder (registered disabled) walks the whole stack once per stop and answers GDB frame
 by frame from a (pc, sp) table: the caller's pc, every register the engine recovered, every
