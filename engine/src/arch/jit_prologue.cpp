@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "arch/jit_prologue.hpp"
+
+namespace ehbt::arch {
+namespace {
+
+// Encodings (Intel SDM): REX.W 48; ModRM 0xc4 is mod 3, reg 0 (/0: ADD), rm 4 (rsp); 0xec is
+// /5 (SUB) on rsp; 83 takes a sign-extended imm8, 81 an imm32.
+constexpr uint8_t kRexW = 0x48;
+constexpr uint8_t kAddRsp = 0xc4;
+constexpr uint8_t kSubRsp = 0xec;
+
+struct Bytes {
+  std::span<const std::byte> code;
+  uint8_t at(std::size_t i) const { return static_cast<uint8_t>(code[i]); }
+  uint32_t u32(std::size_t i) const {
+    return at(i) | uint32_t{at(i + 1)} << 8 | uint32_t{at(i + 2)} << 16 | uint32_t{at(i + 3)} << 24;
+  }
+};
+
+// `add $imm,%rsp` or `sub $imm,%rsp` (ModRM `modrm`) at `off`, its length and immediate
+// (sign-extended: a negative one is refused by the callers).
+struct RspArith {
+  std::size_t len = 0;
+  int64_t imm = 0;
+};
+std::optional<RspArith> rsp_arith(const Bytes& b, std::size_t off, uint8_t modrm) {
+  const std::size_t left = b.code.size() - off;
+  if (left < 4 || b.at(off) != kRexW || b.at(off + 2) != modrm) return std::nullopt;
+  if (b.at(off + 1) == 0x83) return RspArith{4, static_cast<int8_t>(b.at(off + 3))};
+  if (b.at(off + 1) != 0x81 || left < 7) return std::nullopt;
+  return RspArith{7, static_cast<int32_t>(b.u32(off + 3))};
+}
+
+// The frame's epilogue `add $S,%rsp; pop %rbp` at `off`: its length, or 0.
+std::size_t epilogue_at(const Bytes& b, std::size_t off, uint64_t frame_bytes) {
+  auto add = rsp_arith(b, off, kAddRsp);
+  if (!add || add->imm < 0 || static_cast<uint64_t>(add->imm) != frame_bytes) return 0;
+  const std::size_t pop = off + add->len;
+  return pop < b.code.size() && b.at(pop) == 0x5d ? add->len + 1 : 0;
+}
+
+// Whether the instruction at `off` writes rsp: pop r64 (58+r, 41 58+r), add or sub of an
+// immediate, lea of an rsp-relative address into rsp (48 8d 64 24 ib, 48 8d a4 24 id), mov of
+// a register into rsp (REX.W 89 /r with rm rsp, REX.W 8b /r with reg rsp). Bytes cut short
+// before the instruction could be told: true (nothing proves rsp unchanged).
+bool writes_rsp(const Bytes& b, std::size_t off) {
+  const std::size_t left = b.code.size() - off;
+  if (left < 4) return true;
+  const uint8_t op = b.at(off);
+  if (op >= 0x58 && op <= 0x5f) return true;
+  if (op == 0x41 && b.at(off + 1) >= 0x58 && b.at(off + 1) <= 0x5f) return true;
+  if (rsp_arith(b, off, kAddRsp) || rsp_arith(b, off, kSubRsp)) return true;
+  if ((op & 0xf8) != 0x48) return false;  // the rest need REX.W
+  const uint8_t opc = b.at(off + 1), modrm = b.at(off + 2);
+  if (opc == 0x8d && (modrm == 0x64 || modrm == 0xa4) && b.at(off + 3) == 0x24) return true;
+  if (opc == 0x89 && (modrm & 0xc7) == 0xc4 && (op & 0x01) == 0) return true;  // rm: rsp
+  if (opc == 0x8b && (modrm & 0xf8) == 0xe0 && (op & 0x04) == 0) return true;  // reg: rsp
+  return false;
+}
+
+}  // namespace
+
+std::optional<JitPrologue> hotspot_prologue(Arch arch, std::span<const std::byte> code,
+                                            std::size_t off) {
+  if (arch != Arch::X86_64 || off > code.size()) return std::nullopt;
+  const Bytes b{code.subspan(off)};
+  // 89 84 24 disp32: mov %eax,disp32(%rsp) (ModRM mod 2, reg eax, rm SIB; SIB base rsp, no
+  // index). The bang touches the stack below sp: disp32 negative.
+  if (b.code.size() < 8 || b.at(0) != 0x89 || b.at(1) != 0x84 || b.at(2) != 0x24) {
+    return std::nullopt;
+  }
+  if (static_cast<int32_t>(b.u32(3)) >= 0 || b.at(7) != 0x55) return std::nullopt;  // push %rbp
+  auto sub = rsp_arith(b, 8, kSubRsp);
+  if (!sub || sub->imm <= 0) return std::nullopt;  // a negative imm8 adds: no frame of HotSpot's
+  return JitPrologue{static_cast<uint64_t>(sub->imm), off + 8 + sub->len};
+}
+
+bool hotspot_sp_moved(Arch arch, std::span<const std::byte> code, std::size_t pc_off,
+                      uint64_t frame_bytes) {
+  if (arch != Arch::X86_64 || pc_off >= code.size()) return true;
+  const Bytes b{code};
+  if (epilogue_at(b, pc_off, frame_bytes) == 0 && writes_rsp(b, pc_off)) return true;
+  // An epilogue ending in [pc_off - kEpilogueReach, pc_off + 1]: the last one may be the pop at
+  // pc_off itself.
+  const std::size_t from = pc_off > kEpilogueReach + 8 ? pc_off - kEpilogueReach - 8 : 0;
+  for (std::size_t off = from; off <= pc_off; ++off) {
+    const std::size_t len = epilogue_at(b, off, frame_bytes);
+    if (len != 0 && off + len <= pc_off + 1 && off + len + kEpilogueReach >= pc_off) return true;
+  }
+  return false;
+}
+
+}  // namespace ehbt::arch

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The size of a HotSpot compiled-method frame on x86-64, read from its code. HotSpot's C2
+// (without -XX:+PreserveFramePointer) and C1 build a frame that keeps no frame pointer:
+//   mov %eax,-N(%rsp)     stack bang(s): 89 84 24 disp32, one per page banged, N > 0
+//   push %rbp             55: the caller's rbp, restored on return
+//   sub $S,%rsp           48 83 ec ib or 48 81 ec id (omitted when S is 0: not recognised)
+// (HotSpot's MacroAssembler::verified_entry and C1_MacroAssembler::build_frame). A method's
+// frame keeps that size from there to its epilogue, `add $S,%rsp; pop %rbp`: HotSpot's own
+// stack walk sizes every compiled frame by the one frame size of its nmethod. The prologue
+// with -XX:+PreserveFramePointer (`mov %rsp,%rbp` after the push), a native wrapper's
+// (`enter`), and one without a stack bang (`sub` first, then `mov %rbp,S-8(%rsp)`) are not
+// recognised: such frames are left to the frame-pointer chain.
+//
+// A place in the method where rsp is not the body's (inside the epilogue, right after a call
+// that was made with rsp lowered for it) gives the wrong size: hotspot_sp_moved tells those
+// the code shows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "ehbt/arch.hpp"
+
+namespace ehbt::arch {
+
+struct JitPrologue {
+  uint64_t frame_bytes = 0;  // S: the body's sp is S bytes below the saved rbp
+  std::size_t end = 0;       // offset in the code just past the `sub`
+};
+
+// The prologue starting at `code[off]` (its last stack bang), or nothing: other bytes, a
+// positive bang offset or a negative `sub` immediate, bytes cut short, arches other than
+// x86-64.
+std::optional<JitPrologue> hotspot_prologue(Arch arch, std::span<const std::byte> code,
+                                            std::size_t off);
+
+// Bytes before a pc searched for an epilogue of the frame: the epilogue's safepoint poll and
+// return (14 bytes), or the reserved-stack check's call into the VM (at most 40) follow its
+// `pop %rbp`.
+inline constexpr std::size_t kEpilogueReach = 48;
+
+// Whether rsp at `code[pc_off]` may not be the body's for a frame of `frame_bytes`: an
+// epilogue of that frame, `add $S,%rsp; pop %rbp`, ends at most kEpilogueReach bytes before
+// pc_off, or its pop is at pc_off (the frame is already gone); or the instruction at pc_off
+// writes rsp other than as that epilogue's `add` (a pop, an add or sub of rsp: what code that
+// lowered rsp for a call does right after it, as HotSpot's d2i fixup call does). `code` holds
+// the bytes from kEpilogueReach before the pc (fewer at the start of the code) on. Unknown
+// arches: true.
+bool hotspot_sp_moved(Arch arch, std::span<const std::byte> code, std::size_t pc_off,
+                      uint64_t frame_bytes);
+
+}  // namespace ehbt::arch
