@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """`ehbt core` on OpenJDK 17 (HotSpot) crashing in C2-compiled code (cores/make_nocfi_cores.py,
-cases java_jit_fp and java_jit; issue #32 item 5).
+cases java_jit_fp, java_jit and java_jit_megamorphic; issue #32 items 5 and 6).
 
 The truth is HotSpot's own walk of the crashing thread, printed in its error report
 (hs_err_pid*.log, "Native frames": HotSpot knows every compiled frame's size): the faulting
@@ -122,15 +122,54 @@ def test_preserve_frame_pointer_walks_every_java_frame(ehbt_bin):
     assert all(f["symbol"] is None for f in bare["frames"] if f.get("jit"))
 
 
-def test_compiled_code_without_frame_pointer_stops_typed(ehbt_bin):
-    """Default flags: C2 code pushes rbp but does not set it, so in the faulting compiled
-    frame rbp still points at main's interpreted frame; following it would skip
-    fx_java_level2, fx_java_level1 and main (eu-stack does, silently). ehbt must not: the
-    walk stops at the faulting frame with a typed reason naming the return address it
-    would have skipped (level2's pc in HotSpot's report), exit 1, no scanned frame."""
-    exp = expected("java_jit")
+def compiled_names(frames, want, exp):
+    """The compiled (J) frames, each named from the perf map the JVM wrote: by the map's own
+    entry for its pc, and in the program's call order (exp["java_functions"])."""
+    entries = perf_map_names(exp["perf_map"])
+    compiled = [(f, w) for f, w in zip(frames, want) if w["kind"] == "J"]
+    assert len(compiled) == 3
+    for i, ((f, w), fn) in enumerate(zip(compiled, exp["java_functions"])):
+        pc = int(f["pc"], 16) + (1 if i == 0 else 0)  # the faulting frame: looked up at its pc
+        assert f["symbol"] == perf_name(entries, pc), f
+        assert fn in f["symbol"] and fn in w["text"], (f, w)
+
+
+@pytest.mark.parametrize("name", ["java_jit", "java_jit_megamorphic"])
+def test_compiled_code_without_frame_pointer_sized_by_prologue(ehbt_bin, name):
+    """Default flags: C2 code pushes rbp but does not set it, so rbp still points at main's
+    interpreted frame from inside the compiled ones (eu-stack follows it and skips them). With
+    the perf map naming them, each compiled frame is sized by its method's prologue (stack
+    bang, push %rbp, sub $S,%rsp), as HotSpot sizes its frames: the walk is HotSpot's own
+    (hs_err, every pc it prints) through the three compiled frames (the faulting one
+    interrupted by the signal; in java_jit_megamorphic level2 called level3 through a vtable
+    stub), main's interpreted frame, the call stub and the VM to the launcher, and eu-stack's
+    below: the exact list, exit 0, `outermost`, no scanned frame."""
+    exp = expected(name)
+    assert not exp["preserve_frame_pointer"]
     want = truth(exp)
     rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    frames = t["frames"]
+    assert (rc, t["stop_reason"]) == (0, "outermost"), (rc, t["stop_detail"])
+    assert len(frames) == len(want), ce.describe(frames)
+    check_frames(frames, want)
+    assert all(f["source"] != "scan" for f in frames)
+    compiled_names(frames, want, exp)
+    # The compiled callers are the ones the prologue sized (the frame-pointer strategy).
+    first_java = [w["kind"] for w in want].index("J")
+    assert [f["source"] for f in frames[first_java + 1:first_java + 4]] == ["frame_pointer"] * 3
+    # What eu-stack does here: its next frame is no frame of HotSpot's walk but the call
+    # stub's return, skipping the three frames (the case this test guards against).
+    assert want[first_java + 1]["pc"] not in [f["pc"] for f in exp["eu_stack"]]
+
+
+def test_compiled_code_without_frame_pointer_or_map_stops_typed(ehbt_bin):
+    """Without the perf map no entry gives the compiled frames' code, so nothing sizes them:
+    following rbp would skip fx_java_level2, fx_java_level1 and main. The walk stops at the
+    faulting frame with a typed reason naming the return address it would have skipped
+    (level2's pc in HotSpot's report), exit 1, no scanned frame."""
+    exp = expected("java_jit")
+    want = truth(exp)
+    rc, t = ehbt(ehbt_bin, exp["core"])
     frames = t["frames"]
     assert rc == 1 and t["stop_reason"] == "no_unwind_info", (rc, t["stop_reason"])
     check_frames(frames, want)
@@ -138,14 +177,9 @@ def test_compiled_code_without_frame_pointer_stops_typed(ehbt_bin):
     # It reaches the faulting compiled frame (from the signal frame) and no further.
     [first_java] = [i for i, w in enumerate(want) if w["kind"] == "J"][:1]
     assert len(frames) == first_java + 1
-    assert exp["java_functions"][0] in frames[-1]["symbol"]
     level2 = want[first_java + 1]
     assert level2["kind"] == "J" and exp["java_functions"][1] in level2["text"]
     assert "return address %s" % level2["pc"] in t["stop_detail"], t["stop_detail"]
-    # What eu-stack does here: its next frame is no frame of HotSpot's walk but the call
-    # stub's return, skipping the three frames (the case this test guards against).
-    eu = [f["pc"] for f in exp["eu_stack"]]
-    assert level2["pc"] not in eu
 
 
 def test_perf_map_found_in_the_sysroot(ehbt_bin, tmp_path):
@@ -294,17 +328,19 @@ def test_megamorphic_virtual_call_does_not_skip_its_caller(ehbt_bin):
     (StoreA.fx_java_level3) was reached from fx_java_level2_virtual through a megamorphic
     virtual call, so the call before level2's return address names HotSpot's vtable stub, not
     the method, and the stub jumps on through memory. The frame record rbp points to is an
-    older frame's: following it would skip level2, level1 and main. The walk stops at the
-    faulting frame, typed, naming level2's return address (its pc in HotSpot's own report),
-    exit 1, no scanned frame (before: the stop named level1's return address, and only
-    because level2's code happened to lie just below level3's in the code cache)."""
+    older frame's: following it would skip level2, level1 and main. Without the perf map
+    (with it the prologue sizes the frames: test_compiled_code_without_frame_pointer_sized_by_
+    prologue) the walk stops at the faulting frame, typed, naming level2's return address (its
+    pc in HotSpot's own report), exit 1, no scanned frame (before: the stop named level1's
+    return address, and only because level2's code happened to lie just below level3's in the
+    code cache)."""
     exp = expected("java_jit_megamorphic")
     want = truth(exp)
     kinds = [w["kind"] for w in want]
     first_java = kinds.index("J")
     assert [fn in w["text"] for fn, w in zip(exp["java_functions"], want[first_java:])] == \
         [True] * 3, want[first_java:first_java + 3]
-    rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map", exp["perf_map"])
+    rc, t = ehbt(ehbt_bin, exp["core"])
     frames = t["frames"]
     assert (rc, t["stop_reason"]) == (1, "no_unwind_info"), (rc, t["stop_detail"])
     check_frames(frames, want)
