@@ -59,12 +59,47 @@ bool writes_rsp(const Bytes& b, std::size_t off) {
   return false;
 }
 
+// The prologue of a method that bangs no stack (C2: a leaf with a small frame, an OSR entry):
+// `sub $F,%rsp` (F: the frame without the return address), then `mov %rbp,F-8(%rsp)`
+// (REX.W 89 /r, reg rbp, rm SIB base rsp: ModRM 0x2c no displacement, 0x6c disp8, 0xac
+// disp32). The frame is the same as after `push %rbp; sub $F-8,%rsp`.
+std::optional<JitPrologue> unbanged(const Bytes& b, std::size_t off) {
+  auto sub = rsp_arith(b, off, kSubRsp);
+  if (!sub || sub->imm < 8) return std::nullopt;
+  const uint64_t saved_at = static_cast<uint64_t>(sub->imm) - 8;
+  const std::size_t mov = off + sub->len;
+  if (b.code.size() - mov < 4 || b.at(mov) != kRexW || b.at(mov + 1) != 0x89 ||
+      b.at(mov + 3) != 0x24) {
+    return std::nullopt;
+  }
+  const uint8_t modrm = b.at(mov + 2);
+  std::size_t len = 4;
+  uint64_t disp = 0;
+  if (modrm == 0x6c && b.code.size() - mov >= 5) {
+    len = 5;
+    disp = b.at(mov + 4);  // disp8 is sign-extended: a negative one is no match below
+    if (disp & 0x80) return std::nullopt;
+  } else if (modrm == 0xac && b.code.size() - mov >= 8) {
+    len = 8;
+    disp = b.u32(mov + 4);
+  } else if (modrm != 0x2c) {
+    return std::nullopt;
+  }
+  if (disp != saved_at) return std::nullopt;
+  return JitPrologue{saved_at, mov + len};
+}
+
 }  // namespace
 
 std::optional<JitPrologue> hotspot_prologue(Arch arch, std::span<const std::byte> code,
                                             std::size_t off) {
   if (arch != Arch::X86_64 || off > code.size()) return std::nullopt;
   const Bytes b{code.subspan(off)};
+  if (b.code.size() >= 4 && b.at(0) == kRexW) {
+    auto p = unbanged(b, 0);
+    if (p) p->end += off;
+    return p;
+  }
   // 89 84 24 disp32: mov %eax,disp32(%rsp) (ModRM mod 2, reg eax, rm SIB; SIB base rsp, no
   // index). The bang touches the stack below sp: disp32 negative.
   if (b.code.size() < 8 || b.at(0) != 0x89 || b.at(1) != 0x84 || b.at(2) != 0x24) {

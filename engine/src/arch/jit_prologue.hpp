@@ -4,12 +4,16 @@
 //   mov %eax,-N(%rsp)     stack bang(s): 89 84 24 disp32, one per page banged, N > 0
 //   push %rbp             55: the caller's rbp, restored on return
 //   sub $S,%rsp           48 83 ec ib or 48 81 ec id (omitted when S is 0: not recognised)
-// (HotSpot's MacroAssembler::verified_entry and C1_MacroAssembler::build_frame). A method's
+// (HotSpot's MacroAssembler::verified_entry and C1_MacroAssembler::build_frame), or, where C2
+// bangs no stack (a leaf method with a small frame, an OSR entry):
+//   sub $F,%rsp           48 83 ec ib or 48 81 ec id
+//   mov %rbp,F-8(%rsp)    48 89 2c 24, 48 89 6c 24 ib, 48 89 ac 24 id
+// the same frame with S = F - 8. A method's
 // frame keeps that size from there to its epilogue, `add $S,%rsp; pop %rbp`: HotSpot's own
 // stack walk sizes every compiled frame by the one frame size of its nmethod. The prologue
-// with -XX:+PreserveFramePointer (`mov %rsp,%rbp` after the push), a native wrapper's
-// (`enter`), and one without a stack bang (`sub` first, then `mov %rbp,S-8(%rsp)`) are not
-// recognised: such frames are left to the frame-pointer chain.
+// with -XX:+PreserveFramePointer after a bang (`mov %rsp,%rbp` after the push) and a native
+// wrapper's (`enter`) are not recognised: such frames keep a frame pointer and are left to the
+// frame-pointer chain (the unbanged prologue is, whose frame has the same size either way).
 //
 // A place in the method where rsp is not the body's (inside the epilogue, right after a call
 // that was made with rsp lowered for it) gives the wrong size: hotspot_sp_moved tells those
@@ -30,9 +34,9 @@ struct JitPrologue {
   std::size_t end = 0;       // offset in the code just past the `sub`
 };
 
-// The prologue starting at `code[off]` (its last stack bang), or nothing: other bytes, a
-// positive bang offset or a negative `sub` immediate, bytes cut short, arches other than
-// x86-64.
+// The prologue starting at `code[off]` (its last stack bang, or the unbanged one's `sub`), or
+// nothing: other bytes, a positive bang offset or a negative `sub` immediate, an rbp stored
+// elsewhere than F-8, bytes cut short, arches other than x86-64.
 std::optional<JitPrologue> hotspot_prologue(Arch arch, std::span<const std::byte> code,
                                             std::size_t off);
 
