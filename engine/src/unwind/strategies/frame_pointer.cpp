@@ -223,6 +223,18 @@ Attempt FramePointerChain::attempt(StepContext& ctx) {
                                  ? std::string("the return address in the frame record is 0")
                                  : out.error().detail);
   }
+  // A JIT frame neither its prologue (hotspot_frame) nor a frame record sizes: JIT code may
+  // keep no frame pointer, and a stack scan (nothing tells where the frame's function starts,
+  // to check a call against) could go on from any older frame's return address. The walk
+  // stops here.
+  if (ctx.frame.jit) {
+    return stop(StopReason::NoUnwindInfo,
+                ctx.fp_why + "; nothing else sizes the JIT frame at " + hex(ctx.frame.pc) +
+                    (ctx.frame.jit_entry == nullptr
+                         ? " (no perf-map entry names its code)"
+                         : " (no HotSpot prologue in its perf-map entry that its pc allows)") +
+                    ", and a stack scan could skip its callers");
+  }
   return std::nullopt;
 }
 
