@@ -109,13 +109,13 @@ constexpr std::size_t kRa = 13;
 TEST(HotSpotSpMoved, BodyCodeAfterACall) {
   // mov %eax,%ebx; nops: rsp is the body's.
   EXPECT_FALSE(
-      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x89, 0xc3, 0x90, 0x90}), kRa, 0x30));
+      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x89, 0xc3, 0x90, 0x90}), kRa, 0x30, true));
   // The frame's own epilogue right after the call: add $0x30,%rsp is still in the frame.
   EXPECT_FALSE(arch::hotspot_sp_moved(
-      Arch::X86_64, after_call({0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3, 0x90, 0x90}), kRa, 0x30));
+      Arch::X86_64, after_call({0x48, 0x83, 0xc4, 0x30, 0x5d, 0xc3, 0x90, 0x90}), kRa, 0x30, true));
   EXPECT_FALSE(arch::hotspot_sp_moved(
       Arch::X86_64, after_call({0x48, 0x81, 0xc4, 0x10, 0x02, 0x00, 0x00, 0x5d, 0xc3, 0x90}), kRa,
-      0x210));
+      0x210, true));
 }
 
 TEST(HotSpotSpMoved, RspPutBackAfterACall) {
@@ -126,16 +126,16 @@ TEST(HotSpotSpMoved, RspPutBackAfterACall) {
                     bytes({0x48, 0x8d, 0x64, 0x24, 0x08}), bytes({0x4c, 0x89, 0xdc, 0x90}),
                     bytes({0x48, 0x8b, 0xe3, 0x90})}) {
     auto code = after_call({}) + next;
-    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, kRa, 0x30));
+    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, kRa, 0x30, true));
   }
   // add $0x30,%rsp not followed by pop %rbp is no epilogue.
   EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, after_call({0x48, 0x83, 0xc4, 0x30, 0x90, 0x90}),
-                                     kRa, 0x30));
+                                     kRa, 0x30, true));
   // mov %rsp,%r12 (49 89 e4: rm r12, REX.B) and mov %rsp,%rax (48 8b c4) write no rsp.
   EXPECT_FALSE(
-      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x49, 0x89, 0xe4, 0x90}), kRa, 0x30));
+      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x49, 0x89, 0xe4, 0x90}), kRa, 0x30, true));
   EXPECT_FALSE(
-      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x48, 0x8b, 0xc4, 0x90}), kRa, 0x30));
+      arch::hotspot_sp_moved(Arch::X86_64, after_call({0x48, 0x8b, 0xc4, 0x90}), kRa, 0x30, true));
 }
 
 // The epilogue, C2's return poll and ret: add $0x30,%rsp; pop %rbp; cmp 0x108(%r15),%rsp;
@@ -145,27 +145,56 @@ const std::vector<std::byte> kEpilogue =
            0x0f, 0x87, 0x10, 0x00, 0x00, 0x00, 0xc3, 0x90, 0x90, 0x90, 0x90});
 
 TEST(HotSpotSpMoved, InsideTheEpilogue) {
-  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, 0, 0x30));  // at the add
-  for (std::size_t pc : {4, 5, 12, 18})                                    // pop, cmp, ja, ret
-    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, pc, 0x30)) << pc;
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, 0, 0x30, false));  // at the add
+  for (std::size_t pc : {4, 5, 12, 18})  // pop, cmp, ja, ret
+    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, pc, 0x30, false)) << pc;
   // Another frame size's epilogue bytes do not count.
-  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, 12, 0x40));
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kEpilogue, 12, 0x40, false));
 }
 
 TEST(HotSpotSpMoved, EpilogueFarBeforeThePc) {
   // An epilogue ending more than kEpilogueReach bytes before the pc is another return path.
   std::vector<std::byte> code = kEpilogue;
   code.resize(5 + arch::kEpilogueReach + 1 + 4, std::byte{0x90});
-  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, code, 5 + arch::kEpilogueReach + 1, 0x30));
-  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, 5 + arch::kEpilogueReach, 0x30));
+  EXPECT_FALSE(
+      arch::hotspot_sp_moved(Arch::X86_64, code, 5 + arch::kEpilogueReach + 1, 0x30, false));
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, 5 + arch::kEpilogueReach, 0x30, false));
+}
+
+TEST(HotSpotSpMoved, ReturnAddressAfterAnotherReturnPath) {
+  // A real C1 method (java_jit_c1's core, JavaJit.main's OSR compile, x/56xb): a return path
+  // (add $0x130,%rsp; pop %rbp; return poll; ret), then a call site of the body whose return
+  // address (offset 0x30) lies 40 bytes after that epilogue's pop. As a return address it is
+  // the body's; as an interrupted pc it is refused (it cannot tell it from the poll's).
+  auto code =
+      bytes({0x48, 0x81, 0xc4, 0x30, 0x01, 0x00, 0x00, 0x5d, 0x49, 0x3b, 0xa7, 0x40, 0x03, 0x00,
+             0x00, 0x0f, 0x87, 0x7c, 0x02, 0x00, 0x00, 0xc3, 0x4c, 0x8b, 0x8c, 0x24, 0xf0, 0x00,
+             0x00, 0x00, 0x48, 0xc7, 0xc6, 0x00, 0x00, 0x00, 0x00, 0x49, 0x8b, 0xd1, 0x66, 0x66,
+             0x90, 0xe8, 0x04, 0xe6, 0xff, 0xff, 0x48, 0x81, 0xc4, 0x30, 0x01, 0x00, 0x00, 0x5d});
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, code, 0x30, 0x130, true));
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, 0x30, 0x130, false));
+}
+
+TEST(HotSpotSpMoved, ReturnAddressAfterTheReservedStackCheck) {
+  // add $0x30,%rsp; pop %rbp; cmp 0x448(%r15),%rsp; jb +0x10 (0f 82); mov %r15,%rdi;
+  // call rel32; jmp rel32: the call into the VM after the frame is gone.
+  auto code = bytes({0x48, 0x83, 0xc4, 0x30, 0x5d, 0x49, 0x3b, 0xa7, 0x48, 0x04, 0x00,
+                     0x00, 0x0f, 0x82, 0x10, 0x00, 0x00, 0x00, 0x49, 0x8b, 0xff, 0xe8,
+                     0x00, 0x00, 0x00, 0x00, 0xe9, 0x00, 0x00, 0x00, 0x00});
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, 26, 0x30, true));
+  // jb rel8 (72) alike; ja (77: the return poll) is no such check.
+  code[12] = std::byte{0x72};
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, 26, 0x30, true));
+  code[12] = std::byte{0x77};
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, code, 26, 0x30, true));
 }
 
 TEST(HotSpotSpMoved, UnknownRefused) {
   auto code = after_call({0x89, 0xc3, 0x90, 0x90});
-  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, code.size(), 0x30));        // no bytes
-  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, after_call({0x89}), kRa, 0x30));  // cut
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, code, code.size(), 0x30, false));  // no bytes
+  EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, after_call({0x89}), kRa, 0x30, false));  // cut
   for (Arch a : {Arch::I386, Arch::AArch64, Arch::S390x})
-    EXPECT_TRUE(arch::hotspot_sp_moved(a, code, kRa, 0x30)) << static_cast<int>(a);
+    EXPECT_TRUE(arch::hotspot_sp_moved(a, code, kRa, 0x30, false)) << static_cast<int>(a);
 }
 
 // The first 54 bytes of a real C2 method (java_jit's core, JavaJit.fx_java_level2 without
@@ -238,10 +267,10 @@ TEST(HotSpotPrologue, RealC2Method) {
   EXPECT_EQ(p->end, 12u);
   for (std::size_t off = 1; off < kLevel2.size(); ++off)
     EXPECT_FALSE(arch::hotspot_prologue(Arch::X86_64, kLevel2, off)) << off;
-  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, 0x1c, 0x10));  // return address
-  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, 0x20, 0x10));  // the add
-  for (std::size_t pc : {0x24, 0x25, 0x2c, 0x32})                           // pop, cmp, ja, ret
-    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, pc, 0x10)) << pc;
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, 0x1c, 0x10, true));   // return address
+  EXPECT_FALSE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, 0x20, 0x10, false));  // the add
+  for (std::size_t pc : {0x24, 0x25, 0x2c, 0x32})  // pop, cmp, ja, ret
+    EXPECT_TRUE(arch::hotspot_sp_moved(Arch::X86_64, kLevel2, pc, 0x10, false)) << pc;
 }
 
 }  // namespace

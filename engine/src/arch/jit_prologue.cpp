@@ -111,8 +111,24 @@ std::optional<JitPrologue> hotspot_prologue(Arch arch, std::span<const std::byte
   return JitPrologue{static_cast<uint64_t>(sub->imm), off + 8 + sub->len};
 }
 
+namespace {
+
+// Whether the code at `off` (right after an epilogue's pop) is HotSpot's reserved-stack check,
+// `cmp disp32(%r15),%rsp; jb` (REX.WB 3b /r, ModRM 0xa7: reg rsp, rm r15 + disp32; jb: 72 rel8
+// or 0f 82 rel32), which calls into the VM with the frame gone. The return poll that may
+// follow instead compares alike but jumps with ja (77, 0f 87).
+bool reserved_stack_check(const Bytes& b, std::size_t off) {
+  if (b.code.size() - off < 9 || b.at(off) != 0x49 || b.at(off + 1) != 0x3b ||
+      b.at(off + 2) != 0xa7) {
+    return false;
+  }
+  return b.at(off + 7) == 0x72 || (b.at(off + 7) == 0x0f && b.at(off + 8) == 0x82);
+}
+
+}  // namespace
+
 bool hotspot_sp_moved(Arch arch, std::span<const std::byte> code, std::size_t pc_off,
-                      uint64_t frame_bytes) {
+                      uint64_t frame_bytes, bool return_address) {
   if (arch != Arch::X86_64 || pc_off >= code.size()) return true;
   const Bytes b{code};
   if (epilogue_at(b, pc_off, frame_bytes) == 0 && writes_rsp(b, pc_off)) return true;
@@ -121,7 +137,8 @@ bool hotspot_sp_moved(Arch arch, std::span<const std::byte> code, std::size_t pc
   const std::size_t from = pc_off > kEpilogueReach + 8 ? pc_off - kEpilogueReach - 8 : 0;
   for (std::size_t off = from; off <= pc_off; ++off) {
     const std::size_t len = epilogue_at(b, off, frame_bytes);
-    if (len != 0 && off + len <= pc_off + 1 && off + len + kEpilogueReach >= pc_off) return true;
+    if (len == 0 || off + len > pc_off + 1 || off + len + kEpilogueReach < pc_off) continue;
+    if (!return_address || reserved_stack_check(b, off + len)) return true;
   }
   return false;
 }

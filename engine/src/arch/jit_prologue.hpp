@@ -49,10 +49,13 @@ inline constexpr std::size_t kEpilogueReach = 48;
 // epilogue of that frame, `add $S,%rsp; pop %rbp`, ends at most kEpilogueReach bytes before
 // pc_off, or its pop is at pc_off (the frame is already gone); or the instruction at pc_off
 // writes rsp other than as that epilogue's `add` (a pop, an add or sub of rsp: what code that
-// lowered rsp for a call does right after it, as HotSpot's d2i fixup call does). `code` holds
-// the bytes from kEpilogueReach before the pc (fewer at the start of the code) on. Unknown
-// arches: true.
+// lowered rsp for a call does right after it, as HotSpot's d2i fixup call does).
+// `return_address`: pc_off follows a call, which no epilogue makes but the reserved-stack
+// check (`cmp disp32(%r15),%rsp; jb` right after the pop, then a call into the VM): only an
+// epilogue followed by that check counts (another return path's epilogue may end just before
+// a call site of the body). `code` holds the bytes from kEpilogueReach + 8 before the pc
+// (fewer at the start of the code) on. Unknown arches: true.
 bool hotspot_sp_moved(Arch arch, std::span<const std::byte> code, std::size_t pc_off,
-                      uint64_t frame_bytes);
+                      uint64_t frame_bytes, bool return_address);
 
 }  // namespace ehbt::arch

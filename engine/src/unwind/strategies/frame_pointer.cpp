@@ -138,14 +138,15 @@ bool sp_moved_at(StepContext& ctx, const PerfMapEntry& own, uint64_t pc, uint64_
   const uint64_t from = pc - own.start > kBefore ? pc - kBefore : own.start;
   const std::size_t n = ctx.mem.read(from, code);
   return arch::hotspot_sp_moved(ctx.ops.info().arch, std::span<const std::byte>(code.data(), n),
-                                pc - from, frame_bytes);
+                                pc - from, frame_bytes, !ctx.frame.exact_pc);
 }
 
 // A JIT frame of HotSpot's compiled code that keeps no frame pointer, sized by its prologue
 // (entry_prologue): its return address S + 8 bytes above its sp, the caller's rbp below it.
 // The size holds where the method's body has the frame, which the frame's pc must show:
 //  - past the prologue, and rsp not moved at the pc (no epilogue of this frame just before
-//    it, no instruction at it that puts rsp back: arch::hotspot_sp_moved);
+//    it, for a return address one followed by the reserved-stack check's call; no
+//    instruction at it that puts rsp back: arch::hotspot_sp_moved);
 //  - a return address (a caller frame) follows a call instruction: a call site of the method,
 //    where HotSpot's frame is complete (a deoptimised frame's return address, patched to the
 //    deoptimisation handler, follows none and is refused);
