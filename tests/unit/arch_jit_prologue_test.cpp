@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "arch/jit_prologue.hpp"
@@ -228,6 +229,23 @@ TEST(HotSpotPrologue, Unbanged) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->frame_bytes, 0x200u);
   EXPECT_EQ(p->end, 15u);
+}
+
+TEST(HotSpotPrologue, WhetherItKeepsAFramePointer) {
+  // The banged prologue never does (with -XX:+PreserveFramePointer it is not recognised).
+  auto banged = arch::hotspot_prologue(Arch::X86_64, kBang + bytes({0x48, 0x83, 0xec, 0x30}), 0);
+  ASSERT_TRUE(banged);
+  EXPECT_FALSE(banged->keeps_frame_pointer);
+  // The unbanged one does when `mov %rsp,%rbp` follows the store (8b /r: ModRM 0xec; 89 /r:
+  // 0xe5), not when anything else (mov %rsp,%rbx: 48 8b dc) or nothing readable does.
+  auto unbanged = bytes({0x48, 0x83, 0xec, 0x18, 0x48, 0x89, 0x6c, 0x24, 0x10});
+  for (auto [next, keeps] :
+       {std::pair{bytes({0x48, 0x8b, 0xec}), true}, std::pair{bytes({0x48, 0x89, 0xe5}), true},
+        std::pair{bytes({0x48, 0x8b, 0xdc}), false}, std::pair{bytes({0x48, 0x8b}), false}}) {
+    auto p = arch::hotspot_prologue(Arch::X86_64, unbanged + next, 0);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->keeps_frame_pointer, keeps);
+  }
 }
 
 TEST(HotSpotPrologue, UnbangedMismatchRefused) {

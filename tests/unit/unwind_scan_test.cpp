@@ -380,7 +380,8 @@ TEST_F(HotSpotFrame, SizedByItsPrologue) {
 
 TEST_F(HotSpotFrame, InTheEpilogueTheWalkStops) {
   // The pc at the `ret` after `add $0x10,%rsp; pop %rbp`: the frame is gone, its size no
-  // longer holds. Nothing else sizes the JIT frame (rbp is no record): a typed stop, no scan.
+  // longer holds, and rbp is no record of the method's (its prologue sets none): a typed stop,
+  // neither the frame-pointer chain nor a scan.
   lay(kS + 0x40);
   write(kJit + 0x30, {0x48, 0x83, 0xc4, 0x10, 0x5d, 0xc3});
   // Where the size would put the return address (0x18 above the sp after the pop): a word
@@ -389,7 +390,9 @@ TEST_F(HotSpotFrame, InTheEpilogueTheWalkStops) {
   Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x35, kS + 0x18, 0x13), mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 1u);
-  EXPECT_NE(bt.detail.find("nothing else sizes the JIT frame at 0x20000035 (no HotSpot prologue"),
+  EXPECT_NE(bt.detail.find("the JIT frame at 0x20000035 keeps no frame pointer (HotSpot's "
+                           "prologue at 0x2000000c makes a frame of 32 bytes), and the code at "
+                           "its pc may run with another sp"),
             std::string::npos)
       << bt.detail;
 }
@@ -411,6 +414,20 @@ TEST_F(HotSpotFrame, AnInterruptedPcNeedsACallBeforeTheReturnAddress) {
   Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x20, kS, 0x13), mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("no call precedes the word where that frame keeps its return"),
+            std::string::npos)
+      << bt.detail;
+}
+
+TEST_F(HotSpotFrame, RbpIsNotFollowedWhereTheSizeIsRefused) {
+  // rbp holds a good-looking record ({0, ret_outer} at kS+0x40), but the method keeps no frame
+  // pointer and its pc is in its prologue (after the push, before the sub): following rbp
+  // would skip the JIT caller. The walk stops.
+  lay(kS + 0x40);
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x8, kS + 0x10, kS + 0x40), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("its pc is in that prologue"), std::string::npos) << bt.detail;
 }
 
 TEST(PerfMapParse, LinesMalformedAndOverlapping) {

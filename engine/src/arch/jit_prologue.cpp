@@ -86,7 +86,12 @@ std::optional<JitPrologue> unbanged(const Bytes& b, std::size_t off) {
     return std::nullopt;
   }
   if (disp != saved_at) return std::nullopt;
-  return JitPrologue{saved_at, mov + len};
+  JitPrologue p{saved_at, mov + len};
+  const std::size_t next = mov + len;
+  p.keeps_frame_pointer = b.code.size() - next >= 3 && b.at(next) == kRexW &&
+                          ((b.at(next + 1) == 0x8b && b.at(next + 2) == 0xec) ||
+                           (b.at(next + 1) == 0x89 && b.at(next + 2) == 0xe5));
+  return p;
 }
 
 }  // namespace

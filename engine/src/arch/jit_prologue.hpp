@@ -31,7 +31,11 @@ namespace ehbt::arch {
 
 struct JitPrologue {
   uint64_t frame_bytes = 0;  // S: the body's sp is S bytes below the saved rbp
-  std::size_t end = 0;       // offset in the code just past the `sub`
+  std::size_t end = 0;       // offset in the code just past the `sub` (the unbanged: the store)
+  // The unbanged prologue followed by `mov %rsp,%rbp` (48 8b ec or 48 89 e5:
+  // -XX:+PreserveFramePointer): rbp is this frame's record. Otherwise rbp is no frame pointer
+  // of this method's (C2 and C1 use it as any other register).
+  bool keeps_frame_pointer = false;
 };
 
 // The prologue starting at `code[off]` (its last stack bang, or the unbanged one's `sub`), or

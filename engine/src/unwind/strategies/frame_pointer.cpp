@@ -155,7 +155,7 @@ bool sp_moved_at(StepContext& ctx, const PerfMapEntry& own, uint64_t pc, uint64_
 //    follow a call.
 // Refused otherwise (the frame-pointer chain and its typed stop take over). The caller is
 // then proven as every frame-pointer caller is (disprove_record).
-std::optional<arch::Recovered> hotspot_frame(StepContext& ctx) {
+std::optional<arch::Recovered> hotspot_frame(StepContext& ctx, std::string& no_frame_pointer) {
   const PerfMapEntry* own = ctx.frame.jit_entry;
   const ArchInfo& info = ctx.ops.info();
   if (!ctx.frame.jit || own == nullptr || ctx.frame.planted || ctx.frame.signal_trampoline ||
@@ -164,21 +164,42 @@ std::optional<arch::Recovered> hotspot_frame(StepContext& ctx) {
   }
   const uint64_t pc = ctx.frame.pc;
   auto prologue = entry_prologue(ctx, *own);
-  if (!prologue || pc < own->start + prologue->end || pc - own->start >= own->size) {
+  if (!prologue || pc - own->start >= own->size) return std::nullopt;
+  // From here on the method is known to keep no frame pointer (unless its prologue sets one):
+  // a refusal is a stop, since rbp is no record of this frame's.
+  auto refuse = [&](const char* why) -> std::optional<arch::Recovered> {
+    if (!prologue->keeps_frame_pointer) {
+      no_frame_pointer = "frame pointer: the JIT frame at " + hex(pc) +
+                         " keeps no frame pointer (HotSpot's prologue at " +
+                         hex(own->start + prologue->end) + " makes a frame of " +
+                         std::to_string(prologue->frame_bytes + 2 * info.address_size) +
+                         " bytes), and " + why;
+    }
     return std::nullopt;
+  };
+  if (pc < own->start + prologue->end) return refuse("its pc is in that prologue");
+  if (sp_moved_at(ctx, *own, pc, prologue->frame_bytes)) {
+    return refuse(
+        "the code at its pc may run with another sp (an epilogue, a call made with sp "
+        "moved)");
   }
-  if (sp_moved_at(ctx, *own, pc, prologue->frame_bytes)) return std::nullopt;
-  if (!ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, pc)) return std::nullopt;
+  if (!ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, pc)) {
+    return refuse(
+        "no call precedes its pc (a return address patched to a deoptimisation "
+        "handler, or none)");
+  }
   const unsigned word = info.address_size;
   const uint64_t sp = ctx.frame.regs.raw(info.sp_reg);
-  if (sp % word != 0) return std::nullopt;
+  if (sp % word != 0) return refuse("its sp is misaligned");
   const uint64_t slot = sp + prologue->frame_bytes + word;
   uint64_t ret = 0, saved_fp = 0;
   if (!ctx.mem.read_uint(slot, word, false, ret) ||
       !ctx.mem.read_uint(slot - word, word, false, saved_fp)) {
-    return std::nullopt;
+    return refuse("the stack where that frame keeps its return address cannot be read");
   }
-  if (ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, ret)) return std::nullopt;
+  if (ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, ret)) {
+    return refuse("no call precedes the word where that frame keeps its return address");
+  }
   // As the frame-pointer step: the caller's pc, sp and rbp are known, no other register (no
   // register but rbp is callee-saved in HotSpot's compiled code).
   arch::Recovered rec;
@@ -203,10 +224,21 @@ Attempt FramePointerOnly::attempt(StepContext& ctx) {
 
 Attempt FramePointerChain::attempt(StepContext& ctx) {
   bool planted = false;
-  if (auto sized = hotspot_frame(ctx); sized && !disprove_record(ctx, *sized, planted)) {
-    auto out = finish(ctx, std::move(*sized), FrameSource::FramePointer, false, planted);
-    if (out) return out;
+  std::string no_frame_pointer;  // a HotSpot frame that keeps none, not sized here: why
+  if (auto sized = hotspot_frame(ctx, no_frame_pointer)) {
+    auto no = disprove_record(ctx, *sized, planted);
+    if (!no) {
+      auto out = finish(ctx, std::move(*sized), FrameSource::FramePointer, false, planted);
+      if (out) return out;
+      no = out.error().detail.empty() ? std::string("its return address is 0") : out.error().detail;
+    }
+    no_frame_pointer = "frame pointer: the JIT frame at " + hex(ctx.frame.pc) +
+                       " keeps no frame pointer, and the caller its prologue's frame size "
+                       "gives is disproven: " +
+                       *no;
   }
+  // rbp is no record of this frame's: following it could skip frames silently.
+  if (!no_frame_pointer.empty()) return stop(StopReason::NoUnwindInfo, no_frame_pointer);
   auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, ctx.code_hint());
   if (!rec) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
