@@ -390,10 +390,11 @@ TEST_F(HotSpotFrame, InTheEpilogueTheWalkStops) {
   Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x35, kS + 0x18, 0x13), mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 1u);
-  EXPECT_NE(bt.detail.find("the JIT frame at 0x20000035 keeps no frame pointer (HotSpot's "
-                           "prologue at 0x2000000c makes a frame of 32 bytes), and the code at "
-                           "its pc may run with another sp"),
-            std::string::npos)
+  EXPECT_NE(
+      bt.detail.find("the JIT frame at 0x20000035 keeps no frame pointer (HotSpot's "
+                     "prologue ending at 0x2000000c makes a frame of 32 bytes), and the code at "
+                     "its pc may run with another sp"),
+      std::string::npos)
       << bt.detail;
 }
 

@@ -153,8 +153,10 @@ bool sp_moved_at(StepContext& ctx, const PerfMapEntry& own, uint64_t pc, uint64_
 //  - an interrupted pc (a signal, the first frame) may be anywhere else the code does not
 //    show (a stub of the method, the middle of an intrinsic): the return address read must
 //    follow a call.
-// Refused otherwise (the frame-pointer chain and its typed stop take over). The caller is
-// then proven as every frame-pointer caller is (disprove_record).
+// Refused otherwise: where the prologue sets no frame pointer, `no_frame_pointer` says why (the
+// walk stops: rbp is no record of this frame's, following it would skip the caller); else the
+// frame-pointer chain takes over. A sized caller is proven as every frame-pointer caller is
+// (disprove_record).
 std::optional<arch::Recovered> hotspot_frame(StepContext& ctx, std::string& no_frame_pointer) {
   const PerfMapEntry* own = ctx.frame.jit_entry;
   const ArchInfo& info = ctx.ops.info();
@@ -170,7 +172,7 @@ std::optional<arch::Recovered> hotspot_frame(StepContext& ctx, std::string& no_f
   auto refuse = [&](const char* why) -> std::optional<arch::Recovered> {
     if (!prologue->keeps_frame_pointer) {
       no_frame_pointer = "frame pointer: the JIT frame at " + hex(pc) +
-                         " keeps no frame pointer (HotSpot's prologue at " +
+                         " keeps no frame pointer (HotSpot's prologue ending at " +
                          hex(own->start + prologue->end) + " makes a frame of " +
                          std::to_string(prologue->frame_bytes + 2 * info.address_size) +
                          " bytes), and " + why;
