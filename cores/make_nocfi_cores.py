@@ -44,6 +44,11 @@
                  size), each line's pc (J: printed; V/C: library base from its "Dynamic
                  libraries" + offset; j/v: none printed), and eu-stack's pcs; the perf map
                  is written by the JVM itself (Compiler.perfmap) before the crash.
+  java_jit_c1    as java_jit (no frame pointer), compiled by C1 only (-XX:TieredStopAtLevel=1):
+                 C1's frames (bigger, its own prologue and epilogues), and main usually
+                 compiled too by an OSR compile (a `%` line in hs_err), whose frame the
+                 interpreter's migration built and whose caller is the call stub.
+                 Expected: hs_err and eu-stack, as for java_jit.
   java_jit_megamorphic
                  as java_jit (no frame pointer), but the faulting method is reached through a
                  megamorphic virtual call: the caller's call instruction calls HotSpot's vtable
@@ -355,7 +360,7 @@ JAVA_VIRTUAL_NAMES = ["JavaJit$StoreA.fx_java_level3", "JavaJit.fx_java_level2_v
                       "JavaJit.fx_java_level1_virtual"]
 
 
-def make_java(name, extra, program_args=(), java_names=JAVA_NAMES):
+def make_java(name, extra, program_args=(), java_names=JAVA_NAMES, main_kinds="j"):
     argv = [JAVA, "-Xmx32m", "-Xms8m", "-XX:+UseSerialGC", "-XX:CompileCommand=quiet",
             "-XX:CompileCommand=dontinline,JavaJit*::fx_*", "-Xbatch", *extra,
             os.path.join(PROGRAMS, "JavaJit.java"), *program_args]
@@ -367,7 +372,8 @@ def make_java(name, extra, program_args=(), java_names=JAVA_NAMES):
     if os.path.basename(hs_err) != "hs_err_pid%d.log" % pid:
         raise SystemExit("%s: HotSpot's pid is not %d: %s" % (name, pid, hs_err))
     hotspot = hs_err_frames(hs_err)
-    if [f["kind"] for f in hotspot[:4]] != ["J", "J", "J", "j"] or not all(
+    if [f["kind"] for f in hotspot[:3]] != ["J", "J", "J"] or \
+            hotspot[3]["kind"] not in main_kinds or not all(
             n in f["text"] for n, f in zip(java_names + ["JavaJit.main"], hotspot)):
         raise SystemExit("%s: HotSpot did not crash in the compiled fx_java_level3: %s"
                          % (name, hotspot[:4]))
@@ -388,7 +394,9 @@ CASES = {"musl_sigabort": make_musl, "musl_noreturn_print": make_musl_noreturn_p
          "java_jit": lambda: make_java("java_jit", []),
          "java_jit_fp": lambda: make_java("java_jit_fp", ["-XX:+PreserveFramePointer"]),
          "java_jit_megamorphic": lambda: make_java("java_jit_megamorphic", [], ["megamorphic"],
-                                                   JAVA_VIRTUAL_NAMES)}
+                                                   JAVA_VIRTUAL_NAMES),
+         "java_jit_c1": lambda: make_java("java_jit_c1", ["-XX:TieredStopAtLevel=1"],
+                                          main_kinds="Jj")}
 
 
 NO_CFI = ["-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer"]

@@ -12,7 +12,9 @@ PREFIX/lib/python3[.X]/dist-packages relative to this file, then build/engine/py
 The engine is given frame 0's registers (read by name), memory through GDB or, for a core,
 its own reader of the core (GDB reads zeros for code a core leaves out when it could not
 relocate the file), and the files GDB loaded, placed by the runtime addresses `info files`
-shows for their sections, plus every module the engine finds in the core itself.
+shows for their sections, plus every module the engine finds in the core itself; JIT code
+and its perf map from the engine's reading of a core, or, for a live process on this machine,
+from its /proc/PID/maps and /tmp/perf-PID.map (or --perf-map) at each stop, as `ehbt pid`.
 
 The unwinder (registered disabled) walks the whole stack once per stop and answers GDB frame
 by frame from a (pc, sp) table: the caller's pc, every register the engine recovered, every
@@ -94,9 +96,13 @@ class _Modules:
     def __init__(self):
         self._images, self._sets, self.cores = {}, {}, support.EngineCores()
         self._files_key = self._files = self.core = None
+        self._stops = 0  # a live process's JIT code is read again after each stop
 
     def invalidate(self, *_args):
         self._files_key, self._sets = None, {}
+
+    def stopped(self, *_args):
+        self._stops += 1
 
     def _gdb_files(self, inferior):
         if self._files_key != (inferior.num, inferior.pid):
@@ -116,12 +122,31 @@ class _Modules:
             return None
         return self.cores.get(core, opts["sysroot"] + _gdb_list("sysroot"),
                               opts["exe"] or gdb.current_progspace().filename,
-                              opts["debug_dir"] + _gdb_list("debug-file-directory"))
+                              opts["debug_dir"] + _gdb_list("debug-file-directory"),
+                              opts["perf_map"])
+
+    def _local_live(self, inferior, opts):
+        """Whether GDB runs a live process on this machine (its /proc/PID files are ours)."""
+        if not inferior.pid or self.core_path(inferior, opts):
+            return False
+        connection = getattr(inferior, "connection", None)
+        return connection is None or connection.type == "native"
 
     def get(self, inferior, opts=_NO_OPTIONS):
+        """The ModuleSet of the walks: GDB's files (with the core's), and the JIT code of the
+        engine's core target or, live on this machine, of the process as it is at this stop
+        (read again after every stop: a JIT maps and names code while the process runs)."""
+        return self._entry(inferior, opts)[0]
+
+    def live_warnings(self, inferior, opts=_NO_OPTIONS):
+        """What reading a live process's JIT code said (an unreadable --perf-map)."""
+        return self._entry(inferior, opts)[2]
+
+    def _entry(self, inferior, opts):
         files = self._gdb_files(inferior)
         target = self.engine_core(inferior, opts)
-        key = id(target)
+        live = target is None and self._local_live(inferior, opts)
+        key = (id(target), (self._stops, opts["perf_map"]) if live else None)
         if key not in self._sets:
             read = _memory_reader(inferior)
             modules = [m for m in (support.module_from_sections(p, s, self._images, read)
@@ -130,8 +155,14 @@ class _Modules:
                 modules = support.merge_modules(modules, list(target.modules))
             elif inferior.pid and not self.core_path(inferior, opts):
                 modules = support.respell_live_modules(modules, inferior.pid)
-            self._sets[key] = (support.module_set(modules, target), target)
-        return self._sets[key][0]
+            warnings = []
+            if live:  # one stop's set at a time
+                self._sets = {k: v for k, v in self._sets.items() if k[1] is None}
+            self._sets[key] = (support.module_set(modules, target,
+                                                  inferior.pid if live else None,
+                                                  opts["perf_map"], warnings),
+                               target, warnings)
+        return self._sets[key]
 
     def memory(self, inferior, opts=_NO_OPTIONS):
         target = self.engine_core(inferior, opts)
@@ -141,10 +172,7 @@ class _Modules:
         """The mappings that bound a walk through GDB's memory (Unwinder.unwind's `regions`):
         a live process's, from its /proc/PID/maps when GDB runs it on this machine; None for
         a core (the engine's target knows its own segments) and for a remote target."""
-        if not inferior.pid or self.core_path(inferior, opts):
-            return None
-        connection = getattr(inferior, "connection", None)
-        if connection is not None and connection.type != "native":
+        if not self._local_live(inferior, opts):
             return None
         return support.live_regions(inferior.pid)
 
@@ -298,7 +326,8 @@ class EhbtCommand(gdb.Command):
             return
         pid = None if core else inferior.pid
         exe, warnings = frontend.executable_and_warnings(
-            opts["exe"] or gdb.current_progspace().filename, engine_core, pid)
+            opts["exe"] or gdb.current_progspace().filename, engine_core, pid,
+            _modules.live_warnings(inferior, opts))
         gdb.write(frontend.document(
             results, _modules.get(inferior, opts), exe or None, core=core, pid=pid,
             warnings=warnings, signal=signal, signal_tid=signal_tid,
@@ -444,8 +473,9 @@ def _install():
     hooks = []
     events = gdb.events
     for name, handlers in (
-            ("stop", [unwinder.invalidate]), ("cont", [unwinder.invalidate]),
-            ("inferior_call", [unwinder.invalidate]), ("memory_changed", [unwinder.invalidate]),
+            ("stop", [unwinder.invalidate, _modules.stopped]), ("cont", [unwinder.invalidate]),
+            ("inferior_call", [unwinder.invalidate, _modules.stopped]),
+            ("memory_changed", [unwinder.invalidate]),
             ("register_changed", [unwinder.invalidate]),
             ("exited", [unwinder.invalidate, _modules.invalidate]),
             ("new_objfile", [unwinder.invalidate, _modules.invalidate]),

@@ -217,7 +217,9 @@ class _Context:
         self.walks = {}  # (pid, stop id, tid) -> {"first": [...], "walk": [...]}
         self.walks_done = 0
         self.sysroots = ()  # the last --sysroot list given to the command (the recognizer's)
+        self.perf_map = None  # and the last --perf-map
         self.regions_key = self.region_list = None
+        self.live_warnings = []  # what reading a live process's JIT code said
 
     def regions(self, process):
         """_regions(process), asked again at each stop (mappings change while it runs)."""
@@ -230,7 +232,9 @@ class _Context:
         """The command's options with the sysroots kept from an earlier command."""
         if opts["sysroot"]:
             self.sysroots = tuple(opts["sysroot"])
-        return dict(opts, sysroot=list(self.sysroots))
+        if opts["perf_map"]:
+            self.perf_map = opts["perf_map"]
+        return dict(opts, sysroot=list(self.sysroots), perf_map=self.perf_map)
 
     def core_path(self, process, opts=_NO_OPTIONS):
         if opts["core"] or process.GetPluginName() not in _DUMP_PLUGINS:
@@ -247,11 +251,18 @@ class _Context:
         platform = _platform_sysroot(debugger)
         roots = opts["sysroot"] + [platform] * (platform not in opts["sysroot"] and bool(platform))
         return self.cores.get(core, roots, opts["exe"] or target.GetExecutable().fullpath,
-                              opts["debug_dir"] + list(_debug_dirs(debugger)))
+                              opts["debug_dir"] + list(_debug_dirs(debugger)), opts["perf_map"])
 
     def module_set(self, debugger, target, process, opts=_NO_OPTIONS):
+        """The ModuleSet of the walks: LLDB's modules (with the core's), and the JIT code of
+        the engine's core target or, for a process LLDB runs on this machine, of the process
+        as it is at this stop (read again at each stop: a JIT maps and names code while the
+        process runs)."""
         engine = self.engine_core(debugger, target, process, opts)
-        key = (_module_signature(target), id(engine), self.core_path(process, opts))
+        live = (engine is None and process.GetPluginName() not in _DUMP_PLUGINS
+                and target.GetPlatform().GetName() == "host")
+        key = (_module_signature(target), id(engine), self.core_path(process, opts),
+               (process.GetProcessID(), process.GetStopID(), opts["perf_map"]) if live else None)
         if self.modules is not None and self.modules_key == key:
             return self.modules
         read = _memory_reader(process)
@@ -261,7 +272,11 @@ class _Context:
             modules = support.merge_modules(modules, list(engine.modules))
         elif process.GetPluginName() not in _DUMP_PLUGINS:
             modules = support.respell_live_modules(modules, process.GetProcessID())
-        self.modules, self.modules_key = support.module_set(modules, engine), key
+        self.live_warnings = []
+        self.modules = support.module_set(modules, engine,
+                                          process.GetProcessID() if live else None,
+                                          opts["perf_map"], self.live_warnings)
+        self.modules_key = key
         self._keep = engine  # id(engine) in the key stays its own while the set is kept
         return self.modules
 
@@ -390,9 +405,9 @@ class EhbtCommand:
                                                symbol_of=symbol_of))
             return
         pid = process.GetProcessID() if live else None
-        exe, warnings = frontend.executable_and_warnings(
-            target.GetExecutable().fullpath or None, engine_core, pid)
         modules = ctx.module_set(debugger, target, process, opts)
+        exe, warnings = frontend.executable_and_warnings(
+            target.GetExecutable().fullpath or None, engine_core, pid, ctx.live_warnings)
         result.AppendMessage(frontend.document(
             results, modules, exe, core=core, pid=pid, warnings=warnings, signal=signal,
             signal_tid=signal_tid, arch=_engine_arch(target), symbol_of=symbol_of,

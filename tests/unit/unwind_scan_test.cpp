@@ -343,6 +343,94 @@ TEST_F(Scan, JitFrameWithoutFramePointerStopsInsteadOfSkippingItsCaller) {
   EXPECT_EQ(followed.frames[1].pc, at("ret_outer"));
 }
 
+// HotSpot compiled code without a frame pointer: the callee (perf-map entry at kJit) starts
+// with C2's prologue, stack bang, push %rbp, sub $0x10,%rsp; its caller (entry at kJit+0x80)
+// called it with `call rel32` at kJit+0x90. In the callee's frame the caller's return address
+// is 0x18 above sp, the caller's rbp (its record {0, ret_outer}) below it; rbp itself holds
+// garbage (C2 uses it as any other register).
+class HotSpotFrame : public Scan {
+ protected:
+  void lay(uint64_t rbp_saved) {
+    modules_.add_anonymous_code(kJit, kJit + 0x100);
+    modules_.set_perf_map(std::make_shared<PerfMap>(
+        PerfMap::parse("20000000 80 Java:callee\n20000080 80 Java:caller\n")));
+    write(kJit, {0x89, 0x84, 0x24, 0x00, 0xc0, 0xfe, 0xff, 0x55, 0x48, 0x83, 0xec, 0x10});
+    write(kJit + 0x90, {0xe8, 0x6b, 0xff, 0xff, 0xff});  // call kJit
+    put(kS + 0x10, rbp_saved);
+    put(kS + 0x18, kJit + 0x95);
+    put(kS + 0x40, 0);
+    put(kS + 0x48, at("ret_outer"));
+  }
+  void write(uint64_t addr, std::vector<uint8_t> code) {
+    for (uint8_t b : code) ASSERT_TRUE(mem_.write_uint(addr++, b, 1, false));
+  }
+};
+
+TEST_F(HotSpotFrame, SizedByItsPrologue) {
+  lay(kS + 0x40);
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x20, kS, 0x13), mem_, modules_);
+  ASSERT_EQ(bt.stop, StopReason::Outermost) << bt.detail;
+  ASSERT_EQ(bt.frames.size(), 3u);
+  EXPECT_EQ(bt.frames[1].pc, kJit + 0x95);
+  EXPECT_EQ(bt.frames[1].source, FrameSource::FramePointer);
+  EXPECT_EQ(bt.frames[1].cfa, kS + 0x50);  // the caller's record at kS+0x40
+  EXPECT_EQ(bt.frames[0].cfa, kS + 0x20);
+  EXPECT_EQ(bt.frames[2].pc, at("ret_outer"));
+}
+
+TEST_F(HotSpotFrame, InTheEpilogueTheWalkStops) {
+  // The pc at the `ret` after `add $0x10,%rsp; pop %rbp`: the frame is gone, its size no
+  // longer holds, and rbp is no record of the method's (its prologue sets none): a typed stop,
+  // neither the frame-pointer chain nor a scan.
+  lay(kS + 0x40);
+  write(kJit + 0x30, {0x48, 0x83, 0xc4, 0x10, 0x5d, 0xc3});
+  // Where the size would put the return address (0x18 above the sp after the pop): a word
+  // after a call, so that only the epilogue refuses it.
+  put(kS + 0x30, kJit + 0x95);
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x35, kS + 0x18, 0x13), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(
+      bt.detail.find("the JIT frame at 0x20000035 keeps no frame pointer (HotSpot's "
+                     "prologue ending at 0x2000000c makes a frame of 32 bytes), and the code at "
+                     "its pc may run with another sp"),
+      std::string::npos)
+      << bt.detail;
+}
+
+TEST_F(HotSpotFrame, WithoutThePerfMapTheWalkStops) {
+  lay(kS + 0x40);
+  modules_.set_perf_map(nullptr);
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x20, kS, 0x13), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("(no perf-map entry names its code)"), std::string::npos) << bt.detail;
+}
+
+TEST_F(HotSpotFrame, AnInterruptedPcNeedsACallBeforeTheReturnAddress) {
+  // The word where the return address would be follows no call: refused (an exact pc may be
+  // where the code does not show the frame's size).
+  lay(kS + 0x40);
+  write(kJit + 0x90, {0x90, 0x90, 0x90, 0x90, 0x90});
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x20, kS, 0x13), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("no call precedes the word where that frame keeps its return"),
+            std::string::npos)
+      << bt.detail;
+}
+
+TEST_F(HotSpotFrame, RbpIsNotFollowedWhereTheSizeIsRefused) {
+  // rbp holds a good-looking record ({0, ret_outer} at kS+0x40), but the method keeps no frame
+  // pointer and its pc is in its prologue (after the push, before the sub): following rbp
+  // would skip the JIT caller. The walk stops.
+  lay(kS + 0x40);
+  Backtrace bt = Unwinder().unwind(regs_at(kJit + 0x8, kS + 0x10, kS + 0x40), mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("its pc is in that prologue"), std::string::npos) << bt.detail;
+}
+
 TEST(PerfMapParse, LinesMalformedAndOverlapping) {
   PerfMap map = PerfMap::parse(
       "1000 10 first\n"

@@ -228,4 +228,13 @@ Expected<std::unique_ptr<Target>, std::string> open_core(const std::string& path
 Expected<std::unique_ptr<Target>, std::string> attach_process(int pid,
                                                               const TargetOptions& options = {});
 
+// The JIT code of a live process on this machine that the caller does not attach to (a
+// debugger holds it): the executable mappings no file backs in /proc/PID/maps and the perf
+// map naming them (`perf_map`; empty: /tmp/perf-PID.map when it exists), added to `modules`
+// by the rule attach_process uses for its target's. Returns the warnings a target would
+// record (a `perf_map` named but unreadable). Maps it cannot read add nothing.
+std::vector<Warning> add_process_jit_code(ModuleSet& modules, int pid,
+                                          const std::string& perf_map = "",
+                                          const Limits& limits = {});
+
 }  // namespace ehbt

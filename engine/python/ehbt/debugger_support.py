@@ -129,13 +129,21 @@ def merge_modules(from_debugger, from_core):
     return merged
 
 
-def module_set(modules, target):
-    """The ModuleSet a plugin walks with: its modules, and where the engine's target of the
-    same core is known, that target's JIT code and perf map (which the debuggers do not
-    describe), so that JIT frames are told and named as `ehbt core` tells and names them."""
+def module_set(modules, target, live_pid=None, perf_map="", warnings=None):
+    """The ModuleSet a plugin walks with: its modules, and the JIT code (executable memory no
+    file backs) and perf map that the debuggers do not describe, so that JIT frames are told
+    and named as the CLI tells and names them: where the engine's target of the same core is
+    known, that target's (`ehbt core`); for a live process on this machine (`live_pid`), its
+    /proc/PID/maps and the perf map `perf_map` names, else /tmp/perf-PID.map (`ehbt pid`'s
+    rule, ModuleSet.add_process_jit_code). What reading them said (an unreadable
+    `perf_map`) is appended to `warnings` when a list is given."""
     out = ehbt.ModuleSet(modules)
     if target is not None:
         out.add_jit_code_of(target.modules)
+    elif live_pid:
+        said = out.add_process_jit_code(int(live_pid), perf_map or "")
+        if warnings is not None:
+            warnings.extend(said)
     return out
 
 
@@ -414,12 +422,13 @@ class EngineCores:
     def __init__(self):
         self._targets, self.errors = {}, {}
 
-    def get(self, path, sysroots=(), exe="", debug_dirs=()):
-        key = (path, tuple(sysroots), exe or "", tuple(debug_dirs))
+    def get(self, path, sysroots=(), exe="", debug_dirs=(), perf_map=""):
+        key = (path, tuple(sysroots), exe or "", tuple(debug_dirs), perf_map or "")
         if key not in self._targets:
             try:
                 self._targets[key] = ehbt.open_core(path, list(sysroots), exe or "",
-                                                    debug_dirs=list(debug_dirs))
+                                                    debug_dirs=list(debug_dirs),
+                                                    perf_map=perf_map or "")
             except ehbt.Error as e:
                 self.errors[path] = str(e)
                 self._targets[key] = None

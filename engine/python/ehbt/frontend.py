@@ -65,6 +65,8 @@ OPTIONS = (
            text="the main executable of the core"),
     Option("core", "--core", "FILE", check="file",
            text="the core file the debugger opened"),
+    Option("perf_map", "--perf-map", "FILE", gdb=("-perf-map",), check="perf_map",
+           text="name JIT code from FILE (default: /tmp/perf-PID.map)"),
     Option("version", "--version", gdb=("-version",),
            text="the version of the ehbt package loaded"),
 )
@@ -74,6 +76,10 @@ _EXTRA_HELP = """
 debug-file directories are searched after them. --sysroot, --debug-dir,
 --exe and --core name the files the engine reads a core with; --core is
 needed only when the plugin cannot find the debugger's core by itself.
+Executable memory no file backs is JIT code ("[jit]"), named from the
+--perf-map FILE, else for a live process on this machine from
+/tmp/perf-PID.map, for a core from /tmp/perf-PID.map inside a --sysroot
+(PID: the core's process), as `ehbt pid` and `ehbt core` name it.
 
 The text is the `ehbt core` CLI's, line for line: one line per stack
 frame ("#3  0x000055d4... in check () from /opt/app/bin/server"),
@@ -144,6 +150,10 @@ def _value(option, spelled, text):
         raise UsageError("ehbt: %s %s: no such directory" % (spelled, text))
     if option.check == "file" and not os.path.isfile(text):
         raise UsageError("ehbt: %s %s: no such file" % (spelled, text))
+    # As the CLI: a perf map not written yet is only a warning (the engine's), one that
+    # exists and is no regular file (a FIFO) a mistake.
+    if option.check == "perf_map" and os.path.exists(text) and not os.path.isfile(text):
+        raise UsageError("ehbt: %s %s: not a regular file" % (spelled, text))
     return text
 
 
@@ -241,18 +251,20 @@ def core_signal(target):
             target.threads[target.crashing_thread].tid)
 
 
-def executable_and_warnings(host_exe, engine_core=None, live_pid=None):
+def executable_and_warnings(host_exe, engine_core=None, live_pid=None, live_warnings=()):
     """The executable as the CLI names it (the core's record of it, or the kernel's for a
     live process) and the engine's warnings about the core: for a core, a function giving
     them, called once the report's frames are named and given lines, because a separate
     debug file is looked up (and fetched from debuginfod) only when a frame first needs it,
-    and what that lookup says lands in the core's warnings then (as in the CLI's report)."""
+    and what that lookup says lands in the core's warnings then (as in the CLI's report).
+    A live process's are `live_warnings` (what reading its JIT code said: an unreadable
+    --perf-map)."""
     if engine_core is not None:
         return engine_core.executable or host_exe, lambda: list(engine_core.warnings)
     if live_pid:
         from .debugger_support import live_executable
 
-        return live_executable(live_pid, host_exe), []
+        return live_executable(live_pid, host_exe), list(live_warnings)
     return host_exe, []
 
 

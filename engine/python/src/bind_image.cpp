@@ -258,6 +258,17 @@ void bind_image(pyb::module_& m) {
           pyb::arg("other"),
           "Takes another set's JIT code and perf map (a debugger plugin's set, from the "
           "engine's target of the same core: what a walk needs to tell and name JIT frames).")
+      .def(
+          "add_process_jit_code",
+          [](ModuleSet& set, int pid, const std::string& perf_map, const pyb::handle& limits) {
+            return add_process_jit_code(set, pid, perf_map, limits_from_py(limits));
+          },
+          pyb::arg("pid"), pyb::arg("perf_map") = "", pyb::arg("limits") = pyb::none(),
+          "Takes the JIT code of a live process on this machine that a debugger holds (so no\n"
+          "attach_process): its executable mappings no file backs (/proc/PID/maps) and the\n"
+          "perf map naming them (perf_map, else /tmp/perf-PID.map when it exists), as\n"
+          "attach_process does for its target. Returns the Warnings a target would record\n"
+          "(a perf_map named but unreadable).")
       // Copies: a later add() may move the set's storage, so no view into it is handed out.
       .def(
           "find",

@@ -97,4 +97,13 @@ void add_jit_code(ModuleSet& modules, const CodeRegions& regions, const std::str
   modules.set_perf_map(std::make_shared<const PerfMap>(std::move(*map)));
 }
 
+void add_live_jit_code(ModuleSet& modules, int pid, const std::string& maps_text,
+                       const std::string& perf_map, const Limits& limits,
+                       std::vector<Warning>& warnings) {
+  const bool named = !perf_map.empty();
+  add_jit_code(modules, anonymous_code_from_maps(maps_text, limits),
+               named ? perf_map : "/tmp/perf-" + std::to_string(pid) + ".map", named, limits,
+               warnings);
+}
+
 }  // namespace ehbt::core

@@ -31,4 +31,12 @@ CodeRegions anonymous_code_from_maps(const std::string& maps_text, const Limits&
 void add_jit_code(ModuleSet& modules, const CodeRegions& regions, const std::string& perf_map,
                   bool required, const Limits& limits, std::vector<Warning>& warnings);
 
+// A live process's JIT code: the anonymous executable mappings of its maps text, named by
+// `perf_map` when one is given (unreadable: a warning), else by /tmp/perf-PID.map when it
+// exists (perf's convention, not a sysroot path). What attach_process gives its target and
+// add_process_jit_code a debugger plugin's module set: one rule for both.
+void add_live_jit_code(ModuleSet& modules, int pid, const std::string& maps_text,
+                       const std::string& perf_map, const Limits& limits,
+                       std::vector<Warning>& warnings);
+
 }  // namespace ehbt::core

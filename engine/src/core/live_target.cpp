@@ -205,11 +205,7 @@ void LiveTarget::find_modules(const TargetOptions& options) {
   std::string exe = collector.add_from_mappings(maps, auxv_);
   if (executable_.empty()) executable_ = exe;
   for (Module& m : collector.take()) modules_.add(std::move(m));
-  // JITs write their perf map to /tmp/perf-PID.map (perf's convention, not a sysroot path).
-  const bool named = !options.perf_map.empty();
-  core::add_jit_code(modules_, core::anonymous_code_from_maps(maps_text, options.limits),
-                     named ? options.perf_map : "/tmp/perf-" + std::to_string(pid_) + ".map", named,
-                     options.limits, warnings_);
+  core::add_live_jit_code(modules_, pid_, maps_text, options.perf_map, options.limits, warnings_);
 }
 
 // Every stopped thread's stack, from just below its stack pointer (the red zone) to the end of
@@ -354,6 +350,15 @@ Expected<std::unique_ptr<Target>, std::string> LiveTarget::attach(int pid,
 Expected<std::unique_ptr<Target>, std::string> attach_process(int pid,
                                                               const TargetOptions& options) {
   return LiveTarget::attach(pid, options);
+}
+
+std::vector<Warning> add_process_jit_code(ModuleSet& modules, int pid, const std::string& perf_map,
+                                          const Limits& limits) {
+  std::vector<Warning> warnings;
+  const std::string maps_text =
+      core::read_proc_file("/proc/" + std::to_string(pid) + "/maps", kMaxMapsBytes);
+  core::add_live_jit_code(modules, pid, maps_text, perf_map, limits, warnings);
+  return warnings;
 }
 
 }  // namespace ehbt

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "unwind/strategies/frame_pointer.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
 #include <string>
 
 #include "arch/call_site.hpp"
+#include "arch/jit_prologue.hpp"
 #include "ehbt/perf_map.hpp"
 #include "unwind/describe.hpp"
 
@@ -110,6 +112,107 @@ std::optional<std::string> skipped_return(StepContext& ctx) {
   return std::nullopt;
 }
 
+// Bytes at the start of a JIT frame's perf-map entry searched for HotSpot's prologue: the
+// verified entry follows the inline-cache check of the unverified one (under 32 bytes), and a
+// frame larger than a page is banged once per page (7 bytes each) before the `push`.
+constexpr std::size_t kPrologueSearch = 64;
+
+// The prologue at the start of the code of a JIT frame's perf-map entry `own` (HotSpot lists
+// an nmethod from its first instruction: the unverified entry). Any match will do: HotSpot
+// sizes all frames of an nmethod alike (an OSR nmethod's entry and C1's OSR entry build the
+// same frame as its verified entry).
+std::optional<arch::JitPrologue> entry_prologue(StepContext& ctx, const PerfMapEntry& own) {
+  std::array<std::byte, kPrologueSearch + 15> code{};
+  const std::size_t n = ctx.mem.read(own.start, code);
+  const std::span<const std::byte> bytes(code.data(), std::min<std::size_t>(n, own.size));
+  for (std::size_t off = 0; off < kPrologueSearch && off < bytes.size(); ++off)
+    if (auto p = arch::hotspot_prologue(ctx.ops.info().arch, bytes, off)) return p;
+  return std::nullopt;
+}
+
+// Whether the code around `pc` shows rsp elsewhere than the body's (arch::hotspot_sp_moved):
+// the bytes from kEpilogueReach + 8 before pc (not before the entry's start) to 16 past it.
+bool sp_moved_at(StepContext& ctx, const PerfMapEntry& own, uint64_t pc, uint64_t frame_bytes) {
+  constexpr std::size_t kBefore = arch::kEpilogueReach + 8;
+  std::array<std::byte, kBefore + 16> code{};
+  const uint64_t from = pc - own.start > kBefore ? pc - kBefore : own.start;
+  const std::size_t n = ctx.mem.read(from, code);
+  return arch::hotspot_sp_moved(ctx.ops.info().arch, std::span<const std::byte>(code.data(), n),
+                                pc - from, frame_bytes, !ctx.frame.exact_pc);
+}
+
+// A JIT frame of HotSpot's compiled code that keeps no frame pointer, sized by its prologue
+// (entry_prologue): its return address S + 8 bytes above its sp, the caller's rbp below it.
+// The size holds where the method's body has the frame, which the frame's pc must show:
+//  - past the prologue, and rsp not moved at the pc (no epilogue of this frame just before
+//    it, for a return address one followed by the reserved-stack check's call; no
+//    instruction at it that puts rsp back: arch::hotspot_sp_moved);
+//  - a return address (a caller frame) follows a call instruction: a call site of the method,
+//    where HotSpot's frame is complete (a deoptimised frame's return address, patched to the
+//    deoptimisation handler, follows none and is refused);
+//  - an interrupted pc (a signal, the first frame) may be anywhere else the code does not
+//    show (a stub of the method, the middle of an intrinsic): the return address read must
+//    follow a call.
+// Refused otherwise: where the prologue sets no frame pointer, `no_frame_pointer` says why (the
+// walk stops: rbp is no record of this frame's, following it would skip the caller); else the
+// frame-pointer chain takes over. A sized caller is proven as every frame-pointer caller is
+// (disprove_record).
+std::optional<arch::Recovered> hotspot_frame(StepContext& ctx, std::string& no_frame_pointer) {
+  const PerfMapEntry* own = ctx.frame.jit_entry;
+  const ArchInfo& info = ctx.ops.info();
+  if (!ctx.frame.jit || own == nullptr || ctx.frame.planted || ctx.frame.signal_trampoline ||
+      !ctx.frame.regs.has(info.sp_reg)) {
+    return std::nullopt;
+  }
+  const uint64_t pc = ctx.frame.pc;
+  auto prologue = entry_prologue(ctx, *own);
+  if (!prologue || pc - own->start >= own->size) return std::nullopt;
+  // From here on the method is known to keep no frame pointer (unless its prologue sets one):
+  // a refusal is a stop, since rbp is no record of this frame's.
+  auto refuse = [&](const char* why) -> std::optional<arch::Recovered> {
+    if (!prologue->keeps_frame_pointer) {
+      no_frame_pointer = "frame pointer: the JIT frame at " + hex(pc) +
+                         " keeps no frame pointer (HotSpot's prologue ending at " +
+                         hex(own->start + prologue->end) + " makes a frame of " +
+                         std::to_string(prologue->frame_bytes + 2 * info.address_size) +
+                         " bytes), and " + why;
+    }
+    return std::nullopt;
+  };
+  if (pc < own->start + prologue->end) return refuse("its pc is in that prologue");
+  if (sp_moved_at(ctx, *own, pc, prologue->frame_bytes)) {
+    return refuse(
+        "the code at its pc may run with another sp (an epilogue, a call made with sp "
+        "moved)");
+  }
+  if (!ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, pc)) {
+    return refuse(
+        "no call precedes its pc (a return address patched to a deoptimisation "
+        "handler, or none)");
+  }
+  const unsigned word = info.address_size;
+  const uint64_t sp = ctx.frame.regs.raw(info.sp_reg);
+  if (sp % word != 0) return refuse("its sp is misaligned");
+  const uint64_t slot = sp + prologue->frame_bytes + word;
+  uint64_t ret = 0, saved_fp = 0;
+  if (!ctx.mem.read_uint(slot, word, false, ret) ||
+      !ctx.mem.read_uint(slot - word, word, false, saved_fp)) {
+    return refuse("the stack where that frame keeps its return address cannot be read");
+  }
+  if (ctx.frame.exact_pc && !arch::call_before(info.arch, ctx.mem, ret)) {
+    return refuse("no call precedes the word where that frame keeps its return address");
+  }
+  // As the frame-pointer step: the caller's pc, sp and rbp are known, no other register (no
+  // register but rbp is callee-saved in HotSpot's compiled code).
+  arch::Recovered rec;
+  rec.cfa = slot + word;
+  rec.regs = RegisterSet(info.arch);
+  rec.regs.set_pc(ret);
+  rec.regs.set(info.sp_reg, slot + word);
+  rec.regs.set(info.fp_reg, saved_fp);
+  return rec;
+}
+
 }  // namespace
 
 Attempt FramePointerOnly::attempt(StepContext& ctx) {
@@ -122,8 +225,23 @@ Attempt FramePointerOnly::attempt(StepContext& ctx) {
 }
 
 Attempt FramePointerChain::attempt(StepContext& ctx) {
-  auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, ctx.code_hint());
   bool planted = false;
+  std::string no_frame_pointer;  // a HotSpot frame that keeps none, not sized here: why
+  if (auto sized = hotspot_frame(ctx, no_frame_pointer)) {
+    auto no = disprove_record(ctx, *sized, planted);
+    if (!no) {
+      auto out = finish(ctx, std::move(*sized), FrameSource::FramePointer, false, planted);
+      if (out) return out;
+      no = out.error().detail.empty() ? std::string("its return address is 0") : out.error().detail;
+    }
+    no_frame_pointer = "frame pointer: the JIT frame at " + hex(ctx.frame.pc) +
+                       " keeps no frame pointer, and the caller its prologue's frame size "
+                       "gives is disproven: " +
+                       *no;
+  }
+  // rbp is no record of this frame's: following it could skip frames silently.
+  if (!no_frame_pointer.empty()) return stop(StopReason::NoUnwindInfo, no_frame_pointer);
+  auto rec = ctx.ops.frame_pointer_step_at(ctx.frame.regs, ctx.mem, ctx.code_hint());
   if (!rec) {
     ctx.fp_why = recover_failure(rec.error(), "frame pointer").detail;
   } else if (auto no = disprove_record(ctx, *rec, planted)) {
@@ -139,6 +257,18 @@ Attempt FramePointerChain::attempt(StepContext& ctx) {
         "frame pointer: " + (out.error().detail.empty()
                                  ? std::string("the return address in the frame record is 0")
                                  : out.error().detail);
+  }
+  // A JIT frame neither its prologue (hotspot_frame) nor a frame record sizes: JIT code may
+  // keep no frame pointer, and a stack scan (nothing tells where the frame's function starts,
+  // to check a call against) could go on from any older frame's return address. The walk
+  // stops here.
+  if (ctx.frame.jit) {
+    return stop(StopReason::NoUnwindInfo,
+                ctx.fp_why + "; nothing else sizes the JIT frame at " + hex(ctx.frame.pc) +
+                    (ctx.frame.jit_entry == nullptr
+                         ? " (no perf-map entry names its code)"
+                         : " (no HotSpot prologue in its perf-map entry that its pc allows)") +
+                    ", and a stack scan could skip its callers");
   }
   return std::nullopt;
 }
