@@ -478,6 +478,27 @@ TEST(CallSite, X86_64) {
   EXPECT_FALSE(call_in(Arch::X86_64, {0xe9, 0, 0, 0, 0}));  // jmp rel32
 }
 
+TEST(CallSite, GotSlotOfARipRelativeCall) {
+  // ff 15 disp32 ending at 0x1010: the slot is 0x1010 + disp (rip: the next instruction).
+  BufferMemory mem;
+  std::vector<std::byte> bytes(0x10, std::byte{0});
+  const uint8_t got[] = {0xff, 0x15, 0x10, 0x20, 0x00, 0x00};  // call *0x2010(%rip)
+  for (unsigned i = 0; i < sizeof got; ++i) bytes[0x0a + i] = std::byte{got[i]};
+  mem.add(0x1000, std::move(bytes));
+  auto call = arch::call_before(Arch::X86_64, mem, 0x1010);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->at, 0x100au);
+  EXPECT_FALSE(call->target);
+  EXPECT_EQ(arch::call_slot(Arch::X86_64, mem, *call), 0x3020u);
+  // Backwards too (a negative displacement), and nothing for i386 (an absolute disp32 there)
+  // nor for a call through a register.
+  ASSERT_TRUE(mem.write_uint(0x100c, 0xfffffff0, 4, false));
+  EXPECT_EQ(arch::call_slot(Arch::X86_64, mem, *call), 0x1000u);
+  EXPECT_EQ(arch::call_slot(Arch::I386, mem, *call), std::nullopt);
+  ASSERT_TRUE(mem.write_uint(0x100e, 0xd0ff, 2, false));
+  EXPECT_EQ(arch::call_slot(Arch::X86_64, mem, arch::CallSite{0x100e, std::nullopt}), std::nullopt);
+}
+
 // 32-bit code: the same opcodes without REX; a direct call's target wraps at 4 GiB
 // (Intel SDM vol. 2, CALL: the instruction pointer is 32 bits wide in 32-bit mode).
 TEST(CallSite, I386) {

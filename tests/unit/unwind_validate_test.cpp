@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The proof of a frame found without a table (unwind/validate.hpp), on assembled x86-64 code:
 // a return address after a call or after none, a direct call to the callee, to another
-// function, to a PLT-less chain of tail jumps within and beyond Limits::max_tail_jumps, code
-// nobody can read, and a caller CFA below the callee's sp or outside the stack. Expected
-// outcomes follow from the code's construction.
+// function, to a PLT-less chain of tail jumps within and beyond Limits::max_tail_jumps, a call
+// through a register to a callee whose start nothing says, a call's target below a function
+// start the walk knows (unwind/known_starts.hpp), code nobody can read, and a caller CFA below
+// the callee's sp or outside the stack. Expected outcomes follow from the code's construction.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "arch/arch_ops.hpp"
 #include "support/unwind_fixtures.hpp"
+#include "unwind/known_starts.hpp"
 #include "unwind/validate.hpp"
 #include "util/hex.hpp"
 
@@ -24,6 +26,7 @@ constexpr const char* kValidateAsm = R"(
 	.globl caller_direct, ret_direct, caller_wrong, ret_wrong, caller_hop, ret_hop
 	.globl caller_chain, ret_chain, caller_indirect, ret_indirect, no_call, after_nop
 	.globl callee, other, hop, t1, t2, t3, t4, t5, caller_jumper, ret_jumper, jumper
+	.globl caller_got, ret_got
 	.skip 16, 0x90  # the call decoder reads 8 bytes before a return address
 	.type caller_direct,@function
 caller_direct:
@@ -115,6 +118,18 @@ ret_jumper:
 jumper:
 	jmp *%rax
 	.size jumper, .-jumper
+
+	.type caller_got,@function
+caller_got:
+	call *got_slot(%rip)
+ret_got:
+	ret
+	.size caller_got, .-caller_got
+
+	.data
+	.p2align 3
+got_slot:  # a GOT entry: the file holds it unrelocated, target memory the function's address
+	.quad 0
 )";
 
 constexpr uint64_t kBias = 0x555555554000;
@@ -133,11 +148,14 @@ class Validate : public ::testing::Test {
 
   // What the proof says of caller pc `ra` with CFA `cfa`, for a callee at `callee`'s start
   // (its pc `callee_pc`, by default that start).
+  // `known`: the function starts the walk has learnt; `target`: set to the proving call's.
   std::optional<unwind::Disproof> check(uint64_t ra, std::optional<uint64_t> callee,
-                                        uint64_t cfa = kSp + 16, uint64_t callee_pc = 0) {
-    const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, modules_, limits_};
+                                        uint64_t cfa = kSp + 16, uint64_t callee_pc = 0,
+                                        const unwind::KnownStarts* known = nullptr,
+                                        uint64_t* target = nullptr) {
+    const unwind::ScanContext ctx{arch::arch_ops(Arch::X86_64), mem_, modules_, limits_, known};
     const uint64_t pc = callee_pc != 0 ? callee_pc : callee.value_or(0);
-    return unwind::disprove_caller(ctx, unwind::Callee{kSp, pc, callee}, ra, cfa);
+    return unwind::disprove_caller(ctx, unwind::Callee{kSp, pc, callee}, ra, cfa, target);
   }
 
   static std::optional<test::ChainImage> chain_;
@@ -165,8 +183,122 @@ TEST_F(Validate, ReturnAddressAfterADirectCallToTheCallee) {
   // ... nor one more than Limits::max_function_bytes above the target.
   limits_.max_function_bytes = 1;
   EXPECT_TRUE(check(at("ret_wrong"), std::nullopt, kSp + 16, at("other") + 1));
-  // An indirect call cannot name its target: the call alone is the proof.
+  // An indirect call cannot name its target: where the callee's start is known, the call
+  // alone is the proof.
   EXPECT_EQ(check(at("ret_indirect"), at("callee")), std::nullopt);
+}
+
+TEST_F(Validate, IndirectCallToAnUnnamedCalleeIsNoProof) {
+  // Nothing says where the function of pc `other` starts: a call through a register ties
+  // nothing to it (a stale return address of any indirect call would pass).
+  auto no = check(at("ret_indirect"), std::nullopt, kSp + 16, at("other"));
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::IndirectCall);
+  EXPECT_NE(no->detail.find("the call at " + util::hex(at("ret_indirect") - 2) +
+                            " goes through a register, and nothing says where the function of "
+                            "pc " +
+                            util::hex(at("other")) + " starts"),
+            std::string::npos)
+      << no->detail;
+  // A callee in no module (JIT code, which its callers reach through a register): taken.
+  EXPECT_EQ(check(at("ret_indirect"), std::nullopt, kSp + 16, 0x10000000), std::nullopt);
+}
+
+TEST_F(Validate, ACallThroughAGotSlotCallsWhatTheSlotHolds) {
+  // `call *got_slot(%rip)`: in the file the slot holds 0 (unrelocated), so the call is one
+  // through memory nothing resolves.
+  const uint64_t pc = at("other");
+  auto no = check(at("ret_got"), std::nullopt, kSp + 16, pc);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::IndirectCall);
+  // In target memory it holds callee's address: a direct call to callee, below the pc.
+  mem_.add(at("got_slot"), std::vector<std::byte>(8));
+  ASSERT_TRUE(mem_.write_uint(at("got_slot"), at("callee"), 8, false));
+  uint64_t target = 0;
+  EXPECT_EQ(check(at("ret_got"), std::nullopt, kSp + 16, pc, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, at("callee"));
+  // The slot's value only proves: one that cannot be the callee's function (above its pc: a
+  // pointer written since the call) leaves the call undecidable, not disproven.
+  ASSERT_TRUE(mem_.write_uint(at("got_slot"), at("jumper"), 8, false));
+  no = check(at("ret_got"), std::nullopt, kSp + 16, pc);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::IndirectCall);
+  // With the callee's start known the call alone proves, as any indirect call; the slot's
+  // value is reported as the target only where it leads there (`other` does not: it returns).
+  ASSERT_TRUE(mem_.write_uint(at("got_slot"), at("other"), 8, false));
+  target = 1;
+  EXPECT_EQ(check(at("ret_got"), at("callee"), kSp + 16, 0, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, 0u);
+  ASSERT_TRUE(mem_.write_uint(at("got_slot"), at("callee"), 8, false));
+  EXPECT_EQ(check(at("ret_got"), at("callee"), kSp + 16, 0, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, at("callee"));
+}
+
+TEST_F(Validate, TheProvingCallsTargetIsReported) {
+  uint64_t target = 1;
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kSp + 16, 0, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, at("callee"));
+  EXPECT_EQ(check(at("ret_hop"), at("callee"), kSp + 16, 0, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, at("hop"));  // the call's target, where the tail jump starts
+  // Through a register: proven (the callee's start is known), but no start learnt.
+  EXPECT_EQ(check(at("ret_indirect"), at("callee"), kSp + 16, 0, nullptr, &target), std::nullopt);
+  EXPECT_EQ(target, 0u);
+  target = 1;
+  EXPECT_TRUE(check(at("ret_wrong"), at("callee"), kSp + 16, 0, nullptr, &target));
+  EXPECT_EQ(target, 0u);  // disproven: nothing learnt either
+}
+
+TEST_F(Validate, AKnownStartBetweenTheTargetAndThePcDisproves) {
+  // callee < other < jumper in the code above. ret_direct follows a call to callee; for an
+  // unnamed callee at jumper's pc that target alone passes (below the pc, within the bound).
+  const uint64_t pc = at("jumper");
+  unwind::KnownStarts none;
+  EXPECT_EQ(check(at("ret_direct"), std::nullopt, kSp + 16, pc, &none), std::nullopt);
+  // A function the walk knows starts at `other`: the function at callee ends before it, so
+  // before the pc.
+  unwind::KnownStarts known;
+  known.add(at("other"), limits_);
+  auto no = check(at("ret_direct"), std::nullopt, kSp + 16, pc, &known);
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->failure, unwind::ProofFailure::WrongTarget);
+  EXPECT_NE(no->detail.find("goes to " + util::hex(at("callee")) + ", below " +
+                            util::hex(at("other")) + ", where a function starts"),
+            std::string::npos)
+      << no->detail;
+  // The bounds: a start at the target itself, or above the pc, says nothing; one at the pc
+  // itself does (the callee's function starts there, not at the target).
+  unwind::KnownStarts at_target, above_pc, at_pc;
+  at_target.add(at("callee"), limits_);
+  above_pc.add(pc + 1, limits_);
+  at_pc.add(pc, limits_);
+  EXPECT_EQ(check(at("ret_direct"), std::nullopt, kSp + 16, pc, &at_target), std::nullopt);
+  EXPECT_EQ(check(at("ret_direct"), std::nullopt, kSp + 16, pc, &above_pc), std::nullopt);
+  EXPECT_TRUE(check(at("ret_direct"), std::nullopt, kSp + 16, pc, &at_pc));
+  // Where the callee's start is known, the known starts play no part.
+  EXPECT_EQ(check(at("ret_direct"), at("callee"), kSp + 16, pc, &known), std::nullopt);
+}
+
+TEST(KnownStarts, SortedDistinctAndCapped) {
+  Limits two;
+  two.max_known_starts = 2;
+  unwind::KnownStarts known;
+  known.add(0, two);  // no start
+  EXPECT_EQ(known.size(), 0u);
+  known.add(0x3000, two);
+  known.add(0x1000, two);
+  known.add(0x3000, two);  // already known
+  EXPECT_EQ(known.size(), 2u);
+  known.add(0x2000, two);  // past the cap: not kept
+  EXPECT_EQ(known.size(), 2u);
+  EXPECT_EQ(known.between(0x1800, 0x2800), std::nullopt);
+  // lo < s <= hi, the lowest such s.
+  EXPECT_EQ(known.between(0x0fff, 0x1000), 0x1000u);
+  EXPECT_EQ(known.between(0x1000, 0x2fff), std::nullopt);
+  EXPECT_EQ(known.between(0x0, 0x4000), 0x1000u);
+  EXPECT_EQ(known.between(0x1000, 0x4000), 0x3000u);
+  EXPECT_EQ(known.between(0x3000, ~uint64_t{0}), std::nullopt);
+  // The default cap holds a walk's worth: one start per frame (Limits::max_frames).
+  EXPECT_GE(Limits{}.max_known_starts, Limits{}.max_frames);
 }
 
 TEST_F(Validate, NoCallBeforeTheCallerPc) {

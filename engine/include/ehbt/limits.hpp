@@ -97,6 +97,11 @@ struct Limits {
   // then lie at or below the callee's pc by less than this (the largest real functions, an
   // interpreter's dispatch loop, stay well below 1 MiB).
   uint32_t max_function_bytes = 1u << 20;
+  // Function starts one walk remembers (unwind/known_starts.hpp): the targets of the direct
+  // calls that proved its frames not taken from a table, at most one per step, so max_frames
+  // covers a whole walk. Past it a later start is not kept, and the proof of a callee whose start
+  // nothing says is left with its other bounds (max_function_bytes).
+  uint32_t max_known_starts = 2048;
   // Live processes: pages of target memory (4 KiB each) kept while its threads are stopped.
   uint32_t max_cached_pages = 4096;
   // Data extents of a file looked up for its content key (ehbt::sparse_sha256); past them the

@@ -97,6 +97,18 @@ std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_addr
   return std::nullopt;
 }
 
+std::optional<uint64_t> call_slot(Arch arch, Memory& code, const CallSite& call) {
+  if (arch != Arch::X86_64) return std::nullopt;
+  std::array<std::byte, 6> raw;
+  if (!code.read_exact(call.at, raw)) return std::nullopt;
+  auto b = [&](std::size_t i) { return static_cast<uint8_t>(raw[i]); };
+  if (b(0) != 0xff || b(1) != 0x15) return std::nullopt;  // ff /2, mod 0, rm 5
+  const uint32_t rel = static_cast<uint32_t>(b(2)) | static_cast<uint32_t>(b(3)) << 8 |
+                       static_cast<uint32_t>(b(4)) << 16 | static_cast<uint32_t>(b(5)) << 24;
+  return call.at + raw.size() +
+         static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(rel)));
+}
+
 std::optional<uint64_t> direct_jump(Arch arch, std::span<const std::byte> code, std::size_t off,
                                     uint64_t addr) {
   auto b = [&](std::size_t i) { return static_cast<uint8_t>(code[off + i]); };

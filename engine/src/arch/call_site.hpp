@@ -26,6 +26,11 @@ struct CallSite {
 // no call there). Reads at most 16 bytes below the address.
 std::optional<CallSite> call_before(Arch arch, Memory& mem, uint64_t return_address);
 
+// The memory slot a call read its destination from, where the instruction alone says where it
+// is: x86-64 `call *disp32(%rip)` (ff 15), how -fno-plt code and Rust's PIE code call through
+// the GOT. Nothing for any other call (`code` holds the call's bytes).
+std::optional<uint64_t> call_slot(Arch arch, Memory& code, const CallSite& call);
+
 // The destination of an unconditional direct jump (a tail call) starting at `code[off]`, the
 // instruction's address being `addr`: x86 `jmp rel32`/`jmp rel8`, aarch64 `b`, s390x
 // `brcl 15`/`j`. Instruction alignment: jump_alignment(arch) bytes.

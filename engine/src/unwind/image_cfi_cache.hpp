@@ -11,6 +11,7 @@
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
 #include "unwind/image_sframe.hpp"
+#include "unwind/known_starts.hpp"
 
 namespace ehbt::unwind {
 
@@ -47,6 +48,13 @@ struct CfiMemo {
   // static-initialisation check on every step.
   const arch::ArchOps* ops = nullptr;
   Arch ops_arch = Arch::X86_64;
+  // What the walk has learnt of where functions start, from the frames it proved (a memo lives
+  // for one walk): the proof of a callee whose start nothing else says uses it.
+  KnownStarts known_starts;
+  // A memo for the one step made to prove another step's candidate (the step of the frame above
+  // it, or of a scanned word, by its table: step_context.cpp, strategies/scan.cpp). Its own
+  // proofs ask for no such step in turn, so the check is one step deep, never a walk.
+  bool nested = false;
 
   const arch::ArchOps& get_ops(Arch arch) {
     if (ops == nullptr || ops_arch != arch) {

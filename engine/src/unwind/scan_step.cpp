@@ -220,14 +220,22 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     // word that fails it is a stale return address of an earlier call, and the scan goes on
     // past it to the real one above.
     const Callee callee{sp, frame.lookup_pc(), function_start};
-    if (auto no = disprove_caller(ctx, callee, ra, at.cfa)) {
+    auto no = disprove_caller(ctx, callee, ra, at.cfa);
+    if (no && no->failure != ProofFailure::IndirectCall) {
       notes.rejected = std::move(no->detail);
       continue;
     }
     arch::Recovered found = caller_at(ctx, frame, ra, at.caller_sp, at.cfa);
+    // After a call through a register to a callee whose start nothing says: the caller, or a
+    // stale word of an earlier call. Unless the frame above it proves it, that is undecidable,
+    // and passing over it would give the frame to whatever word above it nothing disproves.
+    if (no && (!ctx.confirm_indirect || !ctx.confirm_indirect(found))) {
+      notes.undecidable = "cannot prove " + util::hex(ra) + " on the stack: " + no->detail;
+      return std::nullopt;
+    }
     if (accept) {
-      if (auto no = accept(found)) {
-        notes.rejected = std::move(*no);
+      if (auto why = accept(found)) {
+        notes.rejected = std::move(*why);
         continue;
       }
     }

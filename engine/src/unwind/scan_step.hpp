@@ -9,6 +9,11 @@
 //     instruction whose target, where the call is direct and the frame's function is known,
 //     is that function (or a PLT stub, which leads elsewhere);
 //   - the function holding the ELF entry point (`_start`) is outermost: nothing called it.
+// A candidate after a call through a register, where nothing says where the frame's function
+// starts, is neither proven nor disproven (unless ScanContext::confirm_indirect proves it by the
+// frame above it): the scan stops there, as at a word into a module whose file is missing,
+// rather than hand a later word the frame (main's own address above __libc_start_call_main's
+// return address).
 // Every candidate word must pass the proof of unwind/validate.hpp (a stale return address of an
 // earlier call fails it and the scan goes on past it), and the scan reads no word past the
 // end of the mapping that holds the frame's sp (Memory::region_of). step.cpp then validates
@@ -19,18 +24,39 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "arch/arch_ops.hpp"
 #include "ehbt/expected.hpp"
 #include "ehbt/unwinder.hpp"
+#include "unwind/known_starts.hpp"
 
 namespace ehbt::unwind {
 
 struct ScanContext {
+  // (A constructor, not an aggregate: the walk's history is optional, and a context made
+  // without it by ScanContext{ops, mem, modules, limits} leaves it out without a warning.)
+  ScanContext(const arch::ArchOps& ops_, Memory& mem_, const ModuleSet& modules_,
+              const Limits& limits_, const KnownStarts* known_ = nullptr,
+              std::function<bool(const arch::Recovered&)> confirm_indirect_ = nullptr)
+      : ops(ops_),
+        mem(mem_),
+        modules(modules_),
+        limits(limits_),
+        known(known_),
+        confirm_indirect(std::move(confirm_indirect_)) {}
+
   const arch::ArchOps& ops;
   Memory& mem;
   const ModuleSet& modules;
   const Limits& limits;
+  // The function starts this walk has learnt so far (known_starts.hpp); none when the step is
+  // made alone (Unwinder::step) or by a strategy that keeps no history.
+  const KnownStarts* known = nullptr;
+  // Proves a candidate the proof refused for a call through a register to a callee whose start
+  // nothing says (ProofFailure::IndirectCall) by the frame above it (StepContext's
+  // proven_by_the_next_frame); none: such a candidate stays unproven.
+  std::function<bool(const arch::Recovered&)> confirm_indirect;
 };
 
 // Whether the frame is in the function that holds its module's ELF entry point: by the

@@ -69,6 +69,10 @@ StepOutcome step_frame(const Frame& frame, Memory& mem, const ModuleSet& modules
                   memo.get_ops(frame.regs.arch()), module_for(frame, modules));
   caller.stack_switch = false;  // set by the one strategy that crosses a runtime's switch
   StepOutcome out = Chain::step(ctx);
+  // A caller proven by a direct call: a function starts at its target, which later proofs in
+  // this walk may use (known_starts.hpp).
+  if (out && ctx.proven_target != 0 && caller.pc == ctx.proven_ra)
+    memo.known_starts.add(ctx.proven_target, limits);
   // Whichever strategy stepped runtime.sigpanic, its caller's pc is the faulting instruction
   // Go's handler planted: looked up as is (pc - 1 may be in the function before it when the
   // first instruction faulted, as in a C leaf called through cgo).

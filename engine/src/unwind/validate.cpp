@@ -79,14 +79,24 @@ constexpr std::string_view kPlantedReturns[] = {
 };
 
 // Rule 2 where nothing says where the callee's function starts: the direct call's target is
-// taken as that start. It must be in the callee's module, at or below its pc, and less than
-// Limits::max_function_bytes below it. (Where either address is in no module, JIT code, there
-// is nothing to compare.)
+// taken as that start. It must be in the callee's module, at or below its pc, less than
+// Limits::max_function_bytes below it, and below no start the walk knows between the two. A
+// call through a register ties nothing to the callee: refused, but for a callee in no module
+// (JIT code is called so). (Where either address is in no module, there is nothing to
+// compare.)
 std::optional<Disproof> disprove_unnamed_callee(const ScanContext& ctx, const Callee& callee,
                                                 const arch::CallSite& call) {
-  const uint64_t target = *call.target, pc = callee.lookup_pc;
-  const Module* to = ctx.modules.find(target);
+  const uint64_t pc = callee.lookup_pc;
   const Module* in = ctx.modules.find(pc);
+  if (!call.target) {
+    if (in == nullptr) return std::nullopt;
+    return Disproof{ProofFailure::IndirectCall,
+                    "the call at " + hex(call.at) +
+                        " goes through a register, and nothing says where the function of pc " +
+                        hex(pc) + " starts (no symbol, no table): nothing ties them"};
+  }
+  const uint64_t target = *call.target;
+  const Module* to = ctx.modules.find(target);
   if (to == nullptr || in == nullptr) return std::nullopt;
   if (to != in) {
     return Disproof{ProofFailure::WrongTarget, "the call at " + hex(call.at) + " goes to " +
@@ -99,7 +109,49 @@ std::optional<Disproof> disprove_unnamed_callee(const ScanContext& ctx, const Ca
                         ", which cannot start the function of pc " + hex(pc) +
                         " (nothing else says where it starts)"};
   }
+  // A function the walk knows starts above the target and at or below the pc: the function at
+  // the target ends before the callee's pc (a stale return address of a call to a function
+  // far below: gopie's runtime, 193 KB under runtime.sigpanic, past gopanic and fatalpanic).
+  if (ctx.known != nullptr) {
+    if (auto start = ctx.known->between(target, pc)) {
+      return Disproof{ProofFailure::WrongTarget,
+                      "the call at " + hex(call.at) + " goes to " + hex(target) + ", below " +
+                          hex(*start) +
+                          ", where a function starts (the target of a call that proved an "
+                          "earlier frame), at or below pc " +
+                          hex(pc)};
+    }
+  }
   return std::nullopt;
+}
+
+// Rule 2: nothing when the call leads to the callee's function.
+std::optional<Disproof> prove_target(const ScanContext& ctx, const Callee& callee,
+                                     const arch::CallSite& call) {
+  if (!call.target) {
+    if (callee.function_start) return std::nullopt;  // through a register: may go anywhere
+    return disprove_unnamed_callee(ctx, callee, call);
+  }
+  const uint64_t target = *call.target;
+  if (callee.function_start && target == *callee.function_start) return std::nullopt;
+  if (auto sym = function_at(ctx.modules, target); sym && is_plt_symbol(sym->name))
+    return std::nullopt;
+  if (!callee.function_start) return disprove_unnamed_callee(ctx, callee, call);
+  // A direct call into another module than the callee's (not to a PLT stub, checked above)
+  // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer
+  // called through a register). Decided before the tail-jump search, which, for a function of
+  // unknown size, reads up to its cap of code and may meet some unrelated register jump.
+  if (const Module* to = ctx.modules.find(target), *in = ctx.modules.find(*callee.function_start);
+      to != nullptr && in != nullptr && to->image && to != in) {
+    return Disproof{ProofFailure::WrongTarget,
+                    "the call at " + hex(call.at) + " goes to " + hex(target) +
+                        " in another module than the function at " + hex(*callee.function_start)};
+  }
+  if (reaches_by_tail_jumps(ctx, target, *callee.function_start)) return std::nullopt;
+  return Disproof{ProofFailure::WrongTarget,
+                  "the call at " + hex(call.at) + " goes to " + hex(target) +
+                      ", which does not lead to the function at " + hex(*callee.function_start) +
+                      " (in " + std::to_string(ctx.limits.max_tail_jumps) + " tail jumps)"};
 }
 
 }  // namespace
@@ -144,7 +196,8 @@ std::optional<Disproof> disprove_stack(const ScanContext& ctx, const Callee& cal
 }
 
 std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
-                                        uint64_t cfa) {
+                                        uint64_t cfa, uint64_t* proving_target) {
+  if (proving_target != nullptr) *proving_target = 0;
   if (auto no = disprove_stack(ctx, callee, cfa)) return no;
   // 1. A return address: a call instruction ends right there.
   CodeBytes code(ctx.mem, ctx.modules);
@@ -161,27 +214,26 @@ std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& ca
                     "caller pc " + hex(ra) + " follows no call instruction"};
   }
   // 2. A direct call leads to the callee's function.
-  if (!call->target || (callee.function_start && *call->target == *callee.function_start))
-    return std::nullopt;
-  if (auto sym = function_at(ctx.modules, *call->target); sym && is_plt_symbol(sym->name))
-    return std::nullopt;
-  if (!callee.function_start) return disprove_unnamed_callee(ctx, callee, *call);
-  // A direct call into another module than the callee's (not to a PLT stub, checked above)
-  // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer
-  // called through a register). Decided before the tail-jump search, which, for a function of
-  // unknown size, reads up to its cap of code and may meet some unrelated register jump.
-  if (const Module* to = ctx.modules.find(*call->target),
-      *in = ctx.modules.find(*callee.function_start);
-      to != nullptr && in != nullptr && to->image && to != in) {
-    return Disproof{ProofFailure::WrongTarget,
-                    "the call at " + hex(call->at) + " goes to " + hex(*call->target) +
-                        " in another module than the function at " + hex(*callee.function_start)};
+  arch::CallSite site = *call;
+  auto no = prove_target(ctx, callee, site);
+  // Through a GOT slot (`call *disp(%rip)`): the slot's value in target memory (the file holds it
+  // unrelocated) is where the call went, as a direct call's target. It may only prove (a callee
+  // whose start nothing says; the target a proof reports): a slot written since the call (a
+  // function pointer in data, not the GOT) leaves the candidate as the call alone leaves it.
+  if (!site.target && (!no || no->failure == ProofFailure::IndirectCall)) {
+    if (auto slot = arch::call_slot(ctx.ops.info().arch, code, site)) {
+      uint64_t value = 0;
+      arch::CallSite through = site;
+      if (ctx.mem.read_uint(*slot, 8, false, value) && value != 0) through.target = value;
+      if (through.target && !prove_target(ctx, callee, through)) {
+        no.reset();
+        site = through;
+      }
+    }
   }
-  if (reaches_by_tail_jumps(ctx, *call->target, *callee.function_start)) return std::nullopt;
-  return Disproof{ProofFailure::WrongTarget,
-                  "the call at " + hex(call->at) + " goes to " + hex(*call->target) +
-                      ", which does not lead to the function at " + hex(*callee.function_start) +
-                      " (in " + std::to_string(ctx.limits.max_tail_jumps) + " tail jumps)"};
+  if (!no && proving_target != nullptr && site.target && *site.target != ra)
+    *proving_target = *site.target;  // (a call to the next instruction reads its own pc)
+  return no;
 }
 
 }  // namespace ehbt::unwind

@@ -10,8 +10,18 @@
 //      reach anything: it proves nothing wrong). Where nothing says where the callee's
 //      function starts (no symbol, no table: musl's code in a stripped static binary), the
 //      call's target is that start: it lies in the callee's module, at or below the callee's
-//      pc, less than Limits::max_function_bytes below it (a stale return address of an
-//      earlier call, to some other function, fails that);
+//      pc, less than Limits::max_function_bytes below it, and no function this walk knows to
+//      start somewhere (known_starts.hpp: the targets of the direct calls that proved its
+//      earlier frames) lies above the target and at or below the callee's pc (a stale return
+//      address of an earlier call, to some other function, fails that). A call through a
+//      GOT slot (x86-64 `call *disp(%rip)`, arch::call_slot) counts as a direct call to the
+//      slot's value in target memory, where that value proves it (it never disproves: the slot
+//      may have changed since). Any other call through a register or memory proves nothing
+//      there (ProofFailure::IndirectCall): nothing ties it to the callee, and such a word is as
+//      likely a stale return address of a call into a callee's callee (fwrite's call through
+//      its FILE's jump table, left under abort's frame); the strategies then ask the frame
+//      above it (step_context.cpp: proven_by_the_next_frame). Only where the callee is in no
+//      module (JIT code, whose callers call it through a register) is it taken;
 //   3. its CFA is not below the callee's stack pointer, lies in the same stack mapping
 //      (Memory::region_of of the callee's sp, where the memory knows its mappings), and the
 //      word below it is memory the walk can read (a caller's frame is never below its
@@ -33,6 +43,7 @@ enum class ProofFailure : uint8_t {
   CodeUnreadable,  // the bytes before the caller pc are in no memory and no file
   NoCallBefore,    // no call instruction ends at the caller pc
   WrongTarget,     // a direct call to a function that does not lead to the callee
+  IndirectCall,    // a call through a register, to a callee whose start nothing says
   StackOrder,      // the caller's CFA is below the callee's sp, in another mapping, or not
                    // readable stack
 };
@@ -70,8 +81,9 @@ std::optional<bool> follows_a_call(const ScanContext& ctx, uint64_t ra);
 std::optional<Disproof> disprove_stack(const ScanContext& ctx, const Callee& callee, uint64_t cfa);
 
 // Nothing when the candidate (caller pc `ra`, caller CFA `cfa`) is proven; else which check
-// failed and why.
+// failed and why. `proving_target`, when given, is set to the target of the direct call that
+// proved it (0 for a call through a register): a function starts there (known_starts.hpp).
 std::optional<Disproof> disprove_caller(const ScanContext& ctx, const Callee& callee, uint64_t ra,
-                                        uint64_t cfa);
+                                        uint64_t cfa, uint64_t* proving_target = nullptr);
 
 }  // namespace ehbt::unwind

@@ -8,7 +8,7 @@
 namespace ehbt::unwind {
 
 Attempt ProvableLeaf::attempt(StepContext& ctx) {
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  const ScanContext scan = scan_context(ctx);
   if (auto leaf = infer_leaf(scan, ctx.frame, ctx.code_hint())) {
     if (disprove(ctx, *leaf, "leaf")) return std::nullopt;
     auto out = finish(ctx, std::move(*leaf), FrameSource::Scan, false);
@@ -43,6 +43,7 @@ std::optional<std::string> steps_on_by_its_table(StepContext& ctx, const arch::R
   tables.frame_pointer_fallback = false;
   Frame next;
   CfiMemo memo;
+  memo.nested = true;
   auto step = step_frame(caller, ctx.mem, ctx.modules, tables, ctx.limits, memo, next);
   if (!step && step.error().reason == StopReason::NoUnwindInfo &&
       step.error().detail == kScannedZeroReturn) {
@@ -55,7 +56,7 @@ std::optional<std::string> steps_on_by_its_table(StepContext& ctx, const arch::R
 }  // namespace
 
 Attempt StackScan::attempt(StepContext& ctx) {
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  const ScanContext scan = scan_context(ctx);
   auto found =
       scan_stack(scan, ctx.frame, ctx.code_hint().function_start(),
                  [&ctx](const arch::Recovered& rec) { return steps_on_by_its_table(ctx, rec); });

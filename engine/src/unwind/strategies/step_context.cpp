@@ -3,6 +3,7 @@
 
 #include "unwind/describe.hpp"
 #include "unwind/scan_step.hpp"
+#include "unwind/step.hpp"
 #include "unwind/validate.hpp"
 
 namespace ehbt::unwind {
@@ -70,6 +71,71 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
 }
 
+namespace {
+
+// A candidate caller after a call through a register, for a callee whose start nothing says, is
+// proven by the frame above it: the candidate's own unwind table (its .eh_frame FDE), stepped
+// from the stack pointer the candidate gives, reads a return address that a direct call
+// precedes, to the candidate's function (its FDE's start), or to a PLT stub or a tail-jump chain
+// leading there. A stale word after an indirect call places its frame at a wrong stack pointer,
+// where its table reads some other word. (glibc's __libc_start_call_main calls main through a
+// register; its caller, __libc_start_main, calls it directly.) Or, where that frame was called
+// through a register too, its own table ends the walk right above it. Only the CFI is asked
+// (source eh_frame, fallbacks off: nothing else proves more, whatever the walk's --source), and
+// never recursively: no strategy of such a step asks for a proof, and the nested memo refuses
+// one besides, so a proof costs two table steps at most.
+bool proven_by_the_next_frame(StepContext& ctx, const arch::Recovered& rec) {
+  if (ctx.memo.nested) return false;
+  Frame caller;
+  caller.pc = rec.regs.pc();
+  caller.regs = rec.regs;
+  caller.source = FrameSource::Scan;
+  caller.exact_pc = false;
+  caller.module = ctx.modules.find(caller.lookup_pc());
+  if (caller.module == nullptr || !caller.module->image) return false;
+  const uint64_t link = caller.module->to_link(caller.lookup_pc());
+  auto fde =
+      ctx.memo.get(*caller.module->image, ctx.limits).find_fde(dwarf::SectionKind::EhFrame, link);
+  if (!fde) return false;
+  UnwindOptions tables = ctx.options;
+  tables.source = SourcePreference::EhFrame;  // the CFI alone: no strategy that asks for a proof
+  tables.frame_pointer_fallback = false;
+  Frame next;
+  CfiMemo memo;
+  memo.nested = true;
+  auto cfa = step_frame(caller, ctx.mem, ctx.modules, tables, ctx.limits, memo, next);
+  if (!cfa || next.pc == 0 || next.exact_pc) return false;
+  const unsigned sp_reg = ctx.ops.info().sp_reg;
+  Callee callee;
+  callee.sp = caller.regs.has(sp_reg) ? caller.regs.raw(sp_reg) : 0;
+  callee.lookup_pc = caller.lookup_pc();
+  callee.function_start = fde->first.pc_begin + caller.module->bias;
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  uint64_t target = 0;
+  if (disprove_caller(scan, callee, next.pc, *cfa, &target)) return false;
+  if (target != 0) return true;
+  // The frame above was called through a register too (glibc's clone3 calls start_thread so,
+  // start_thread the thread's function): proven where that frame's own table ends the walk, its
+  // return address undefined (clone3, _start: the first frame of a thread or of the process). A
+  // zero read is no such end: stepped as a scanned frame, a zero return address is not outermost.
+  next.source = FrameSource::Scan;
+  Frame after;
+  auto end = step_frame(next, ctx.mem, ctx.modules, tables, ctx.limits, memo, after);
+  return !end && end.error().reason == StopReason::Outermost;
+}
+
+}  // namespace
+
+ScanContext scan_context(StepContext& ctx) {
+  return ScanContext{
+      ctx.ops,
+      ctx.mem,
+      ctx.modules,
+      ctx.limits,
+      &ctx.memo.known_starts,
+      [&ctx](const arch::Recovered& rec) { return proven_by_the_next_frame(ctx, rec); }};
+}
+
 bool planted_return(StepContext& ctx, const arch::Recovered& rec) {
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   return rec.regs.pc() != 0 && is_planted_return(scan, rec.regs.pc());
@@ -84,11 +150,21 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
   callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
   callee.lookup_pc = ctx.frame.lookup_pc();
   callee.function_start = ctx.code_hint().function_start();
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  const ScanContext scan = scan_context(ctx);
   planted = planted || ctx.ops.sigreturn_at(ctx.mem, ra) != arch::Sigreturn::None;
+  uint64_t target = 0;
   if (auto no = planted ? disprove_stack(scan, callee, rec.cfa)
-                        : disprove_caller(scan, callee, ra, rec.cfa))
-    return std::string(what) + ": " + no->detail;
+                        : disprove_caller(scan, callee, ra, rec.cfa, &target)) {
+    if (no->failure != ProofFailure::IndirectCall) return std::string(what) + ": " + no->detail;
+    if (!proven_by_the_next_frame(ctx, rec)) {
+      return std::string(what) + ": " + no->detail +
+             "; nor does its own table prove it (a direct call to it above)";
+    }
+  }
+  if (target != 0) {
+    ctx.proven_ra = ra;
+    ctx.proven_target = target;
+  }
   return std::nullopt;
 }
 

@@ -21,6 +21,7 @@
 #include "ehbt/limits.hpp"
 #include "ehbt/unwinder.hpp"
 #include "unwind/image_cfi_cache.hpp"
+#include "unwind/scan_step.hpp"
 
 namespace ehbt::unwind {
 
@@ -61,6 +62,11 @@ struct StepContext {
   // Why the frame-pointer chain and the stack scan failed (set by the fallbacks).
   std::string fp_why;
   std::string scan_why;
+  // The last candidate disprove() proved by a direct call: its pc and the call's target. When
+  // the step's caller is that candidate, step_frame adds the target to the walk's known
+  // function starts (known_starts.hpp).
+  uint64_t proven_ra = 0;
+  uint64_t proven_target = 0;
 
   bool auto_mode() const { return options.source == SourcePreference::Auto; }
 
@@ -97,6 +103,9 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 // is recognised here for every strategy.
 std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
                                     bool planted = false);
+
+// The proof's context for this step: the walk's known function starts included.
+ScanContext scan_context(StepContext& ctx);
 
 // Whether the recovered return address is one a runtime planted (validate.hpp).
 bool planted_return(StepContext& ctx, const arch::Recovered& rec);
