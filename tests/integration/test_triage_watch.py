@@ -741,12 +741,15 @@ def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tm
                                                           watches, cluster):
     """A core whose analysis kills the dask worker process (as a machine failure would): the
     scheduler runs its task elsewhere, and past the allowed failures (1 in these tests) gives
-    it up: that core is failed with the reason, the watch goes on with the next cores once
-    the nannies have brought the workers back."""
+    it up; given up, it is run once more alone (a death counts against every task the worker
+    held), kills workers again and is failed with the reason; the watch goes on with the next
+    cores once the nannies have brought the workers back."""
     spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
                               {"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
     poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
-    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died' % logged(poison))
+    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died while analysing it '
+               r'alone \(given up by the scheduler past its allowed-failures\)"' % logged(poison))
+    assert len(re.findall(r"event=retry_alone path=%s " % logged(poison), w.log())) == 1, w.log()
     cluster.wait_for_workers(2, timeout=120)
     good = drop_renamed(spool, "good.core", fixtures["drap"][0].read_bytes())
     wait_for("good.core stored", lambda: stored(db, good), w)
