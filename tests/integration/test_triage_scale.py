@@ -271,6 +271,43 @@ def test_dask_scheduler_restarted_mid_run_loses_no_core(tool_env, local_run, cor
     assert _helper_cores(second) == len(names) - before, err
 
 
+def test_dask_scheduler_that_never_comes_back_fails_what_is_left(tool_env, cores, tmp_path,
+                                                                  request):
+    """The cluster stops mid-run and nothing comes back: the run does not wait for ever. Past
+    its wait (60 s; 3 s here, by EHBT_TRIAGE_TEST_GIVE_UP) the cores not analysed are failed
+    with the reason, those analysed before stay ok, each core is recorded once, exit status 1."""
+    env = dict(tool_env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent),
+                                                     tool_env["PYTHONPATH"]]))
+    one = svc.DaskCluster(env, workers=1)
+    request.addfinalizer(one.stop)
+    one.start()
+    names = ["a-0.core", "a-1.core", "b-0.core"]
+    paths = [os.path.join(os.path.dirname(cores["a"][0][0]), n) for n in names]
+    run = subprocess.Popen(
+        ["/usr/bin/python3", str(TRIAGE), "--scheduler", one.address, "--db",
+         str(tmp_path / "db"), "--jsonl", str(tmp_path / "o.jsonl")] + paths,
+        env=dict(tool_env, EHBT_TRIAGE_TEST_DELAY="2", EHBT_TRIAGE_TEST_GIVE_UP="3"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(tmp_path / "o.jsonl") and read_jsonl(tmp_path / "o.jsonl")):
+            assert run.poll() is None and time.monotonic() < deadline, one.log_text()
+            time.sleep(0.2)
+        one.stop()
+        out, err = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 1, out + err
+    records = read_jsonl(tmp_path / "o.jsonl")
+    assert sorted(os.path.basename(r["core"]) for r in records) == sorted(names), records
+    failed = [r for r in records if r["status"] == "failed"]
+    assert 1 <= len(failed) < len(names), records  # the first was analysed, not the last
+    for r in failed:
+        assert r["error"].startswith("dask scheduler %s unreachable: " % one.address), r
+
+
 # ---------------------------------------------------------------------------------------------
 # PostgreSQL
 

@@ -169,7 +169,10 @@ class DaskPool(Feed):
         self.jobs = max(1, _threads(self.client))
         self.max_inflight = 2 * self.jobs
         self.log = _quiet
-        self.give_up_after = GIVE_UP_AFTER
+        # (EHBT_TRIAGE_TEST_GIVE_UP: a shorter wait, for the test of a scheduler that never
+        # comes back.)
+        self.give_up_after = float(os.environ.get("EHBT_TRIAGE_TEST_GIVE_UP", "")
+                                   or GIVE_UP_AFTER)
         self.closed = False
         super().__init__()  # Feed: paths, the pending tasks
         self._what = {}  # future -> (kind, task), given to the scheduler and not handled yet
