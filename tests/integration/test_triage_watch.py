@@ -835,7 +835,11 @@ def test_scheduler_down_at_sighup_keeps_the_watch_running(tool_env, fixtures, tm
     one = drop_renamed(spool, "one.core", variant(fixtures["chain"][0], 1))
     wait_for("one.core stored", lambda: stored(db, one), w)
     two = drop_renamed(spool, "two.core", variant(fixtures["drap"][0], 2))
-    time.sleep(1.0)  # taken and given to the scheduler (ms), not analysed yet (3 s)
+    # Stopped once two.core (task 1) is on the scheduler, before it is analysed (3 s).
+    with first.client() as c:
+        wait_for("two.core given to the scheduler", lambda: any(
+            re.fullmatch(r"ehbt-core-\w+-\d+-1-\d+", k) for k in c.run_on_scheduler(
+                lambda dask_scheduler: list(dask_scheduler.tasks))), w)
     first.stop()
     w.wait_log(r"event=scheduler_lost scheduler=%s in_flight=1 " % re.escape(first.address))
     w.wait_log(r"event=scheduler_unreachable ")  # the first attempt, right after
