@@ -110,8 +110,9 @@ class DaskCluster:
     """dask-scheduler plus `workers` dask-worker processes (one thread each, with their
     nanny, as `dask-worker` starts them by default)."""
 
-    def __init__(self, env, workers=2, local_dir=None):
+    def __init__(self, env, workers=2, local_dir=None, allowed_failures=1):
         self.env = env
+        self.allowed_failures = allowed_failures
         self.port = free_port()
         self.address = "tcp://127.0.0.1:%d" % self.port
         self.nworkers = workers
@@ -129,7 +130,8 @@ class DaskCluster:
 
     def start(self):
         # A task gives up after killing 2 workers (dask's default: 4), to keep the test short.
-        self.env = dict(self.env, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="1")
+        self.env = dict(self.env, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=str(
+            self.allowed_failures))
         self._spawn("scheduler", ["dask", "scheduler", "--host", "127.0.0.1", "--port",
                                   str(self.port), "--no-dashboard",
                                   "--dashboard-address", "127.0.0.1:0"])

@@ -5,6 +5,7 @@ and a PostgreSQL server run by an unprivileged user. Also the spool reader (spec
 dangling symlinks, unreadable files; a gzip copy of a core counted once) and `report --since`."""
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -169,26 +170,142 @@ def test_dask_worker_killed_mid_run_loses_no_core(tool_env, cluster, core_dir, l
     cluster.wait_for_workers(2, timeout=120)
 
 
-def test_dask_core_that_keeps_killing_workers_is_recorded_failed(tool_env, cluster, cores,
-                                                                  tmp_path):
+def test_dask_core_that_keeps_killing_workers_is_recorded_failed(tool_env, cores, tmp_path,
+                                                                  request):
     """Past the scheduler's allowed failures the task is KilledWorker: that core is failed with
     the reason, the others are stored, and the run ends.
 
-    The ordinary core goes first, with both workers up: a task queued behind the poison on
-    the worker it kills counts that death too (one thread per worker), and would be given up
-    with it -- dask's rule, not the run's (docs/triage.md)."""
+    The bad order, made certain: one one-thread worker, and a scheduler that gives a task up
+    at the first worker death it is in (allowed-failures 0). The ordinary core is queued
+    behind the poison on the worker the poison kills, so the scheduler gives both up (it
+    counts a death against every task the worker held). The run gives each KilledWorker core
+    one more try alone (nothing else in flight): the ordinary core is then ok, the poison
+    kills a worker alone too and is failed."""
+    env = dict(tool_env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent),
+                                                     tool_env["PYTHONPATH"]]))
+    one = svc.DaskCluster(env, workers=1, allowed_failures=0)
+    request.addfinalizer(one.stop)
+    one.start()
     poison = tmp_path / "poison.core"
     shutil.copy(cores["assert"][0][0], poison)
-    cluster.wait_for_workers(2, timeout=120)
-    proc = triage(tool_env, "--scheduler", cluster.address, "--db", tmp_path / "db", "--jsonl",
-                  tmp_path / "o.jsonl", cores["a"][1][0], poison,
+    proc = triage(tool_env, "--scheduler", one.address, "--db", tmp_path / "db", "--jsonl",
+                  tmp_path / "o.jsonl", poison, cores["a"][1][0],
                   extra_env={"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"}, timeout=300)
-    assert proc.returncode == 1, proc.stdout + proc.stderr + cluster.log_text()
+    assert proc.returncode == 1, proc.stdout + proc.stderr + one.log_text()
     recs = _jsonl_by_core(tmp_path / "o.jsonl")
+    assert recs["a-1.core"]["status"] == "ok", recs["a-1.core"]
     assert recs["poison.core"]["status"] == "failed"
-    assert "dask worker died" in recs["poison.core"]["error"], recs["poison.core"]
-    assert recs["a-1.core"]["status"] == "ok"
-    cluster.wait_for_workers(2, timeout=120)
+    assert recs["poison.core"]["error"] == (
+        "dask worker died while analysing it alone (given up by the scheduler past its "
+        "allowed-failures)"), recs["poison.core"]
+    # The bad order did happen: the scheduler gave up the first tasks of both (keys
+    # ehbt-KIND-RUN-GENERATION-TASK-SERIAL: the poison task 0 submitted first, the ordinary
+    # core task 1 second), then the poison's task alone, and nothing more of the ordinary core.
+    with open(os.path.join(one.local_dir, "scheduler.log")) as f:
+        scheduler_log = f.read()
+    given_up = re.findall(r"Task ehbt-\w+-\w+-\d+-(\d+)-(\d+) marked as failed", scheduler_log)
+    assert ("0", "1") in given_up and ("1", "2") in given_up, scheduler_log
+    assert sorted(task for task, _serial in given_up) == ["0", "0", "1"], scheduler_log
+
+
+def _helper_cores(cluster):
+    """How many cores the analysis helpers of the cluster's workers have analysed, in all."""
+    with cluster.client() as c:
+        counts = c.run(lambda: sum(h.cores for h in __import__(
+            "ehbt_triage.helper", fromlist=["_idle"])._idle))
+    return sum(counts.values())
+
+
+def test_dask_scheduler_restarted_mid_run_loses_no_core(tool_env, local_run, cores, tmp_path,
+                                                         request):
+    """The whole cluster stops mid-run (the scheduler and its one worker, a core in flight)
+    and another starts on the same address: the run waits for it (it is not failed as
+    "cancelled"), gives it the core in flight and those not given yet, and ends with every
+    core stored once, each with the local mode's verdict."""
+    env = dict(tool_env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent),
+                                                     tool_env["PYTHONPATH"]]))
+    first = svc.DaskCluster(env, workers=1)
+    request.addfinalizer(first.stop)
+    first.start()
+    names = ["a-0.core", "a-1.core", "b-0.core", "abort-0.core"]
+    paths = [os.path.join(os.path.dirname(cores["a"][0][0]), n) for n in names]
+    # Each analysis takes >= 2 s on the one worker: the stop lands with cores left.
+    run = subprocess.Popen(
+        ["/usr/bin/python3", str(TRIAGE), "--scheduler", first.address, "--db",
+         str(tmp_path / "db"), "--jsonl", str(tmp_path / "o.jsonl")] + paths,
+        env=dict(tool_env, EHBT_TRIAGE_TEST_DELAY="2"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    second = svc.DaskCluster(env, workers=1)
+    second.port, second.address = first.port, first.address
+    request.addfinalizer(second.stop)
+    try:
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(tmp_path / "o.jsonl") and read_jsonl(tmp_path / "o.jsonl")):
+            assert run.poll() is None and time.monotonic() < deadline, first.log_text()
+            time.sleep(0.2)
+        first.stop()
+        time.sleep(2.0)  # a result on its way when the cluster stopped is written by now
+        done = read_jsonl(tmp_path / "o.jsonl")
+        assert all(r["status"] == "ok" for r in done), done  # none failed as "cancelled"
+        before = len(done)
+        assert before < len(names), "the run was over before the stop"
+        second.start()
+        out, err = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 0, out + err + second.log_text()
+    records = read_jsonl(tmp_path / "o.jsonl")
+    assert sorted(os.path.basename(r["core"]) for r in records) == sorted(names), records
+    for r in records:
+        name = os.path.basename(r["core"])
+        assert r["status"] == "ok", r
+        assert r["signature"] == local_run[name]["signature"], name
+    con = sqlite3.connect(tmp_path / "db")
+    assert con.execute("SELECT COUNT(*), COUNT(DISTINCT path) FROM cores").fetchone() == (4, 4)
+    assert sum(n for (n,) in con.execute("SELECT count FROM buckets")) == 4
+    con.close()
+    # What was left at the stop (the core in flight included) was analysed by the new
+    # cluster, once each.
+    assert _helper_cores(second) == len(names) - before, err
+
+
+def test_dask_scheduler_that_never_comes_back_fails_what_is_left(tool_env, cores, tmp_path,
+                                                                  request):
+    """The cluster stops mid-run and nothing comes back: the run does not wait for ever. Past
+    its wait (60 s; 3 s here, by EHBT_TRIAGE_TEST_GIVE_UP) the cores not analysed are failed
+    with the reason, those analysed before stay ok, each core is recorded once, exit status 1."""
+    env = dict(tool_env, PYTHONPATH=os.pathsep.join([str(TRIAGE.parent),
+                                                     tool_env["PYTHONPATH"]]))
+    one = svc.DaskCluster(env, workers=1)
+    request.addfinalizer(one.stop)
+    one.start()
+    names = ["a-0.core", "a-1.core", "b-0.core"]
+    paths = [os.path.join(os.path.dirname(cores["a"][0][0]), n) for n in names]
+    run = subprocess.Popen(
+        ["/usr/bin/python3", str(TRIAGE), "--scheduler", one.address, "--db",
+         str(tmp_path / "db"), "--jsonl", str(tmp_path / "o.jsonl")] + paths,
+        env=dict(tool_env, EHBT_TRIAGE_TEST_DELAY="2", EHBT_TRIAGE_TEST_GIVE_UP="3"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (os.path.exists(tmp_path / "o.jsonl") and read_jsonl(tmp_path / "o.jsonl")):
+            assert run.poll() is None and time.monotonic() < deadline, one.log_text()
+            time.sleep(0.2)
+        one.stop()
+        out, err = run.communicate(timeout=240)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 1, out + err
+    records = read_jsonl(tmp_path / "o.jsonl")
+    assert sorted(os.path.basename(r["core"]) for r in records) == sorted(names), records
+    failed = [r for r in records if r["status"] == "failed"]
+    assert 1 <= len(failed) < len(names), records  # the first was analysed, not the last
+    for r in failed:
+        assert r["error"].startswith("dask scheduler %s unreachable: " % one.address), r
 
 
 # ---------------------------------------------------------------------------------------------

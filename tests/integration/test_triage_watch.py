@@ -741,12 +741,15 @@ def test_scheduler_a_core_that_keeps_killing_dask_workers(tool_env, fixtures, tm
                                                           watches, cluster):
     """A core whose analysis kills the dask worker process (as a machine failure would): the
     scheduler runs its task elsewhere, and past the allowed failures (1 in these tests) gives
-    it up: that core is failed with the reason, the watch goes on with the next cores once
-    the nannies have brought the workers back."""
+    it up; given up, it is run once more alone (a death counts against every task the worker
+    held), kills workers again and is failed with the reason; the watch goes on with the next
+    cores once the nannies have brought the workers back."""
     spool, db, w = on_cluster(tool_env, tmp_path, cluster, watches,
                               {"EHBT_TRIAGE_TEST_FAULT": "killparent:/poison.core"})
     poison = drop_renamed(spool, "poison.core", fixtures["chain"][0].read_bytes())
-    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died' % logged(poison))
+    w.wait_log(r'event=core status=failed path=%s .*error="dask worker died while analysing it '
+               r'alone \(given up by the scheduler past its allowed-failures\)"' % logged(poison))
+    assert len(re.findall(r"event=retry_alone path=%s " % logged(poison), w.log())) == 1, w.log()
     cluster.wait_for_workers(2, timeout=120)
     good = drop_renamed(spool, "good.core", fixtures["drap"][0].read_bytes())
     wait_for("good.core stored", lambda: stored(db, good), w)
@@ -785,6 +788,104 @@ def test_scheduler_sighup_connects_again(tool_env, fixtures, tmp_path, watches, 
     assert w.stop() == 0, w.log()
     assert integrity(db) == (2, 2, 2, 0, 0)
     assert stored(db, one)[0] == stored(db, two)[0] == "ok"
+
+
+def event_loops(pid):
+    """How many epoll descriptors a process holds: one per IO loop (dask's included)."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[eventpoll]"
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
+def log_after(w, marker):
+    """The watch's log from the first line matching `marker` (a regex) on."""
+    text = w.log()
+    m = re.search(marker, text)
+    return text[m.start():] if m else ""
+
+
+def test_scheduler_down_at_sighup_keeps_the_watch_running(tool_env, fixtures, tmp_path, watches,
+                                                          request):
+    """The scheduler goes away (issue #31): the core in flight and those dropped meanwhile
+    wait; SIGHUP then connects again on a thread, so the loop goes on (an inotify event after
+    the SIGHUP is handled while the attempt is still in progress, before it is said to have
+    failed), scheduler_unreachable is logged and the attempts go on with backoff; once a
+    scheduler is back on the same address, every waiting core is analysed there, each counted
+    once (the one in flight is not recorded failed as "cancelled"). Then the scheduler goes
+    away again, and SIGHUP followed at once by SIGTERM: it stops while its attempt to connect is
+    still in progress, exit status 0."""
+    pytest.importorskip("distributed")
+    if not shutil.which("dask"):
+        pytest.skip("no dask command (Debian: python3-distributed)")
+    first = svc.DaskCluster(dask_env(tool_env), workers=1)
+    request.addfinalizer(first.stop)
+    first.start()
+    spool = tmp_path / "coredump"
+    spool.mkdir()
+    db = tmp_path / "db"
+    # Slowed helpers (3 s a core), so that a core is still in flight when the scheduler stops.
+    # Events of names with "lost" in them come as IN_Q_OVERFLOW (a line, handled by the loop).
+    w = Watch(tool_env, spool, db, "--scheduler", first.address,
+              extra_env={"EHBT_TRIAGE_TEST_DELAY": "3", "EHBT_TRIAGE_TEST_LOSE_EVENTS": "lost"})
+    watches.append(w)
+    one = drop_renamed(spool, "one.core", variant(fixtures["chain"][0], 1))
+    wait_for("one.core stored", lambda: stored(db, one), w)
+    two = drop_renamed(spool, "two.core", variant(fixtures["drap"][0], 2))
+    # Stopped once two.core (task 1) is on the scheduler, before it is analysed (3 s).
+    with first.client() as c:
+        wait_for("two.core given to the scheduler", lambda: any(
+            re.fullmatch(r"ehbt-core-\w+-\d+-1-\d+", k) for k in c.run_on_scheduler(
+                lambda dask_scheduler: list(dask_scheduler.tasks))), w)
+    first.stop()
+    w.wait_log(r"event=scheduler_lost scheduler=%s in_flight=1 " % re.escape(first.address))
+    w.wait_log(r"event=scheduler_unreachable ")  # the first attempt, right after
+    loops = event_loops(w.proc.pid)
+    three = drop_renamed(spool, "three.core", variant(fixtures["plt"][0], 3))
+    w.signal(signal.SIGHUP)
+    w.wait_log(r"event=reloaded")
+    (spool / "lost-event").write_bytes(b"")
+    w.wait_log(r"event=overflow")
+    after_hup = log_after(w, r"event=reloaded")
+    assert "event=scheduler_unreachable" not in after_hup.split("event=overflow")[0], w.log()
+    w.wait_log(r"event=scheduler_unreachable .*retry_in_s=", count=2)
+    # No attempt adds an IO loop (a dask client with a loop of its own never stopped it when
+    # it failed to connect: a thread and 3 descriptors left per attempt). Counted by their
+    # epoll descriptors, there whether an attempt is in progress or not.
+    assert event_loops(w.proc.pid) == loops, (loops, event_loops(w.proc.pid))
+    assert stored(db, two) is None and stored(db, three) is None, w.log()
+    assert "event=reload_failed" not in w.log(), w.log()
+    # A scheduler back on the same address (new workers): what waited is analysed there.
+    second = svc.DaskCluster(dask_env(tool_env), workers=1)
+    second.port, second.address = first.port, first.address
+    request.addfinalizer(second.stop)
+    second.start()
+    w.wait_log(r"event=scheduler_connected scheduler=%s " % re.escape(second.address))
+    wait_for("two.core and three.core stored",
+             lambda: stored(db, two) and stored(db, three), w)
+    assert stored(db, one)[0] == stored(db, two)[0] == stored(db, three)[0] == "ok", w.log()
+    assert integrity(db) == (3, 3, 3, 0, 0)
+    assert sorted(c for (c,) in sqlite_rows(db, "SELECT count FROM buckets")) == [1, 1, 1]
+    assert helper_cores(second) == 2, w.log()  # each analysed once, on the new cluster
+    # Down again; SIGHUP, then SIGTERM at once: no wait for the attempt (RECONNECT_TIMEOUT).
+    before = w.log().count("event=scheduler_unreachable ")
+    second.stop()
+    # (in_flight: 0, or a core being checked again: the scans of the SIGHUP and of the lost
+    # event found cores in flight, which are then hashed once more -- seen before.)
+    w.wait_log(r"event=scheduler_lost .*in_flight=\d+ ")
+    w.wait_log(r"event=scheduler_unreachable ", count=before + 1)
+    w.signal(signal.SIGHUP)
+    w.wait_log(r"event=reloaded", count=2)
+    w.signal(signal.SIGTERM)
+    assert w.proc.wait(WAIT) == 0, w.log()
+    w.log_file.close()
+    last = w.log()[w.log().rindex("event=reloaded"):]
+    assert re.search(r"event=stopped abandoned=\d+ ok=3 ", last), w.log()
+    assert "event=scheduler_unreachable" not in last, w.log()
+    assert integrity(db) == (3, 3, 3, 0, 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -143,7 +143,9 @@ def _add_analysis_options(p):
     p.add_argument("--retries", metavar="N", type=int, default=1,
                    help="with --scheduler: how often a task that raised is tried again "
                         "(default %(default)s); a task whose worker died is run elsewhere by "
-                        "the scheduler, up to its allowed-failures, then recorded failed")
+                        "the scheduler, up to its allowed-failures, then once more alone (a "
+                        "death counts against every task the worker held), then recorded "
+                        "failed")
 
 
 def parser():
@@ -207,10 +209,13 @@ def watch_parser():
                     "being analysed (the next start does them), exit status 0. SIGHUP: "
                     "reopens the store and the --jsonl file, reads the skip list again, "
                     "replaces each worker when it is next idle (with --scheduler: connects "
-                    "to the scheduler again, gives it the cores in flight once more and "
-                    "sends the next cores to fresh analysis helpers), rewrites the report "
-                    "and scans the directories. With --scheduler the cores are analysed by "
-                    "the dask cluster's workers; this process stores them.",
+                    "to the scheduler again without waiting for it, then gives it the cores "
+                    "in flight once more and sends the next cores to fresh analysis "
+                    "helpers), rewrites the report and scans the directories. With "
+                    "--scheduler the cores are analysed by the dask cluster's workers; this "
+                    "process stores them. A scheduler that goes away is connected to again "
+                    "with backoff for as long as this runs, the cores meanwhile waiting in "
+                    "the queue.",
         epilog="Exit status: 0 stopped by a signal, 2 usage error (a directory, store or "
                "output that cannot be used). docs/triage.md, \"Running as a service\": the "
                "systemd unit ehbt-triage-watch.service.")

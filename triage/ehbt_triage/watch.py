@@ -36,7 +36,9 @@ SIGTERM/SIGINT: the cores being analysed are abandoned (their workers killed), e
 stored so far is committed, exit 0; the next start does the abandoned ones. SIGHUP: the store
 and the JSONL file are reopened (log rotation), the skip list is read again, each worker is
 replaced by a fresh one when next idle (new debug files and sysroot contents are seen, image
-caches start empty), the report is rewritten and the directories are scanned.
+caches start empty; with --scheduler, a new connection is made on a thread, and the cores
+wait in the queue while the scheduler cannot be reached: dask_pool), the report is rewritten
+and the directories are scanned.
 
 Log lines go to stderr, one per event, ``key=value`` (values with spaces quoted), journald's
 priority prefix (``<6>``) added when stderr is the journal (JOURNAL_STREAM). A --db password
@@ -245,6 +247,11 @@ class Watcher:
         self.engine_line = engine_line
         self.signer = signer
         self.pool = pool
+        if hasattr(pool, "give_up_after"):
+            # A dask cluster: its connection's events in this log, and a scheduler that goes
+            # away is waited for (connecting again on a thread) for as long as this runs.
+            pool.give_up_after = None
+            pool.log = self.log
         self.open_outputs()
         self.state = WatchRun(self, args, store, self.signer, self.pool.paths, self.writer)
         self.pool.start(self.state.on_hash, self.state.on_result,
@@ -505,11 +512,9 @@ class Watcher:
             self.signer = self.state.signer = signer
         except Exception as e:  # the skip list file became unreadable: keep the old one
             self.log("reload_failed", level="error", error=e)
-        try:
-            self.pool.renew(signer=self.signer)  # with --scheduler: connects again
-        except (OSError, TimeoutError) as e:
-            self.log("reload_failed", level="error", scheduler=self.args.scheduler,
-                     error=e, note="keeping the old connection")
+        # With --scheduler: connects again on a thread of its own (never waits here for the
+        # network; the pool logs scheduler_connected, or scheduler_unreachable and retries).
+        self.pool.renew(signer=self.signer)
         self.rescan = True
         self.report(force=True)
         self.log("reloaded", db=describe(self.db))
