@@ -62,9 +62,11 @@ def gdb_identity(exp, inlined=True):
     itself (its own module, inlined calls included), after libc's and libstdc++'s abort
     machinery. The Go and no-CFI
     fixtures (other expected formats) are one program each; the Go builds (plain, stripped,
-    PIE) are one crash per source (gocrash.go, goinline.go)."""
-    if exp.get("format") == "ehbt-go-expected/1":
-        return ("go program", "gocrash")
+    PIE) are one crash per source."""
+    if exp.get("format") in ("ehbt-go-expected/1", "ehbt-go-deadlock-expected/1"):
+        # One crash per source: gocrash.go (go, gostripped, gopie), cgocrash (cgo, cgostripped),
+        # gosystemstack.go (gosys, gosysstripped), godeadlock.go (and its stripped build).
+        return ("go program", re.sub(r"(stripped|pie)$", "", exp["program"]))
     if exp.get("format") == "ehbt-go-lines-expected/1":  # goinline.go, plain and stripped
         return ("go program", "goinline")
     if "threads" not in exp:

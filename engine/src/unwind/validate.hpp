@@ -20,8 +20,9 @@
 //      there (ProofFailure::IndirectCall): nothing ties it to the callee, and such a word is as
 //      likely a stale return address of a call into a callee's callee (fwrite's call through
 //      its FILE's jump table, left under abort's frame); the strategies then ask the frame
-//      above it (step_context.cpp: proven_by_the_next_frame). Only where the callee is in no
-//      module (JIT code, whose callers call it through a register) is it taken;
+//      above it (step_context.cpp: proven_by_the_next_frame), except the frame-pointer chain,
+//      whose frame record ties the word to the frame (disprove's from_record). Only where the
+//      callee is in no module (JIT code, whose callers call it through a register) is it taken;
 //   3. its CFA is not below the callee's stack pointer, lies in the same stack mapping
 //      (Memory::region_of of the callee's sp, where the memory knows its mappings), and the
 //      word below it is memory the walk can read (a caller's frame is never below its

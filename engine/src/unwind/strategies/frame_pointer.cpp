@@ -26,7 +26,7 @@ namespace {
 std::optional<std::string> disprove_record(StepContext& ctx, const arch::Recovered& rec,
                                            bool& planted) {
   planted = false;
-  auto no = disprove(ctx, rec, "frame pointer");
+  auto no = disprove(ctx, rec, "frame pointer", false, true);
   if (no && planted_return(ctx, rec)) {
     planted = true;
     no = disprove(ctx, rec, "frame pointer", true);

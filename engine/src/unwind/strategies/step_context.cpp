@@ -142,7 +142,7 @@ bool planted_return(StepContext& ctx, const arch::Recovered& rec) {
 }
 
 std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
-                                    bool planted) {
+                                    bool planted, bool from_record) {
   const uint64_t ra = rec.regs.pc();
   if (ra == 0) return std::nullopt;
   const unsigned sp_reg = ctx.ops.info().sp_reg;
@@ -156,7 +156,7 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
   if (auto no = planted ? disprove_stack(scan, callee, rec.cfa)
                         : disprove_caller(scan, callee, ra, rec.cfa, &target)) {
     if (no->failure != ProofFailure::IndirectCall) return std::string(what) + ": " + no->detail;
-    if (!proven_by_the_next_frame(ctx, rec)) {
+    if (!from_record && !proven_by_the_next_frame(ctx, rec)) {
       return std::string(what) + ": " + no->detail +
              "; nor does its own table prove it (a direct call to it above)";
     }

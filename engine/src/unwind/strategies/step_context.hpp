@@ -100,9 +100,14 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 // address is left to finish(), which ends the walk there. `planted`: the strategy knows the
 // caller pc was put where a return address goes without a call (Go's runtime, V8's deoptimiser:
 // is_planted_return): only the stack check applies. A sigreturn trampoline (the kernel plants it)
-// is recognised here for every strategy.
+// is recognised here for every strategy. `from_record`: the candidate is the return address of
+// the frame record the callee's frame pointer points at. A call through a register before it
+// is then taken, as it is wherever the callee's start is known: the record ties the word to
+// this frame, where a scanned word after such a call may be a stale one of any earlier call
+// (a stripped C++ program's virtual calls chained by frame pointers: Chromium's). A scanned
+// word needs the frame above it to prove it (ProofFailure::IndirectCall).
 std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
-                                    bool planted = false);
+                                    bool planted = false, bool from_record = false);
 
 // The proof's context for this step: the walk's known function starts included.
 ScanContext scan_context(StepContext& ctx);
