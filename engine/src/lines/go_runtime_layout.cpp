@@ -200,16 +200,18 @@ GoRuntimeLayoutResult go_runtime_layout(const std::shared_ptr<const Image>& imag
       return it->second.result;
     }
   }
-  if (auto from_dwarf = go_runtime_layout_from_dwarf(*image, limits)) {
-    out.layout = std::move(from_dwarf);
-  } else if (auto version = go_build_version(*image)) {
-    out.layout = go_runtime_layout_of_version(*version, arch);
-    if (!out.layout) {
-      out.why_not = "no DWARF for runtime.g/m/gobuf, and Go version " + *version +
-                    " is not one whose layout is known";
-    }
-  } else {
-    out.why_not = "no DWARF for runtime.g/m/gobuf and no Go version recorded (.go.buildinfo)";
+  // The table first: each version it lists was checked against the DWARF of a build of it,
+  // and reading a binary's own DWARF means inflating Go's compressed debug sections (10 ms for
+  // the 1.2 MB fixture binary, three times the rest of its walk). The DWARF serves the
+  // versions the table does not know.
+  const std::optional<std::string> version = go_build_version(*image);
+  if (version) out.layout = go_runtime_layout_of_version(*version, arch);
+  if (!out.layout) out.layout = go_runtime_layout_from_dwarf(*image, limits);
+  if (!out.layout) {
+    out.why_not = version ? "no DWARF for runtime.g/m/gobuf, and Go version " + *version +
+                                " is not one whose layout is known"
+                          : "no DWARF for runtime.g/m/gobuf and no Go version recorded "
+                            "(.go.buildinfo)";
   }
   std::lock_guard<std::mutex> lock(mutex);
   if (cache.size() >= 64) {

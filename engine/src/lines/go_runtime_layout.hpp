@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The offsets of Go's runtime structures a walk needs to go from a thread's g0 back to its
 // goroutine (elf/go_runtime_layout.hpp), for one Go binary:
-// 1. its DWARF (an unstripped build, or its debug file): the members of runtime.g, runtime.m
-//    and runtime.gobuf, read with libdw;
-// 2. else the Go version the binary records (.go.buildinfo: "\xff Go buildinf:", then, since
+// 1. the Go version the binary records (.go.buildinfo: "\xff Go buildinf:", then, since
 //    Go 1.18, the version as a length-prefixed string 32 bytes in), looked up in a table of
 //    versions whose layout was checked against their sources (runtime2.go) and against the
-//    DWARF of a build of each;
+//    DWARF of a build of each (cheap: no debug section inflated);
+// 2. else its DWARF (an unstripped build, or its debug file): the members of runtime.g,
+//    runtime.m and runtime.gobuf, read with libdw;
 // 3. else nothing, with the reason: a walk must not guess where m.curg lies.
 // Found once per image and kept while the image lives.
 #pragma once
