@@ -32,13 +32,9 @@ namespace {
 // the word was a saved pc in other data, main's saved context after a coroutine's stack
 // (issue #32). Only the tables are asked (fallbacks off): nothing else proves more.
 std::optional<std::string> steps_on_by_its_table(StepContext& ctx, const arch::Recovered& rec) {
-  Frame caller;
-  caller.pc = rec.regs.pc();
-  caller.regs = rec.regs;
-  caller.source = FrameSource::Scan;
-  caller.exact_pc = false;
-  caller.module = ctx.modules.find(caller.lookup_pc());
-  if (caller.module == nullptr || !caller.module->image) return std::nullopt;
+  auto candidate = candidate_frame(ctx, rec);
+  if (!candidate) return std::nullopt;
+  const Frame& caller = *candidate;
   UnwindOptions tables = ctx.options;
   tables.frame_pointer_fallback = false;
   Frame next;

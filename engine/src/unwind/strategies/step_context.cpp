@@ -71,6 +71,17 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
   return StopInfo{StopReason::BadPc, "caller pc " + hex(pc) + " is in no module", cfa};
 }
 
+std::optional<Frame> candidate_frame(const StepContext& ctx, const arch::Recovered& rec) {
+  Frame caller;
+  caller.pc = rec.regs.pc();
+  caller.regs = rec.regs;
+  caller.source = FrameSource::Scan;
+  caller.exact_pc = false;
+  caller.module = ctx.modules.find(caller.lookup_pc());
+  if (caller.module == nullptr || !caller.module->image) return std::nullopt;
+  return caller;
+}
+
 namespace {
 
 // A candidate caller after a call through a register, for a callee whose start nothing says, is
@@ -86,13 +97,9 @@ namespace {
 // one besides, so a proof costs two table steps at most.
 bool proven_by_the_next_frame(StepContext& ctx, const arch::Recovered& rec) {
   if (ctx.memo.nested) return false;
-  Frame caller;
-  caller.pc = rec.regs.pc();
-  caller.regs = rec.regs;
-  caller.source = FrameSource::Scan;
-  caller.exact_pc = false;
-  caller.module = ctx.modules.find(caller.lookup_pc());
-  if (caller.module == nullptr || !caller.module->image) return false;
+  auto candidate = candidate_frame(ctx, rec);
+  if (!candidate) return false;
+  const Frame& caller = *candidate;
   const uint64_t link = caller.module->to_link(caller.lookup_pc());
   auto fde =
       ctx.memo.get(*caller.module->image, ctx.limits).find_fde(dwarf::SectionKind::EhFrame, link);

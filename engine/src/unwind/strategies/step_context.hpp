@@ -109,6 +109,10 @@ std::optional<StopInfo> validate_caller(StepContext& ctx, uint64_t cfa, bool fro
 std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec, const char* what,
                                     bool planted = false, bool from_record = false);
 
+// The frame a fallback's candidate caller makes (its pc a return address, looked up at pc - 1,
+// tagged scan), for asking its own unwind table about it; nothing where its module has no file.
+std::optional<Frame> candidate_frame(const StepContext& ctx, const arch::Recovered& rec);
+
 // The proof's context for this step: the walk's known function starts included.
 ScanContext scan_context(StepContext& ctx);
 
