@@ -212,24 +212,28 @@ def test_jit_frame_missing_from_the_map_stops_typed(ehbt_bin, tmp_path):
     assert "return address %s at " % want[first_java + 2]["pc"] in t["stop_detail"]
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a JIT frame without a frame pointer that "
-                   "nothing sizes, called from HotSpot's interpreter (whose return entry no "
-                   "call precedes), is stepped by the older record rbp holds")
 def test_jit_frame_called_from_the_interpreter_missing_from_the_map(ehbt_bin, tmp_path):
     """java_jit with a perf map that lacks fx_java_level1's entries: level1 (called by main's
     interpreted frame) is JIT code nothing sizes; its rbp is main's record, which gives main's
-    caller. The walk must not go on from there past main (exit 0 with main missing): either
-    HotSpot's frames or a typed stop."""
+    caller (the call stub). Main's frame has no call before its return address (the
+    interpreter pushes its own return entry, then jumps to the compiled method); level1's
+    prologue pushed rbp right under it. The walk stops at level1, typed, exit 1, naming that
+    return address, which lies in the perf map's `Interpreter` entry."""
     exp = expected("java_jit")
     want = truth(exp)
     rc, t = ehbt(ehbt_bin, exp["core"], "--perf-map",
                  partial_map(exp, tmp_path, exp["java_functions"][2]))
     frames = t["frames"]
-    if t["stop_reason"] == "outermost":
-        assert len(frames) == len(want), ce.describe(frames)
-        check_frames(frames, want)
-    else:
-        assert (rc, t["stop_reason"]) == (1, "no_unwind_info"), (rc, t["stop_detail"])
+    assert (rc, t["stop_reason"]) == (1, "no_unwind_info"), (rc, t["stop_detail"])
+    first_java = [w["kind"] for w in want].index("J")
+    assert [w["kind"] for w in want[first_java:first_java + 4]] == ["J", "J", "J", "j"]
+    assert len(frames) == first_java + 3, ce.describe(frames)
+    check_frames(frames, want)
+    assert frames[-1]["symbol"] is None and all(f["source"] != "scan" for f in frames)
+    m = re.search(r"return address (0x[0-9a-f]+) at ", t["stop_detail"])
+    assert m, t["stop_detail"]
+    [interpreter] = [(s, z) for s, z, n in perf_map_names(exp["perf_map"]) if n == "Interpreter"]
+    assert interpreter[0] <= int(m.group(1), 16) < interpreter[0] + interpreter[1], m.group(1)
 
 
 def test_perf_map_found_in_the_sysroot(ehbt_bin, tmp_path):

@@ -333,14 +333,57 @@ TEST_F(Scan, JitFrameWithoutFramePointerStopsInsteadOfSkippingItsCaller) {
       << bt.detail;
 
   // The same word after a call through a register proves nothing (a stale return address of
-  // some call of the frame's own): the record is followed.
+  // some call of the frame's own) where no pushed copy of rbp lies under it: the record is
+  // followed.
   const uint8_t indirect[] = {0x90, 0x90, 0x90, 0xff, 0xd0};  // nop; nop; nop; call *%rax
   for (unsigned i = 0; i < sizeof indirect; ++i)
     ASSERT_TRUE(mem_.write_uint(kJit + 0x10 + i, indirect[i], 1, false));
+  put(kS, 0x1234);
   Backtrace followed = Unwinder().unwind(regs, mem_, modules_);
   ASSERT_EQ(followed.stop, StopReason::Outermost) << followed.detail;
   ASSERT_EQ(followed.frames.size(), 2u);
   EXPECT_EQ(followed.frames[1].pc, at("ret_outer"));
+}
+
+TEST_F(Scan, JitWordAbovePushedFramePointerStopsTheWalk) {
+  // As above, but the word above the pushed rbp follows no call at all: HotSpot's interpreter
+  // pushes its own return entry, then jumps to the compiled method, whose prologue pushes rbp
+  // (still the interpreted frame's record) under it. Following rbp would skip the interpreted
+  // frame: the pair alone stops the walk.
+  modules_.add_anonymous_code(kJit, kJit + 0x100);
+  put(kS, kS + 0x40);
+  put(kS + 0x8, kJit + 0x15);  // nops before it: no call
+  put(kS + 0x40, 0);
+  put(kS + 0x48, at("ret_outer"));
+  const RegisterSet regs = regs_at(kJit + 0x80, kS, kS + 0x40);
+  Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
+  EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
+  EXPECT_EQ(bt.frames.size(), 1u);
+  EXPECT_NE(bt.detail.find("return address 0x20000015 at 0x7ffe0808 (in JIT code, right above "
+                           "a pushed copy of the frame record's address)"),
+            std::string::npos)
+      << bt.detail;
+
+  // A word in a file's code is no interpreter entry: without a call before it the pair proves
+  // nothing (the scan's rules apply to it) and the record is followed.
+  put(kS + 0x8, at("leaf_body"));
+  Backtrace file_code = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_EQ(file_code.stop, StopReason::Outermost) << file_code.detail;
+  ASSERT_EQ(file_code.frames.size(), 2u);
+
+  // Nor does a word into the frame's own code (its perf-map entry): a call the frame made.
+  modules_.set_perf_map(std::make_shared<PerfMap>(PerfMap::parse("20000070 20 Java:own\n")));
+  put(kS + 0x8, kJit + 0x75);
+  Backtrace own = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_EQ(own.stop, StopReason::Outermost) << own.detail;
+  ASSERT_EQ(own.frames.size(), 2u);
+  EXPECT_EQ(own.frames[1].pc, at("ret_outer"));
+
+  // Where the pushed copy is not rbp's record (another value under the word), nothing stops.
+  put(kS + 0x8, kJit + 0x15);
+  put(kS, kS + 0x48);
+  Backtrace other = Unwinder().unwind(regs, mem_, modules_);
+  ASSERT_EQ(other.stop, StopReason::Outermost) << other.detail;
 }
 
 // HotSpot compiled code without a frame pointer: the callee (perf-map entry at kJit) starts

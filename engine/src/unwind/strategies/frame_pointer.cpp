@@ -55,6 +55,27 @@ bool dispatch_stub(StepContext& ctx, uint64_t target) {
   return false;
 }
 
+// How the word `v` found in a JIT frame may be its caller's return address, by the direct call
+// before it (see skipped_return), or "" when that call proves nothing: a call to the
+// instruction right after it (generated code reads its pc that way), a return address into
+// this frame's code between the call's target and the pc (a call the frame made), a call
+// through a register, or a call that cannot have come here.
+std::string direct_call_here(StepContext& ctx, uint64_t v) {
+  auto call = arch::call_before(ctx.ops.info().arch, ctx.mem, v);
+  if (!call || !call->target) return {};
+  const uint64_t target = *call->target;
+  const uint64_t pc = ctx.frame.pc;
+  if (target >= v && target - v < 16) return {};
+  const bool to_this_code = target <= pc && pc - target < ctx.limits.max_tail_jump_bytes;
+  if (to_this_code && v > target && v <= pc) return {};
+  if (to_this_code) return "after a call to " + hex(target);
+  if (dispatch_stub(ctx, target)) {
+    return "after a call to the dispatch stub at " + hex(target) +
+           ", which jumps on through memory or a register";
+  }
+  return {};
+}
+
 // JIT code may use the frame-pointer register as any other (HotSpot's C2 without
 // -XX:+PreserveFramePointer pushes the caller's rbp and leaves it alone): the record it points
 // to is then an older frame's, and following it would silently skip every frame in between.
@@ -65,6 +86,12 @@ bool dispatch_stub(StepContext& ctx, uint64_t target) {
 //    before the frame's pc, the bound used for a function of unknown size);
 //  - or it goes to a dispatch stub in JIT code (a megamorphic virtual call: the call names the
 //    stub, the stub jumps to the method through memory), which may have jumped here.
+//  - or the word is an address in JIT code right above a copy of the frame-pointer register
+//    (the record it points to): what a prologue's `push rbp` leaves above the return address
+//    of a frame that keeps no frame pointer. HotSpot's interpreter pushes its own return entry
+//    (no call precedes it) before it jumps to a compiled method: a compiled frame called from
+//    an interpreted one shows only this pair. Whether the pair is live or stale, the word may
+//    be the return address of a frame following rbp would skip: the walk stops.
 // Stale words the frame's own calls left (a return address from a call the frame made, into the
 // VM or a stub) do not count: return addresses into the frame's own code (its perf-map entry;
 // else, for a call to this code, between the call's target and the pc) and calls to the next
@@ -79,32 +106,24 @@ std::optional<std::string> skipped_return(StepContext& ctx) {
   const uint64_t sp = ctx.frame.regs.raw(info.sp_reg);
   const uint64_t pc = ctx.frame.pc;
   const uint64_t record = ctx.frame.regs.raw(info.fp_reg);  // where the step read its record
+  const PerfMapEntry* own = ctx.frame.jit_entry;
+  uint64_t below = 0;  // the word under `at`: a pushed frame pointer when it equals `record`
+  bool have_below = false;
   uint32_t seen = 0;
   for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
     uint64_t v = 0;
     if (!ctx.mem.read_uint(at, word, false, v)) break;
+    const bool pushed_fp_below = have_below && below == record;
+    below = v;
+    have_below = true;
     if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
-    auto call = arch::call_before(info.arch, ctx.mem, v);
-    if (!call || !call->target) continue;
-    const uint64_t target = *call->target;
-    // A call to the instruction right after it (generated code reads its pc that way) is no
-    // caller's; nor is a return address into this frame's own code (a call the frame made):
-    // the code the perf map gives it, else what lies between the call's target and the pc
-    // when that target may be this frame's start.
-    if (target >= v && target - v < 16) continue;
-    const PerfMapEntry* own = ctx.frame.jit_entry;
-    if (own != nullptr && v >= own->start && v - own->start < own->size) continue;
-    const bool to_this_code = target <= pc && pc - target < ctx.limits.max_tail_jump_bytes;
-    if (to_this_code && v > target && v <= pc) continue;
-    std::string how;
-    if (to_this_code) {
-      how = "after a call to " + hex(target);
-    } else if (dispatch_stub(ctx, target)) {
-      how = "after a call to the dispatch stub at " + hex(target) +
-            ", which jumps on through memory or a register";
-    } else {
-      continue;
-    }
+    // A return address into this frame's own code is from a call the frame made.
+    const bool own_code = own != nullptr && v >= own->start && v - own->start < own->size;
+    if (own_code) continue;
+    std::string how = direct_call_here(ctx, v);
+    if (how.empty() && pushed_fp_below && v != pc && ctx.modules.is_jit_code(v))
+      how = "in JIT code, right above a pushed copy of the frame record's address";
+    if (how.empty()) continue;
     return "frame pointer: the JIT frame at " + hex(pc) +
            " keeps no frame pointer: return address " + hex(v) + " at " + hex(at) + " (" + how +
            ") lies between its sp " + hex(sp) + " and the frame record at " + hex(record);
