@@ -94,6 +94,17 @@ class Scan : public ::testing::Test {
     put(kS + 32, at("ret_outer"));
   }
 
+  // Frame 0 runs JIT code at kJit+0x80 with rbp at an older frame's record {0, ret_outer}
+  // (kS+0x40); at sp a pushed copy of that rbp, above it `word`. The registers of frame 0.
+  RegisterSet lay_jit_frame_under_record(uint64_t word) {
+    modules_.add_anonymous_code(kJit, kJit + 0x100);
+    put(kS, kS + 0x40);
+    put(kS + 0x8, word);
+    put(kS + 0x40, 0);
+    put(kS + 0x48, at("ret_outer"));
+    return regs_at(kJit + 0x80, kS, kS + 0x40);
+  }
+
   static std::optional<test::ChainImage> chain_;
   static std::string why_;
   ModuleSet modules_;
@@ -317,15 +328,10 @@ TEST_F(Scan, JitFrameWithoutFramePointerStopsInsteadOfSkippingItsCaller) {
   // caller's rbp but never set its own (HotSpot C2 without -XX:+PreserveFramePointer): rbp
   // still holds an older frame's record {0, ret_outer}. The JIT caller's return address sits
   // right above the pushed rbp, after a direct call to kJit+0x70 (e8 rel32 at kJit+0x10).
-  modules_.add_anonymous_code(kJit, kJit + 0x100);
   const uint8_t call[] = {0xe8, 0x5b, 0x00, 0x00, 0x00};  // call kJit+0x70
   for (unsigned i = 0; i < sizeof call; ++i)
     ASSERT_TRUE(mem_.write_uint(kJit + 0x10 + i, call[i], 1, false));
-  put(kS, kS + 0x40);
-  put(kS + 0x8, kJit + 0x15);
-  put(kS + 0x40, 0);
-  put(kS + 0x48, at("ret_outer"));
-  const RegisterSet regs = regs_at(kJit + 0x80, kS, kS + 0x40);
+  const RegisterSet regs = lay_jit_frame_under_record(kJit + 0x15);
   Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 1u);
@@ -350,12 +356,7 @@ TEST_F(Scan, JitWordAbovePushedFramePointerStopsTheWalk) {
   // pushes its own return entry, then jumps to the compiled method, whose prologue pushes rbp
   // (still the interpreted frame's record) under it. Following rbp would skip the interpreted
   // frame: the pair alone stops the walk.
-  modules_.add_anonymous_code(kJit, kJit + 0x100);
-  put(kS, kS + 0x40);
-  put(kS + 0x8, kJit + 0x15);  // nops before it: no call
-  put(kS + 0x40, 0);
-  put(kS + 0x48, at("ret_outer"));
-  const RegisterSet regs = regs_at(kJit + 0x80, kS, kS + 0x40);
+  const RegisterSet regs = lay_jit_frame_under_record(kJit + 0x15);  // nops before it: no call
   Backtrace bt = Unwinder().unwind(regs, mem_, modules_);
   EXPECT_EQ(bt.stop, StopReason::NoUnwindInfo) << bt.detail;
   EXPECT_EQ(bt.frames.size(), 1u);
