@@ -26,10 +26,7 @@ bool direct_call_of(StepContext& ctx, uint64_t ra, std::optional<uint64_t> start
 // callee's sp is where the switch left the goroutine's stack): why not, or nothing.
 std::optional<std::string> disprove_switched_caller(StepContext& ctx, uint64_t switched_sp,
                                                     const arch::Recovered& caller) {
-  Callee callee;
-  callee.sp = switched_sp;
-  callee.lookup_pc = ctx.frame.lookup_pc();
-  callee.function_start = ctx.code_hint().function_start();
+  const Callee callee{switched_sp, ctx.frame.lookup_pc(), ctx.code_hint().function_start()};
   const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
   if (auto no = disprove_caller(scan, callee, caller.regs.pc(), caller.cfa)) return no->detail;
   return std::nullopt;

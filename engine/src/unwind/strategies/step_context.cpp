@@ -84,6 +84,13 @@ std::optional<Frame> candidate_frame(const StepContext& ctx, const arch::Recover
 
 namespace {
 
+// The frame's stack pointer, 0 where it is not known (the proof's checks of the stack then
+// say so).
+uint64_t sp_of(const StepContext& ctx, const Frame& frame) {
+  const unsigned sp_reg = ctx.ops.info().sp_reg;
+  return frame.regs.has(sp_reg) ? frame.regs.raw(sp_reg) : 0;
+}
+
 // A candidate caller after a call through a register, for a callee whose start nothing says, is
 // proven by the frame above it: the candidate's own unwind table (its .eh_frame FDE), stepped
 // from the stack pointer the candidate gives, reads a return address that a direct call
@@ -112,13 +119,10 @@ bool proven_by_the_next_frame(StepContext& ctx, const arch::Recovered& rec) {
   memo.nested = true;
   auto cfa = step_frame(caller, ctx.mem, ctx.modules, tables, ctx.limits, memo, next);
   if (!cfa || next.pc == 0 || next.exact_pc) return false;
-  const unsigned sp_reg = ctx.ops.info().sp_reg;
-  Callee callee;
-  callee.sp = caller.regs.has(sp_reg) ? caller.regs.raw(sp_reg) : 0;
-  callee.lookup_pc = caller.lookup_pc();
-  callee.function_start = fde->first.pc_begin + caller.module->bias;
-  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};
+  const Callee callee{sp_of(ctx, caller), caller.lookup_pc(),
+                      fde->first.pc_begin + caller.module->bias};
   uint64_t target = 0;
+  const ScanContext scan{ctx.ops, ctx.mem, ctx.modules, ctx.limits};  // no nested proof
   if (disprove_caller(scan, callee, next.pc, *cfa, &target)) return false;
   if (target != 0) return true;
   // The frame above was called through a register too (glibc's clone3 calls start_thread so,
@@ -152,11 +156,8 @@ std::optional<std::string> disprove(StepContext& ctx, const arch::Recovered& rec
                                     bool planted, bool from_record) {
   const uint64_t ra = rec.regs.pc();
   if (ra == 0) return std::nullopt;
-  const unsigned sp_reg = ctx.ops.info().sp_reg;
-  Callee callee;
-  callee.sp = ctx.frame.regs.has(sp_reg) ? ctx.frame.regs.raw(sp_reg) : 0;
-  callee.lookup_pc = ctx.frame.lookup_pc();
-  callee.function_start = ctx.code_hint().function_start();
+  const Callee callee{sp_of(ctx, ctx.frame), ctx.frame.lookup_pc(),
+                      ctx.code_hint().function_start()};
   const ScanContext scan = scan_context(ctx);
   planted = planted || ctx.ops.sigreturn_at(ctx.mem, ra) != arch::Sigreturn::None;
   uint64_t target = 0;
