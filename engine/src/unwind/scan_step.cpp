@@ -94,6 +94,7 @@ struct ScanNotes {
   std::string undecidable;
   uint64_t region_end = 0;
   std::string rejected;
+  uint64_t target = 0;  // the direct call's target that proved the last candidate (0: none)
 };
 static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Frame& frame,
                                                 std::optional<uint64_t> function_start, bool strict,
@@ -154,7 +155,8 @@ static std::optional<arch::Recovered> from_saved_lr(const ScanContext& ctx, cons
 
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
                                                   std::optional<uint64_t> function_start,
-                                                  const ScanCheck& accept) {
+                                                  const ScanCheck& accept, ScanProof* proof) {
+  if (proof != nullptr) *proof = ScanProof{};
   const ArchInfo& info = ctx.ops.info();
   if (!frame.regs.has(info.sp_reg)) return unexpected(std::string("the stack pointer is unknown"));
   const uint64_t sp = frame.regs.raw(info.sp_reg);
@@ -172,7 +174,10 @@ Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const 
     const bool strict = pass == 0;
     if (!strict && !function_start) break;  // without a function, pass 0 accepted any call
     notes.undecidable.clear();
-    if (auto found = scan_pass(ctx, frame, function_start, strict, accept, notes)) return *found;
+    if (auto found = scan_pass(ctx, frame, function_start, strict, accept, notes)) {
+      if (proof != nullptr) *proof = ScanProof{true, notes.target};
+      return *found;
+    }
     if (!notes.undecidable.empty()) return unexpected(std::move(notes.undecidable));
   }
   std::string why =
@@ -220,7 +225,7 @@ static std::optional<arch::Recovered> scan_pass(const ScanContext& ctx, const Fr
     // word that fails it is a stale return address of an earlier call, and the scan goes on
     // past it to the real one above.
     const Callee callee{sp, frame.lookup_pc(), function_start};
-    auto no = disprove_caller(ctx, callee, ra, at.cfa);
+    auto no = disprove_caller(ctx, callee, ra, at.cfa, &notes.target);
     if (no && no->failure != ProofFailure::IndirectCall) {
       notes.rejected = std::move(no->detail);
       continue;

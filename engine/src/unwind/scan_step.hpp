@@ -69,12 +69,22 @@ bool in_entry_function(const Frame& frame, const Module* module,
 std::optional<arch::Recovered> infer_leaf(const ScanContext& ctx, const Frame& frame,
                                           const arch::CodeHint& code);
 
+// What scan_stack's own proof of the caller it found said: whether it ran (a word of the scan
+// proper; aarch64's saved-x30 slot is taken by the code alone and left to the caller to
+// prove), and the direct call's target that proved it (0: none, e.g. a call through a register
+// the frame above confirmed).
+struct ScanProof {
+  bool proven = false;
+  uint64_t target = 0;
+};
+
 // The caller found by scanning, or why none was (static text). `accept`, when given, has
 // the last word on each candidate that passed the proof: nothing accepts it, else why not
-// (the scan then goes on past it).
+// (the scan then goes on past it). `proof`, when given, receives ScanProof.
 using ScanCheck = std::function<std::optional<std::string>(const arch::Recovered&)>;
 Expected<arch::Recovered, std::string> scan_stack(const ScanContext& ctx, const Frame& frame,
                                                   std::optional<uint64_t> function_start,
-                                                  const ScanCheck& accept = nullptr);
+                                                  const ScanCheck& accept = nullptr,
+                                                  ScanProof* proof = nullptr);
 
 }  // namespace ehbt::unwind

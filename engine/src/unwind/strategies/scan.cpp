@@ -51,18 +51,28 @@ std::optional<std::string> steps_on_by_its_table(StepContext& ctx, const arch::R
 
 }  // namespace
 
+// The scan proves each candidate itself (validate.hpp's proof, with the frame above for a call
+// through a register, the same ScanContext disprove() builds): proving it again here would
+// repeat the decode and the nested table steps. Only a caller the scan took unproven (aarch64's
+// saved-x30 slot) goes through disprove().
 Attempt StackScan::attempt(StepContext& ctx) {
   const ScanContext scan = scan_context(ctx);
-  auto found =
-      scan_stack(scan, ctx.frame, ctx.code_hint().function_start(),
-                 [&ctx](const arch::Recovered& rec) { return steps_on_by_its_table(ctx, rec); });
+  ScanProof proof;
+  auto found = scan_stack(
+      scan, ctx.frame, ctx.code_hint().function_start(),
+      [&ctx](const arch::Recovered& rec) { return steps_on_by_its_table(ctx, rec); }, &proof);
   if (!found) {
     ctx.scan_why = std::move(found.error());
     return std::nullopt;
   }
-  if (auto no = disprove(ctx, *found, "scan")) {
-    ctx.scan_why = std::move(*no);
-    return std::nullopt;
+  if (!proof.proven) {
+    if (auto no = disprove(ctx, *found, "scan")) {
+      ctx.scan_why = std::move(*no);
+      return std::nullopt;
+    }
+  } else if (proof.target != 0) {
+    ctx.proven_ra = found->regs.pc();
+    ctx.proven_target = proof.target;
   }
   auto out = finish(ctx, std::move(*found), FrameSource::Scan, false);
   if (out) return out;
