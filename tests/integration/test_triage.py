@@ -1280,11 +1280,12 @@ def test_deep_stack_signature_reads_only_its_top_frames():
     assert max(labelled) < 10  # raise, abort, then five frames (the inlined one included)
 
 
-@pytest.mark.parametrize("depth", [1, 62, 63, 1000])
+@pytest.mark.parametrize("depth", [1, 30, 31, 32, 62, 63, 1000])
 def test_deep_stack_rows_store_every_frame(tmp_path, depth):
     """Every frame of a deep stack stored in order, field by field as the document says
     (the rows of repeated frames are shared, and the parent inserts 64 frames a statement:
-    0, 1 and 15 such statements and a rest here)."""
+    0, 1 and 15 such statements and a rest here; a recursion of 32 frames or more -- 31 of
+    them equal after the crashing one -- as one run, store.INSERT_RUN)."""
     from ehbt_triage import store as storemod
 
     doc = _recursion_doc(depth)
@@ -1308,6 +1309,49 @@ def test_deep_stack_rows_store_every_frame(tmp_path, depth):
                        json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"]
                        else None)
                       for f in frames]
+
+
+def test_deep_stack_runs_break_where_frames_differ(tmp_path):
+    """The runs the store inserts in one statement (store.INSERT_RUN) end wherever a row
+    would differ from its predecessor but for idx + 1: at a thread's end (a second thread's
+    recursion right after the first's), at a gap in the indexes, at any other field. Every
+    row, with its SQLite types, is what the document says, in the document's order."""
+    from ehbt_triage import store as storemod
+
+    doc = _recursion_doc(120, tail=())  # the thread ends in its recursion
+    frames = doc["threads"][0]["frames"]
+    frames[30]["location"] = dict(frames[30]["location"], column=4)
+    frames[50]["symbol_offset"] = "0x9f"
+    for f in frames[90:]:
+        f["index"] += 1  # a gap before frame 90's index
+    # A second thread whose frames are the first one's last frame, the indexes going on.
+    last = frames[-1]
+    doc["threads"].append({"tid": 8, "crashing": False, "stop_reason": "outermost",
+                           "stop_detail": "", "frames": [dict(last, index=last["index"] + 1 + k)
+                                                          for k in range(40)]})
+    assert storemod.RUN_FRAMES <= 35  # so that runs of this document are made
+
+    rows = storemod.document_rows(doc, lambda f: "beef+" + f["module_offset"])
+    st = storemod.Store(str(tmp_path / "runs.db"))
+    info = {"sha256": "%064x" % 1, "path": "c", "size": 1, "core_time": 1.0}
+    core_id, _ = st.record_ok(info, doc, "touch | recurse", rows=rows)
+    st.close()
+    con = sqlite3.connect(str(tmp_path / "runs.db"))
+    stored = con.execute(
+        "SELECT f.core_id, t.tid, f.idx, typeof(f.idx), f.pc, f.module_offset, f.build_id_key, "
+        "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, typeof(f.src_line), "
+        "f.src_column, typeof(f.src_column), f.inlined FROM frames f "
+        "JOIN threads t ON t.id = f.thread_id "
+        "ORDER BY f.id").fetchall()
+    ids = [r[0] for r in con.execute("SELECT id FROM frames ORDER BY id")]
+    con.close()
+    want = [(core_id, t["tid"], f["index"], "integer", f["pc"], f["module_offset"],
+             "beef+" + f["module_offset"], f["symbol"], f["symbol_offset"], f["source"],
+             f["location"]["file"], f["location"]["line"], "integer", f["location"]["column"],
+             "integer", json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"] else None)
+            for t in doc["threads"] for f in t["frames"]]
+    assert stored == want
+    assert ids == list(range(ids[0], ids[0] + len(want)))  # one id each, in order
 
 
 @pytest.fixture(scope="module")
