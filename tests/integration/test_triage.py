@@ -1354,6 +1354,43 @@ def test_deep_stack_runs_break_where_frames_differ(tmp_path):
     assert ids == list(range(ids[0], ids[0] + len(want)))  # one id each, in order
 
 
+def test_deep_stack_run_failing_midway_leaves_nothing_of_its_core(tmp_path):
+    """A core whose recursion is inserted as one run (store.INSERT_RUN) and fails half-way
+    (a trigger aborts the row of idx 500) is undone whole -- its cores row, its thread, the
+    run's rows made before the failure -- while the cores stored before and after it in the
+    same batch are kept, and its bucket counts only those."""
+    from ehbt_triage import store as storemod
+
+    db = str(tmp_path / "abort.db")
+    st = storemod.Store(db)
+    st.db.execute("CREATE TRIGGER boom BEFORE INSERT ON frames WHEN NEW.idx = 500 AND "
+                  "(SELECT sha256 FROM cores WHERE id = NEW.core_id) = '%064x' "
+                  "BEGIN SELECT RAISE(ABORT, 'boom'); END" % 2)
+
+    def record(n, depth):
+        doc = _recursion_doc(depth)
+        rows = storemod.document_rows(doc, lambda f: None)
+        info = {"sha256": "%064x" % n, "path": "c%d" % n, "size": 1, "core_time": float(n)}
+        return st.record_ok(info, doc, "touch | recurse", rows=rows)
+
+    first, bucket = record(1, 1000)
+    with pytest.raises(sqlite3.IntegrityError):
+        record(2, 1000)
+    third, _ = record(3, 1000)
+    st.close()
+    con = sqlite3.connect(db)
+    cores = con.execute("SELECT id, sha256 FROM cores ORDER BY id").fetchall()
+    frames = con.execute("SELECT core_id, COUNT(*), MIN(idx), MAX(idx) FROM frames "
+                         "GROUP BY core_id ORDER BY core_id").fetchall()
+    threads = con.execute("SELECT core_id FROM threads ORDER BY id").fetchall()
+    count = con.execute("SELECT count FROM buckets WHERE id = ?", (bucket,)).fetchone()[0]
+    con.close()
+    assert [c[1] for c in cores] == ["%064x" % 1, "%064x" % 3]
+    assert frames == [(first, 1005, 0, 1004), (third, 1005, 0, 1004)]
+    assert threads == [(first,), (third,)]
+    assert count == 2
+
+
 @pytest.fixture(scope="module")
 def python_cores(tmp_path_factory):
     """Two cores of /usr/bin/python3 with 5 threads each (4 blocked in a wait, the main one in
