@@ -1280,11 +1280,12 @@ def test_deep_stack_signature_reads_only_its_top_frames():
     assert max(labelled) < 10  # raise, abort, then five frames (the inlined one included)
 
 
-@pytest.mark.parametrize("depth", [1, 62, 63, 1000])
+@pytest.mark.parametrize("depth", [1, 30, 31, 32, 62, 63, 1000])
 def test_deep_stack_rows_store_every_frame(tmp_path, depth):
     """Every frame of a deep stack stored in order, field by field as the document says
     (the rows of repeated frames are shared, and the parent inserts 64 frames a statement:
-    0, 1 and 15 such statements and a rest here)."""
+    0, 1 and 15 such statements and a rest here; a recursion of 32 frames or more -- 31 of
+    them equal after the crashing one -- as one run, store.INSERT_RUN)."""
     from ehbt_triage import store as storemod
 
     doc = _recursion_doc(depth)
@@ -1308,6 +1309,86 @@ def test_deep_stack_rows_store_every_frame(tmp_path, depth):
                        json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"]
                        else None)
                       for f in frames]
+
+
+def test_deep_stack_runs_break_where_frames_differ(tmp_path):
+    """The runs the store inserts in one statement (store.INSERT_RUN) end wherever a row
+    would differ from its predecessor but for idx + 1: at a thread's end (a second thread's
+    recursion right after the first's), at a gap in the indexes, at any other field. Every
+    row, with its SQLite types, is what the document says, in the document's order."""
+    from ehbt_triage import store as storemod
+
+    doc = _recursion_doc(120, tail=())  # the thread ends in its recursion
+    frames = doc["threads"][0]["frames"]
+    frames[30]["location"] = dict(frames[30]["location"], column=4)
+    frames[50]["symbol_offset"] = "0x9f"
+    for f in frames[90:]:
+        f["index"] += 1  # a gap before frame 90's index
+    # A second thread whose frames are the first one's last frame, the indexes going on.
+    last = frames[-1]
+    doc["threads"].append({"tid": 8, "crashing": False, "stop_reason": "outermost",
+                           "stop_detail": "", "frames": [dict(last, index=last["index"] + 1 + k)
+                                                          for k in range(40)]})
+    assert storemod.RUN_FRAMES <= 35  # so that runs of this document are made
+
+    rows = storemod.document_rows(doc, lambda f: "beef+" + f["module_offset"])
+    st = storemod.Store(str(tmp_path / "runs.db"))
+    info = {"sha256": "%064x" % 1, "path": "c", "size": 1, "core_time": 1.0}
+    core_id, _ = st.record_ok(info, doc, "touch | recurse", rows=rows)
+    st.close()
+    con = sqlite3.connect(str(tmp_path / "runs.db"))
+    stored = con.execute(
+        "SELECT f.core_id, t.tid, f.idx, typeof(f.idx), f.pc, f.module_offset, f.build_id_key, "
+        "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, typeof(f.src_line), "
+        "f.src_column, typeof(f.src_column), f.inlined FROM frames f "
+        "JOIN threads t ON t.id = f.thread_id "
+        "ORDER BY f.id").fetchall()
+    ids = [r[0] for r in con.execute("SELECT id FROM frames ORDER BY id")]
+    con.close()
+    want = [(core_id, t["tid"], f["index"], "integer", f["pc"], f["module_offset"],
+             "beef+" + f["module_offset"], f["symbol"], f["symbol_offset"], f["source"],
+             f["location"]["file"], f["location"]["line"], "integer", f["location"]["column"],
+             "integer", json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"] else None)
+            for t in doc["threads"] for f in t["frames"]]
+    assert stored == want
+    assert ids == list(range(ids[0], ids[0] + len(want)))  # one id each, in order
+
+
+def test_deep_stack_run_failing_midway_leaves_nothing_of_its_core(tmp_path):
+    """A core whose recursion is inserted as one run (store.INSERT_RUN) and fails half-way
+    (a trigger aborts the row of idx 500) is undone whole -- its cores row, its thread, the
+    run's rows made before the failure -- while the cores stored before and after it in the
+    same batch are kept, and its bucket counts only those."""
+    from ehbt_triage import store as storemod
+
+    db = str(tmp_path / "abort.db")
+    st = storemod.Store(db)
+    st.db.execute("CREATE TRIGGER boom BEFORE INSERT ON frames WHEN NEW.idx = 500 AND "
+                  "(SELECT sha256 FROM cores WHERE id = NEW.core_id) = '%064x' "
+                  "BEGIN SELECT RAISE(ABORT, 'boom'); END" % 2)
+
+    def record(n, depth):
+        doc = _recursion_doc(depth)
+        rows = storemod.document_rows(doc, lambda f: None)
+        info = {"sha256": "%064x" % n, "path": "c%d" % n, "size": 1, "core_time": float(n)}
+        return st.record_ok(info, doc, "touch | recurse", rows=rows)
+
+    first, bucket = record(1, 1000)
+    with pytest.raises(sqlite3.IntegrityError):
+        record(2, 1000)
+    third, _ = record(3, 1000)
+    st.close()
+    con = sqlite3.connect(db)
+    cores = con.execute("SELECT id, sha256 FROM cores ORDER BY id").fetchall()
+    frames = con.execute("SELECT core_id, COUNT(*), MIN(idx), MAX(idx) FROM frames "
+                         "GROUP BY core_id ORDER BY core_id").fetchall()
+    threads = con.execute("SELECT core_id FROM threads ORDER BY id").fetchall()
+    count = con.execute("SELECT count FROM buckets WHERE id = ?", (bucket,)).fetchone()[0]
+    con.close()
+    assert [c[1] for c in cores] == ["%064x" % 1, "%064x" % 3]
+    assert frames == [(first, 1005, 0, 1004), (third, 1005, 0, 1004)]
+    assert threads == [(first,), (third,)]
+    assert count == 2
 
 
 @pytest.fixture(scope="module")
