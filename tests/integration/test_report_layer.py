@@ -169,3 +169,17 @@ def test_a_front_ends_own_warning_is_kind_other(ehbt):
                                 "auxv", "path": None, "option": None}]
     # Neither a core nor a process: the document still names its "core" (null).
     assert ehbt.Report("i386").to_dict()["core"] is None
+
+
+def test_to_dict_reads_strings_as_json_does(ehbt):
+    """Report.to_dict builds the document without its JSON text: a name or path from a core
+    that is not UTF-8 must come out as json.loads reads the text's \\u00XX escapes (each such
+    byte the code point of its value), valid UTF-8 as it is. Expected strings by hand."""
+    core = b"/c\xff\xc3(\xed\xa0\x80z"  # U+00FF, a truncated sequence, a surrogate
+    exe = b"/x\xe2\x82\xac\xf4\x90\x80\x80\x00\n"  # a euro sign, then above U+10FFFF
+    report = ehbt.Report("x86_64", core=core, executable=exe)
+    doc = report.to_dict()
+    assert doc == json.loads(report.json()) == json.loads(report.json(compact=True))
+    assert doc["core"] == "/c\u00ff\u00c3(\u00ed\u00a0\u0080z"
+    assert doc["executable"] == "/x\u20ac\u00f4\u0090\u0080\u0080\x00\n"
+    assert type(doc["threads"]) is list and doc["signal"] is None

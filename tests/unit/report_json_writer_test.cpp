@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ehbt/report.hpp"
 #include "report/json_writer.hpp"
 
 namespace ehbt::report {
@@ -124,6 +125,30 @@ TEST(ReportJsonWriter, CompactIsOneLineWithoutSpaces) {
   w.end_array();
   w.end_object();
   EXPECT_EQ(out, R"({"a":1,"e":[true,null],"f":{},"g":[-1,{"h":"x"}]})");
+}
+
+// What a JSON reader gets back for a string (report::document_string), against the escapes
+// above: valid UTF-8 as it is, each byte of an invalid sequence as U+0080-U+00FF in UTF-8.
+TEST(ReportDocumentString, ValidUtf8IsKept) {
+  EXPECT_EQ(document_string(""), "");
+  EXPECT_EQ(document_string("fx_level3"), "fx_level3");
+  EXPECT_EQ(document_string("a\n\"\x01"), "a\n\"\x01");  // escaped in JSON, read back as is
+  EXPECT_EQ(document_string("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+            "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");  // é € 😀
+  EXPECT_EQ(document_string(std::string("a\0b", 3)), std::string("a\0b", 3));
+}
+
+TEST(ReportDocumentString, BytesThatAreNotUtf8BecomeLatin1CodePoints) {
+  EXPECT_EQ(document_string("\xff"), "\xc3\xbf");              // U+00FF
+  EXPECT_EQ(document_string("a\x80z"), "a\xc2\x80z");          // lone continuation byte
+  EXPECT_EQ(document_string("\xc3"), "\xc3\x83");              // truncated at the end
+  EXPECT_EQ(document_string("\xc3z"), "\xc3\x83z");            // truncated by an ASCII byte
+  EXPECT_EQ(document_string("\xc0\xaf"), "\xc3\x80\xc2\xaf");  // overlong '/'
+  EXPECT_EQ(document_string("\xed\xa0\x80"), "\xc3\xad\xc2\xa0\xc2\x80");  // surrogate
+  EXPECT_EQ(document_string("\xf4\x90\x80\x80"),
+            "\xc3\xb4\xc2\x90\xc2\x80\xc2\x80");  // above U+10FFFF
+  // Valid sequences around an invalid byte stay as they are.
+  EXPECT_EQ(document_string("\xc3\xa9\xff\xe2\x82\xac"), "\xc3\xa9\xc3\xbf\xe2\x82\xac");
 }
 
 }  // namespace

@@ -207,6 +207,35 @@ std::string render_thread(const BacktraceReport& report, const ThreadReport& thr
 std::string render_json(const BacktraceReport& report, const JsonOptions& options = {});
 void render_json(const BacktraceReport& report, const RenderSink& sink,
                  const JsonOptions& options = {});
+// The ehbt-backtrace/1 document as a sequence of events, for a front end that builds its own
+// objects from it (the Python module's Report.to_dict: a dict without the JSON text and its
+// parse). render_json is this sequence written as JSON: one renderer decides every field.
+// Strings arrive as the report holds them (any bytes); document_string() gives the text a
+// JSON reader gets back from render_json for them.
+class DocumentEvents {
+ public:
+  virtual ~DocumentEvents() = default;
+  // `one_line`: a layout hint for text (a frame, a module on one line).
+  virtual void begin_object(bool one_line) = 0;
+  virtual void end_object() = 0;
+  virtual void begin_array(bool one_line) = 0;
+  virtual void end_array() = 0;
+  // Inside an object: the key of the next value.
+  virtual void key(std::string_view k) = 0;
+  virtual void string(std::string_view s) = 0;
+  virtual void integer(int64_t v) = 0;
+  virtual void unsigned_integer(uint64_t v) = 0;
+  virtual void boolean(bool v) = 0;
+  virtual void null() = 0;
+  // After each frame's object: where a writer of text may hand out what it has so far.
+  virtual void after_frame() {}
+};
+void render_document(const BacktraceReport& report, DocumentEvents& events);
+// `s` as a JSON reader reads it back from the document: `s` itself where it is valid UTF-8,
+// each byte outside a valid sequence as the code point of the same value (U+0080-U+00FF),
+// encoded in UTF-8. Always valid UTF-8.
+std::string document_string(std::string_view s);
+
 // The warnings for stderr in text mode: "warning: <message> (use --sysroot DIR)", one a line.
 std::string render_warnings(const BacktraceReport& report);
 // 0 when every thread ended at an outermost frame or at max_frames, 1 otherwise.

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "bindings.hpp"
+#include "document_dict.hpp"
 #include "ehbt/report.hpp"
 
 namespace ehbt::py {
@@ -56,10 +57,6 @@ Warning warning_from_py(const pyb::handle& obj) {
   if (pyb::isinstance<Warning>(obj)) return obj.cast<Warning>();
   // A front end's own remark (a plain message): kind "other", no file, no option.
   return Warning{"other", pyb::str(obj).cast<std::string>(), "", ""};
-}
-
-pyb::object json_loads(const std::string& text) {
-  return pyb::module_::import("json").attr("loads")(text);
 }
 
 // A signal's sender from set_signal's sender_pid/sender_uid (nothing without a pid).
@@ -451,11 +448,8 @@ void bind_report(pyb::module_& m) {
           "The ehbt-backtrace/1 document, newline-terminated: indented as the CLI prints it, "
           "or on one line (compact=True, as the debugger commands print it).")
       .def(
-          "to_dict",
-          [](const PyReport& p) {
-            return json_loads(rep::render_json(p.r, rep::JsonOptions{true}));
-          },
-          "The document as a dict: json.loads(self.json()).")
+          "to_dict", [](const PyReport& p) { return document_dict(p.r); },
+          "The document as a dict, equal to json.loads(self.json()) (built without the text).")
       .def("__repr__", [](const PyReport& p) {
         return "Report(" + p.r.arch + ", " + std::to_string(p.r.threads.size()) + " threads)";
       });

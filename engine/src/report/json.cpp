@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ehbt-backtrace/1 rendering of a backtrace report (docs/formats.md).
 #include "ehbt/report.hpp"
+#include "report/document_writer.hpp"
 #include "report/json_writer.hpp"
 
 namespace ehbt::report {
@@ -11,7 +12,7 @@ std::optional<std::string> or_null(const std::string& s) {
 }
 
 // {"file", "line", "column"} (column null when unknown), or null.
-void position_value(JsonWriter& w, const std::optional<SourcePosition>& at) {
+void position_value(DocumentWriter& w, const std::optional<SourcePosition>& at) {
   if (!at) {
     w.null();
     return;
@@ -25,6 +26,38 @@ void position_value(JsonWriter& w, const std::optional<SourcePosition>& at) {
   }
   w.end_object();
 }
+
+// The events written as JSON text, handed to `sink` in pieces of about kRenderChunk bytes cut
+// between frames (the writer keeps its nesting state apart from the text: emptying it is safe).
+class JsonEvents final : public DocumentEvents {
+ public:
+  JsonEvents(const RenderSink& sink, bool compact) : sink_(sink), w_(out_, compact) {
+    out_.reserve(kRenderChunk + 4096);
+  }
+  void begin_object(bool one_line) override { w_.begin_object(one_line); }
+  void end_object() override { w_.end_object(); }
+  void begin_array(bool one_line) override { w_.begin_array(one_line); }
+  void end_array() override { w_.end_array(); }
+  void key(std::string_view k) override { w_.key(k); }
+  void string(std::string_view s) override { w_.value(s); }
+  void integer(int64_t v) override { w_.value(v); }
+  void unsigned_integer(uint64_t v) override { w_.value(v); }
+  void boolean(bool v) override { w_.value(v); }
+  void null() override { w_.null(); }
+  void after_frame() override {
+    if (out_.size() >= kRenderChunk) sink_(out_);
+  }
+  // The document's last piece, with its final newline.
+  void finish() {
+    out_ += '\n';
+    sink_(out_);
+  }
+
+ private:
+  const RenderSink& sink_;
+  std::string out_;
+  JsonWriter w_;
+};
 
 }  // namespace
 
@@ -41,9 +74,13 @@ std::string render_json(const BacktraceReport& r, const JsonOptions& options) {
 }
 
 void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOptions& options) {
-  std::string out;
-  out.reserve(kRenderChunk + 4096);
-  JsonWriter w(out, options.compact);
+  JsonEvents events(sink, options.compact);
+  render_document(r, events);
+  events.finish();
+}
+
+void render_document(const BacktraceReport& r, DocumentEvents& events) {
+  DocumentWriter w(events);
   w.begin_object();
   w.field("format", "ehbt-backtrace/1");
   if (r.core) w.field("core", *r.core);
@@ -129,16 +166,13 @@ void render_json(const BacktraceReport& r, const RenderSink& sink, const JsonOpt
       w.end_array();
       if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
       w.end_object();
-      // The writer keeps its nesting state apart from the text: emptying it is safe.
-      if (out.size() >= kRenderChunk) sink(out);
+      events.after_frame();
     }
     w.end_array();
     w.end_object();
   }
   w.end_array();
   w.end_object();
-  out += '\n';
-  sink(out);
 }
 
 }  // namespace ehbt::report

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "ehbt/report.hpp"
 #include "report/numbers.hpp"
 
 namespace ehbt::report {
@@ -121,6 +122,31 @@ void append_json_quoted(std::string& out, std::string_view s) {
     }
   }
   out += '"';
+}
+
+std::string document_string(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {  // the common case: valid UTF-8 throughout, returned as it is
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const std::size_t len = c < 0x80 ? 1 : utf8_sequence_length(s, i);
+    if (len == 0) break;
+    i += len;
+  }
+  if (i == s.size()) return std::string(s);
+  std::string out(s.substr(0, i));
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const std::size_t len = c < 0x80 ? 1 : utf8_sequence_length(s, i);
+    if (len == 0) {  // as append_json_quoted's \u00XX: U+0080-U+00FF in UTF-8
+      out += static_cast<char>(0xc0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+      ++i;
+    } else {
+      out.append(s.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
 }
 
 std::string json_quote(std::string_view s) {

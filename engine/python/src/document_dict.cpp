@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Report.to_dict (see document_dict.hpp): one Python object per document event.
+#include "document_dict.hpp"
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ehbt::py {
+namespace {
+
+namespace pyb = pybind11;
+
+// Builds the objects as the events arrive: the open containers on a stack, the last key of
+// the innermost object waiting for its value. Errors (no memory) are Python's own, raised.
+class DictBuilder final : public report::DocumentEvents {
+ public:
+  void begin_object(bool) override { open(pyb::dict()); }
+  void end_object() override { close(); }
+  void begin_array(bool) override { open(pyb::list()); }
+  void end_array() override { close(); }
+  void key(std::string_view k) override { key_ = interned(k); }
+  void string(std::string_view s) override { add(text(s)); }
+  void integer(int64_t v) override { add(pyb::int_(v)); }
+  void unsigned_integer(uint64_t v) override { add(pyb::int_(v)); }
+  void boolean(bool v) override { add(pyb::bool_(v)); }
+  void null() override { add(pyb::none()); }
+
+  pyb::object result() { return std::move(root_); }
+
+ private:
+  // What json.loads gives for the JSON string of `s` (report::document_string's rule): the
+  // bytes themselves when they are UTF-8 (nearly every name and path), else the bytes that
+  // are not as U+0080-U+00FF.
+  static pyb::object text(std::string_view s) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "strict");
+    if (o == nullptr) {
+      PyErr_Clear();
+      const std::string visible = report::document_string(s);
+      o = PyUnicode_DecodeUTF8(visible.data(), static_cast<Py_ssize_t>(visible.size()), "strict");
+      if (o == nullptr) throw pyb::error_already_set();
+    }
+    return pyb::reinterpret_steal<pyb::object>(o);
+  }
+
+  // The keys are the renderer's few names: one str each, shared by every object.
+  pyb::object interned(std::string_view k) {
+    auto it = keys_.find(k);
+    if (it == keys_.end()) it = keys_.emplace(std::string(k), text(k)).first;
+    return it->second;
+  }
+
+  void add(pyb::object value) {
+    if (open_.empty()) {
+      root_ = std::move(value);
+      return;
+    }
+    pyb::handle top = open_.back();
+    if (PyList_Check(top.ptr())) {
+      if (PyList_Append(top.ptr(), value.ptr()) != 0) throw pyb::error_already_set();
+    } else if (PyDict_SetItem(top.ptr(), key_.ptr(), value.ptr()) != 0) {
+      throw pyb::error_already_set();
+    }
+  }
+  void open(pyb::object container) {
+    add(container);
+    open_.push_back(std::move(container));
+  }
+  void close() {
+    if (!open_.empty()) open_.pop_back();
+  }
+
+  std::vector<pyb::object> open_;
+  pyb::object key_;
+  pyb::object root_;
+  // Transparent hashing: a string_view is looked up without making a std::string of it.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, pyb::object, Hash, std::equal_to<>> keys_;
+};
+
+}  // namespace
+
+pybind11::object document_dict(const report::BacktraceReport& report) {
+  DictBuilder builder;
+  report::render_document(report, builder);
+  return builder.result();
+}
+
+}  // namespace ehbt::py
