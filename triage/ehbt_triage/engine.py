@@ -141,7 +141,8 @@ def _analyze_in_process(path, sysroots, exe, debug_dirs, debuginfod):
         raise AnalysisError(str(e) or "unusable core") from None
     try:
         # The engine's own report, as `ehbt core --json --all-threads` writes it: every thread
-        # unwound and every frame named in C++ without the GIL, then one json.loads.
+        # unwound and every frame named in C++ without the GIL, then built as a dict from the
+        # report layer's document events (no JSON text in between).
         return ehbt.target_report(target, threads="all", core=path).to_dict()
     finally:
         target.close()
