@@ -5,6 +5,7 @@
 #include <dwarf.h>
 #include <gelf.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -120,7 +121,7 @@ Elf_Scn* section_named(Elf* elf, const char* wanted) {
 SparseDwarf::~SparseDwarf() {
   if (dwarf_ != nullptr) dwarf_end(dwarf_);
   if (elf_ != nullptr) elf_end(elf_);
-  if (copy_ != nullptr) munmap(copy_, copy_size_);
+  if (map_ != nullptr) munmap(map_, map_size_);
 }
 
 bool SparseDwarf::holds(uint64_t unit) const {
@@ -134,8 +135,8 @@ std::unique_ptr<SparseDwarf> SparseDwarf::open(const DwarfFile& full, std::vecto
   units.erase(std::unique(units.begin(), units.end()), units.end());
 
   std::unique_ptr<SparseDwarf> s(new SparseDwarf);
-  // A libelf handle of its own: its .debug_info descriptor is pointed at the copy, which the
-  // full handle's must never see.
+  // A libelf handle of its own: its .debug_info descriptor is pointed at the private mapping, which
+  // the full handle's must never see.
   s->elf_ = elf_begin(full.fd(), ELF_C_READ_MMAP, nullptr);
   if (s->elf_ == nullptr || elf_kind(s->elf_) != ELF_K_ELF) return nullptr;
   const DebugSections sections = scan_debug_sections(s->elf_);
@@ -150,30 +151,37 @@ std::unique_ptr<SparseDwarf> SparseDwarf::open(const DwarfFile& full, std::vecto
 
   const std::vector<Unit> chain = chain_units(full.dwarf(), size, units, max_units);
   if (chain.empty()) return nullptr;
-  void* copy = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy == MAP_FAILED) return nullptr;
-  s->copy_ = copy;
-  s->copy_size_ = size;
-  auto* buf = static_cast<std::byte*>(copy);
-  const auto* src = static_cast<const std::byte*>(info->d_buf);
+  // The section mapped privately from the file: the units read are the file's pages (no
+  // copy), and only the pages a filler header is written into become the process's own.
+  GElf_Shdr sh;
+  if (gelf_getshdr(info_scn, &sh) == nullptr || sh.sh_size != size) return nullptr;
+  const long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return nullptr;
+  const uint64_t map_from = sh.sh_offset & ~static_cast<uint64_t>(page - 1);
+  const uint64_t lead = sh.sh_offset - map_from;
+  void* map = mmap(nullptr, lead + size, PROT_READ | PROT_WRITE, MAP_PRIVATE, full.fd(),
+                   static_cast<off_t>(map_from));
+  if (map == MAP_FAILED) return nullptr;
+  s->map_ = map;
+  s->map_size_ = lead + size;
+  std::byte* buf = static_cast<std::byte*>(map) + lead;
   std::vector<Unit> placed;
-  uint64_t filled_to = 0;  // [0, filled_to) is laid out
+  uint64_t laid_to = 0;  // [0, laid_to) is laid out
   for (const Unit& u : chain) {
-    if (!fillable(u.start - filled_to)) continue;  // left inside the next filler: not held
-    if (u.start > filled_to) write_filler(buf, filled_to, u.start - filled_to, u, big_endian);
-    std::memcpy(buf + u.start, src + u.start, u.end - u.start);
-    filled_to = u.end;
+    if (!fillable(u.start - laid_to)) continue;  // left inside the next filler: not held
+    if (u.start > laid_to) write_filler(buf, laid_to, u.start - laid_to, u, big_endian);
+    laid_to = u.end;
     placed.push_back(u);
   }
   if (placed.empty()) return nullptr;
   // Past the last unit: one filler to the end where it fits; libdw's search for a unit
   // placed here stops before it either way.
-  if (size - filled_to >= kFillerHeader && fillable(size - filled_to)) {
-    write_filler(buf, filled_to, size - filled_to, placed.back(), big_endian);
+  if (size - laid_to >= kFillerHeader && fillable(size - laid_to)) {
+    write_filler(buf, laid_to, size - laid_to, placed.back(), big_endian);
   }
-  // libelf's descriptor for the section, which dwarf_begin_elf reads: the copy from now on.
+  // libelf's descriptor for the section, which dwarf_begin_elf reads: that mapping from now on.
   // (libelf frees only what it allocated itself, never d_buf.)
-  info->d_buf = copy;
+  info->d_buf = buf;
   s->dwarf_ = dwarf_begin_elf(s->elf_, DWARF_C_READ, nullptr);
   if (s->dwarf_ == nullptr) return nullptr;
   if (Dwarf* alt = full.alt_dwarf()) dwarf_setalt(s->dwarf_, alt);

@@ -4,9 +4,10 @@
 // Why: libdw finds the unit of a DIE offset by reading, and keeping in a tree, every unit
 // before it (a Dwarf_CU with its own abbreviation hash each); a lookup in libc's debug file
 // (4000 units) spends most of its time and a few megabytes of heap there, in every process.
-// Here .debug_info is a copy in which the wanted units sit at their own offsets and every gap
-// between them is one filler unit (a header whose length spans the gap, no DIEs): libdw walks
-// a few units instead of thousands, and every offset, DIE and attribute reads as in the file.
+// Here .debug_info is the file's, mapped privately, with a filler unit header (its length
+// spanning the gap, no DIEs) written where each gap between the wanted units starts: libdw
+// walks a few units instead of thousands, and every offset, DIE and attribute of a wanted
+// unit reads as in the file (the bytes are the file's).
 //
 // Only what libdw reads the same way in both handles is served here: a unit is held only when
 // (1) the chain of unit headers from the section's start lands on it, as libdw's own walk
@@ -51,8 +52,8 @@ class SparseDwarf {
   SparseDwarf() = default;
   Elf* elf_ = nullptr;
   Dwarf* dwarf_ = nullptr;
-  void* copy_ = nullptr;  // the sparse .debug_info (an anonymous mapping: gaps cost nothing)
-  std::size_t copy_size_ = 0;
+  void* map_ = nullptr;  // the sparse .debug_info: the file's, mapped privately, fillers written
+  std::size_t map_size_ = 0;
   std::vector<uint64_t> units_;  // sorted
 };
 
