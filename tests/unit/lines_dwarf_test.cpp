@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ehbt/image.hpp"
+#include "elf/image_impl.hpp"
 #include "lines/dwarf_lookup.hpp"
 #include "lines/module_lines.hpp"
 #include "lines/source_lookup.hpp"
@@ -158,6 +159,22 @@ TEST(LinesDwarf, DwzCommonFile) {
   // debug file's .gnu_debugaltlink records.
   ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
   check_program(module_of(img), pcs);
+}
+
+// Images whose section headers name no .debug_info are not opened again by the lines area
+// (Image::Impl::no_debug_info); every other form keeps its DWARF.
+TEST(LinesDwarf, ImagesKnowWhenTheyHoldNoDebugInfo) {
+  auto no_info = [](const std::string& name) {
+    auto img = open_image(name);
+    return img && ImageLoader::impl(*img).no_debug_info;
+  };
+  EXPECT_TRUE(no_info("dw5.stripped"));
+  EXPECT_FALSE(no_info("dw5"));
+  EXPECT_FALSE(no_info("dw5.debug"));
+  EXPECT_FALSE(no_info("dw5z"));  // SHF_COMPRESSED: still named .debug_info
+  if (exists(kFixtures + "/dw4zgnu")) {
+    EXPECT_FALSE(no_info("dw4zgnu"));  // .zdebug_info
+  }
 }
 
 // The sparse handle (lines/sparse_dwarf.hpp): pcs said before their lookups are read from a
