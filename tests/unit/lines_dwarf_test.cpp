@@ -194,7 +194,9 @@ void check_prepared(const std::string& name, const std::string& debug, std::size
     ASSERT_TRUE(img->attach_debug_file(open_image(debug)));
   }
   const Module m = module_of(img);
-  lines::prepare_sources(m, pcs, Limits{});
+  // Every unit through the sparse handle, however near the section's start (a one-file
+  // program's units are; libc's mostly are not).
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
   check_program(m, pcs);
   EXPECT_EQ(sparse_answers(*img), want_sparse);
 }
@@ -216,8 +218,20 @@ TEST(LinesDwarf, SparseHandleWithTheDwzCommonFile) {
   const std::vector<uint64_t> pcs = lookup_pcs("dwzA.stripped", *img);
   ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
   const Module m = module_of(img);
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  check_program(m, pcs);
+}
+
+TEST(LinesDwarf, UnitsNearTheSectionStartKeepTheFullHandle) {
+  // A one-file program's units come before a few ranges: the report's preparation leaves
+  // them to the full handle, which answers the same.
+  auto img = open_image("dw5");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw5", *img);
+  const Module m = module_of(img);
   lines::prepare_sources(m, pcs, Limits{});
   check_program(m, pcs);
+  EXPECT_EQ(sparse_answers(*img), 0u);
 }
 
 TEST(LinesDwarf, NoSparseHandleOnceTheFullOneSearched) {
@@ -228,7 +242,7 @@ TEST(LinesDwarf, NoSparseHandleOnceTheFullOneSearched) {
   const Module m = module_of(img);
   // pcs[0] through the full handle: its tree of units is built, a sparse copy would not pay.
   ASSERT_TRUE(lines::lookup_source(m, pcs[0], Limits{}).has_value());
-  lines::prepare_sources(m, pcs, Limits{});
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
   check_program(m, pcs);
   EXPECT_EQ(sparse_answers(*img), 0u);
 }

@@ -2,6 +2,8 @@
 // An image's line index (see module_lines.hpp).
 #include "lines/module_lines.hpp"
 
+#include <algorithm>
+
 #include "lines/dwarf_lookup.hpp"
 
 namespace ehbt::lines {
@@ -28,7 +30,8 @@ std::size_t ModuleLines::sparse_answers() const {
   return sparse_answers_;
 }
 
-void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limits) {
+void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limits,
+                          std::size_t min_ranges) {
   if (!file_) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (full_searched_ || sparse_) return;
@@ -38,6 +41,10 @@ void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limi
     if (auto unit = units_->table_offset(pc, limits)) units.push_back(*unit);
   }
   if (units.empty()) return;
+  // The sparse handle costs a handle of its own (tens of microseconds); libdw's walk to
+  // units near the start of the section costs less.
+  const uint64_t last = *std::max_element(units.begin(), units.end());
+  if (units_->ranges_before(last, min_ranges) < min_ranges) return;
   sparse_ = SparseDwarf::open(*file_, std::move(units), limits.max_line_dies);
 }
 

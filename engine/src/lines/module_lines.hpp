@@ -37,7 +37,12 @@ class ModuleLines final : public ImageCache {
   // the full one, whose first search for a unit reads every unit before it. Nothing happens
   // once the full handle has searched (its tree of units is then built: triage's workers
   // share the image across cores) or a sparse handle exists.
-  void prepare(std::span<const uint64_t> link_pcs, const Limits& limits);
+  // Below `min_ranges` ranges of .debug_aranges before the last unit needed the full handle
+  // is kept: libdw's walk to units near the start of the section costs less than opening
+  // the sparse handle (tens of microseconds; 256 ranges are about 170 of libc's units).
+  static constexpr std::size_t kSparseMinRanges = 256;
+  void prepare(std::span<const uint64_t> link_pcs, const Limits& limits,
+               std::size_t min_ranges = kSparseMinRanges);
   // Lookups answered through the sparse handle (for tests).
   std::size_t sparse_answers() const;
 

@@ -119,6 +119,14 @@ std::optional<uint64_t> UnitIndex::table_offset(Dwarf_Addr pc, const Limits& lim
   return entry->unit;
 }
 
+std::size_t UnitIndex::ranges_before(uint64_t offset, std::size_t cap) const {
+  std::size_t n = 0;
+  for (const ArangeEntry& e : table_) {
+    if (e.unit < offset && ++n >= cap) break;
+  }
+  return n;
+}
+
 UnitSearch UnitIndex::find_in(Dwarf* other, Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit) {
   if (source_ == Source::Unchecked) choose(limits);
   if (source_ != Source::Table) return UnitSearch::Error;

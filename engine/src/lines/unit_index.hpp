@@ -32,6 +32,9 @@ class UnitIndex {
   // find(), in `other`: a handle over the same file (sparse_dwarf.hpp) holding the unit
   // table_offset() names for `pc`. Any failure is Error: the caller asks find() then.
   UnitSearch find_in(Dwarf* other, Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit);
+  // How many ranges of the table belong to units before `offset`, counted up to `cap`: what
+  // libdw's walk to that unit costs, roughly (most units have one or two ranges).
+  std::size_t ranges_before(uint64_t offset, std::size_t cap) const;
 
  private:
   struct Range {
