@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "ehbt/image.hpp"
+#include "elf/image_impl.hpp"
 #include "lines/dwarf_lookup.hpp"
+#include "lines/module_lines.hpp"
 #include "lines/source_lookup.hpp"
+#include "lines/sparse_dwarf.hpp"
 #include "report/source_lines.hpp"
 
 namespace ehbt {
@@ -156,6 +159,134 @@ TEST(LinesDwarf, DwzCommonFile) {
   // debug file's .gnu_debugaltlink records.
   ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
   check_program(module_of(img), pcs);
+}
+
+// Images whose section headers name no .debug_info are not opened again by the lines area
+// (Image::Impl::no_debug_info); every other form keeps its DWARF.
+TEST(LinesDwarf, ImagesKnowWhenTheyHoldNoDebugInfo) {
+  auto no_info = [](const std::string& name) {
+    auto img = open_image(name);
+    return img && ImageLoader::impl(*img).no_debug_info;
+  };
+  EXPECT_TRUE(no_info("dw5.stripped"));
+  EXPECT_FALSE(no_info("dw5"));
+  EXPECT_FALSE(no_info("dw5.debug"));
+  EXPECT_FALSE(no_info("dw5z"));  // SHF_COMPRESSED: still named .debug_info
+  if (exists(kFixtures + "/dw4zgnu")) {
+    EXPECT_FALSE(no_info("dw4zgnu"));  // .zdebug_info
+  }
+}
+
+// The sparse handle (lines/sparse_dwarf.hpp): pcs said before their lookups are read from a
+// copy of .debug_info holding only their units. The answers are the program's structure, as
+// through the full handle, and the count says which handle gave them.
+std::size_t sparse_answers(const Image& img) {
+  lines::ModuleLines* dwarf = lines::module_lines(img, Limits{});
+  return dwarf != nullptr ? dwarf->sparse_answers() : 0;
+}
+
+void check_prepared(const std::string& name, const std::string& debug, std::size_t want_sparse) {
+  SCOPED_TRACE(name);
+  auto img = open_image(name);
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs(name, *img);
+  if (!debug.empty()) {
+    ASSERT_TRUE(img->attach_debug_file(open_image(debug)));
+  }
+  const Module m = module_of(img);
+  // Every unit through the sparse handle, however near the section's start (a one-file
+  // program's units are; libc's mostly are not).
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  check_program(m, pcs);
+  EXPECT_EQ(sparse_answers(*img), want_sparse);
+}
+
+TEST(LinesDwarf, PreparedPcsAreAnsweredThroughTheSparseHandle) {
+  check_prepared("dw4", "", 2);
+  check_prepared("dw5", "", 2);
+  check_prepared("dw5.stripped", "dw5.debug", 2);
+  // A skeleton unit (split DWARF) is no plain compile unit: the full handle answers.
+  check_prepared("split", "", 0);
+}
+
+TEST(LinesDwarf, SparseHandleWithTheDwzCommonFile) {
+  if (!exists(kFixtures + "/lines.dwz")) GTEST_SKIP() << "dwz not installed";
+  // References into the common file go to the same alt handle: names read as through the
+  // full handle (check_program), whichever handle answered.
+  auto img = open_image("dwzA.stripped");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dwzA.stripped", *img);
+  ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
+  const Module m = module_of(img);
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  check_program(m, pcs);
+}
+
+TEST(LinesDwarf, UnitsNearTheSectionStartKeepTheFullHandle) {
+  // A one-file program's units come before a few ranges: the report's preparation leaves
+  // them to the full handle, which answers the same.
+  auto img = open_image("dw5");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw5", *img);
+  const Module m = module_of(img);
+  lines::prepare_sources(m, pcs, Limits{});
+  check_program(m, pcs);
+  EXPECT_EQ(sparse_answers(*img), 0u);
+}
+
+TEST(LinesDwarf, NoSparseHandleOnceTheFullOneSearched) {
+  auto img = open_image("dw5");
+  ASSERT_TRUE(img);
+  const std::vector<uint64_t> pcs = lookup_pcs("dw5", *img);
+  ASSERT_EQ(pcs.size(), 2u);
+  const Module m = module_of(img);
+  // pcs[0] through the full handle: its tree of units is built, a sparse copy would not pay.
+  ASSERT_TRUE(lines::lookup_source(m, pcs[0], Limits{}).has_value());
+  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  check_program(m, pcs);
+  EXPECT_EQ(sparse_answers(*img), 0u);
+}
+
+TEST(LinesDwarf, SparseHandleHoldsOnlyUnitsTheHeaderChainLandsOn) {
+  auto img = open_image("dw5");
+  ASSERT_TRUE(img);
+  lines::OpenedDwarf opened = lines::open_image_dwarf(*img, Limits{});
+  ASSERT_TRUE(opened.file);
+  Dwarf* full = opened.file->dwarf();
+  // The program's units, by their headers' offsets, as libdw reads them.
+  std::vector<uint64_t> starts;
+  Dwarf_Off off = 0, next = 0;
+  while (dwarf_next_unit(full, off, &next, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                         nullptr) == 0) {
+    starts.push_back(off);
+    off = next;
+  }
+  ASSERT_FALSE(starts.empty());
+  const uint64_t last = starts.back();
+  // One byte into a unit is no unit's start: never held, and alone nothing to open.
+  EXPECT_EQ(lines::SparseDwarf::open(*opened.file, {last + 1}, 1u << 20), nullptr);
+  auto sparse = lines::SparseDwarf::open(*opened.file, {last + 1, last}, 1u << 20);
+  ASSERT_NE(sparse, nullptr);
+  EXPECT_TRUE(sparse->holds(last));
+  EXPECT_FALSE(sparse->holds(last + 1));
+  // The held unit reads as in the file: the same DIE offset and name for its unit DIE.
+  std::size_t header = 0;
+  ASSERT_EQ(dwarf_next_unit(full, last, &next, &header, nullptr, nullptr, nullptr, nullptr, nullptr,
+                            nullptr),
+            0);
+  Dwarf_Die a, b;
+  ASSERT_NE(dwarf_offdie(full, last + header, &a), nullptr);
+  ASSERT_NE(dwarf_offdie(sparse->dwarf(), last + header, &b), nullptr);
+  EXPECT_EQ(dwarf_tag(&a), dwarf_tag(&b));
+  const char* name_a = dwarf_diename(&a);
+  const char* name_b = dwarf_diename(&b);
+  ASSERT_NE(name_a, nullptr);
+  ASSERT_NE(name_b, nullptr);
+  EXPECT_STREQ(name_a, name_b);
+  // Too few unit headers allowed to reach it: nothing held.
+  if (starts.size() > 1) {
+    EXPECT_EQ(lines::SparseDwarf::open(*opened.file, {last}, 1), nullptr);
+  }
 }
 
 // GDB's names (GDB 13, `bt`), by the cases seen in its output: `gcc -g crash.c` (DWARF 5, dir 0

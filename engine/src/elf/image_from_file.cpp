@@ -213,18 +213,28 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
   if (elf_getshdrnum(e, &shnum) == 0 && shnum > 0) {
     im.has_section_headers = true;
     const bool have_names = elf_getshdrstrndx(e, &shstrndx) == 0;
+    bool all_named = have_names;
+    bool saw_info = false;
     Elf_Scn* scn = nullptr;
-    for (uint32_t n = 0; n < elf::kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
+    uint32_t n = 0;
+    for (; n < elf::kMaxSections && (scn = elf_nextscn(e, scn)) != nullptr; ++n) {
       GElf_Shdr sh;
-      if (gelf_getshdr(scn, &sh) == nullptr) continue;
+      if (gelf_getshdr(scn, &sh) == nullptr) {
+        all_named = false;
+        continue;
+      }
       std::span<const std::byte> raw;
       if (sh.sh_type != SHT_NOBITS) raw = slice(file, sh.sh_offset, sh.sh_size);
       if (sh.sh_type == SHT_NOTE) {
         facts.notes.emplace_back(raw, sh.sh_addralign);
       }
       const char* cname = have_names ? elf_strptr(e, shstrndx, sh.sh_name) : nullptr;
-      if (cname == nullptr) continue;
+      if (cname == nullptr) {
+        all_named = false;
+        continue;
+      }
       const std::string_view name(cname);
+      if (name == ".debug_info" || name == ".zdebug_info") saw_info = true;
       if (name == ".note.gnu.build-id" && sh.sh_type == SHT_NOTE) {
         facts.build_id_notes.emplace_back(raw, sh.sh_addralign);
       } else if (name == ".eh_frame_hdr" && !facts.has_eh_frame_hdr) {
@@ -261,6 +271,8 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
         }
       }
     }
+    // Known only when the loop saw every section (elf_nextscn ran out, not the cap).
+    im.no_debug_info = all_named && !saw_info && scn == nullptr;
   }
 
   // Without section headers (or without these sections), the program headers lead the way

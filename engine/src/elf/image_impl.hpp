@@ -105,6 +105,10 @@ struct Image::Impl {
   SectionRef gopclntab_section;
   uint64_t text_addr = 0;
   bool has_section_headers = false;
+  // Every section header was read, named, and none is .debug_info (or .zdebug_info): the
+  // lines area need not open the file again to learn it has no DWARF (libc.so.6, whose
+  // DWARF is in its debug file). False when not known.
+  bool no_debug_info = false;
   std::once_flag go_once;
   std::optional<elf::GoPclntab> go;
   uint64_t go_addr = 0;  // the table's link-time address

@@ -131,6 +131,8 @@ OpenedDwarf open_image_dwarf(const Image& image, const Limits& limits) {
       candidate = debug.get();
       if (candidate == nullptr) continue;
     }
+    // An image whose section headers name no .debug_info has none to open.
+    if (ImageLoader::impl(*candidate).no_debug_info) continue;
     std::unique_ptr<DwarfFile> f = DwarfOpener::open_elf(*candidate, limits);
     if (!f) continue;
     if (!DwarfOpener::begin(*f, limits, out.problem)) {

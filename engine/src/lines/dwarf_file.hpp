@@ -28,6 +28,10 @@ class DwarfFile {
 
   Dwarf* dwarf() const { return dwarf_; }
   const std::string& path() const { return path_; }
+  // The descriptor the Elf was opened from (the cached copy's when there is one); -1 for an
+  // image's own bytes.
+  int fd() const { return fd_; }
+  Dwarf* alt_dwarf() const { return alt_ ? alt_->dwarf_ : nullptr; }
 
  private:
   friend struct DwarfOpener;

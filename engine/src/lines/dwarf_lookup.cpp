@@ -152,10 +152,12 @@ Dwarf_Line* statement_row(Dwarf_Lines* table, std::size_t rows, Dwarf_Line* row)
 
 }  // namespace
 
-DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits) {
+DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits, Dwarf* sparse) {
   DwarfLookup out;
   UnitView u;
-  switch (units.find(pc, limits, u.line_cu)) {
+  const UnitSearch search = sparse != nullptr ? units.find_in(sparse, pc, limits, u.line_cu)
+                                              : units.find(pc, limits, u.line_cu);
+  switch (search) {
     case UnitSearch::Found:
       break;
     case UnitSearch::None:

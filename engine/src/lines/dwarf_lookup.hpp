@@ -19,7 +19,10 @@ struct DwarfLookup {
   std::string problem;             // why, when malformed or past a limit ("" otherwise)
 };
 
-DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits);
+// `sparse`, when given, is a handle (sparse_dwarf.hpp) holding the unit of `pc`: the DIEs
+// and line table are read from it (UnitIndex::find_in), the same as from the full handle.
+DwarfLookup lookup_dwarf(UnitIndex& units, Dwarf_Addr pc, const Limits& limits,
+                         Dwarf* sparse = nullptr);
 
 // A file name as GDB shows it. `path` is libdw's: the line table's name joined with its
 // directory entry as recorded (relative directories stay relative; DWARF 4's entry 0 is the

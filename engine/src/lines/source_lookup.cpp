@@ -27,6 +27,13 @@ std::optional<uint64_t> WalkLookups::next(const Frame& frame, const Module* modu
   return link_pc;
 }
 
+void prepare_sources(const Module& module, std::span<const uint64_t> link_pcs,
+                     const Limits& limits) {
+  // Go's pcs are answered from .gopclntab; its DWARF (cgo's C code) is left as it was.
+  if (!module.image || elf::go_pclntab(*module.image) != nullptr) return;
+  if (ModuleLines* dwarf = module_lines(*module.image, limits)) dwarf->prepare(link_pcs, limits);
+}
+
 std::optional<SourceInfo> lookup_source(const Module& module, uint64_t link_pc,
                                         const Limits& limits, std::string* problem) {
   if (problem != nullptr) problem->clear();

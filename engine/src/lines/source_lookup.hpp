@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "ehbt/image.hpp"
@@ -49,5 +50,11 @@ class WalkLookups {
 // module (kWarningBadDebugInfo).
 std::optional<SourceInfo> lookup_source(const Module& module, uint64_t link_pc,
                                         const Limits& limits, std::string* problem = nullptr);
+
+// Says which pcs of `module` lookup_source is about to be asked (all of a report's frames in
+// it), so that their DWARF units are read alone (ModuleLines::prepare). Answers do not depend
+// on it; Go modules ignore it.
+void prepare_sources(const Module& module, std::span<const uint64_t> link_pcs,
+                     const Limits& limits);
 
 }  // namespace ehbt::lines

@@ -61,17 +61,17 @@ void UnitIndex::choose(const Limits& limits) {
   source_ = table_.empty() ? Source::Units : Source::Table;
 }
 
-bool UnitIndex::table_unit(const ArangeEntry& entry, Dwarf_Die& unit) {
+bool UnitIndex::table_unit(Dwarf* dwarf, const ArangeEntry& entry, Dwarf_Die& unit) {
   Dwarf_Off next = 0;
   std::size_t header = 0;
-  if (dwarf_next_unit(dwarf_, entry.unit, &next, &header, nullptr, nullptr, nullptr, nullptr,
+  if (dwarf_next_unit(dwarf, entry.unit, &next, &header, nullptr, nullptr, nullptr, nullptr,
                       nullptr, nullptr) != 0) {
     return false;
   }
   // libdw finds the unit holding the offset by reading every unit header before it, so an
   // entry that names no unit's start would land in another: the unit found must start there.
   Dwarf_Die cu;
-  return dwarf_offdie(dwarf_, entry.unit + header, &unit) != nullptr &&
+  return dwarf_offdie(dwarf, entry.unit + header, &unit) != nullptr &&
          dwarf_diecu(&unit, &cu, nullptr, nullptr) != nullptr &&
          dwarf_dieoffset(&cu) == entry.unit + header;
 }
@@ -103,12 +103,36 @@ UnitSearch UnitIndex::find(Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit)
   if (source_ == Source::Table) {
     const ArangeEntry* entry = find_arange(table_, pc);
     if (entry == nullptr) return UnitSearch::None;
-    if (table_unit(*entry, unit)) return UnitSearch::Found;
+    if (table_unit(dwarf_, *entry, unit)) return UnitSearch::Found;
     // Not a table libdw reads as this one does: from now on libdw's answers, all of them.
     source_ = Source::Libdw;
     table_.clear();
   }
   return find_libdw(pc, limits.max_line_dies, unit);
+}
+
+std::optional<uint64_t> UnitIndex::table_offset(Dwarf_Addr pc, const Limits& limits) {
+  if (source_ == Source::Unchecked) choose(limits);
+  if (source_ != Source::Table) return std::nullopt;
+  const ArangeEntry* entry = find_arange(table_, pc);
+  if (entry == nullptr) return std::nullopt;
+  return entry->unit;
+}
+
+std::size_t UnitIndex::ranges_before(uint64_t offset, std::size_t cap) const {
+  std::size_t n = 0;
+  for (const ArangeEntry& e : table_) {
+    if (e.unit < offset && ++n >= cap) break;
+  }
+  return n;
+}
+
+UnitSearch UnitIndex::find_in(Dwarf* other, Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit) {
+  if (source_ == Source::Unchecked) choose(limits);
+  if (source_ != Source::Table) return UnitSearch::Error;
+  const ArangeEntry* entry = find_arange(table_, pc);
+  if (entry == nullptr || !table_unit(other, *entry, unit)) return UnitSearch::Error;
+  return UnitSearch::Found;
 }
 
 UnitSearch UnitIndex::find_libdw(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit) {

@@ -8,6 +8,7 @@
 #include <elfutils/libdw.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ehbt/limits.hpp"
@@ -25,6 +26,15 @@ class UnitIndex {
  public:
   explicit UnitIndex(Dwarf* dwarf) : dwarf_(dwarf) {}
   UnitSearch find(Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit);
+  // The offset of the unit header .debug_aranges names for `pc`, when the table read by
+  // aranges_table.hpp is what answers (else nothing: libdw's own search decides).
+  std::optional<uint64_t> table_offset(Dwarf_Addr pc, const Limits& limits);
+  // find(), in `other`: a handle over the same file (sparse_dwarf.hpp) holding the unit
+  // table_offset() names for `pc`. Any failure is Error: the caller asks find() then.
+  UnitSearch find_in(Dwarf* other, Dwarf_Addr pc, const Limits& limits, Dwarf_Die& unit);
+  // How many ranges of the table belong to units before `offset`, counted up to `cap`: what
+  // libdw's walk to that unit costs, roughly (most units have one or two ranges).
+  std::size_t ranges_before(uint64_t offset, std::size_t cap) const;
 
  private:
   struct Range {
@@ -36,7 +46,7 @@ class UnitIndex {
   void choose(const Limits& limits);
   // The unit an entry of the table names, as libdw's dwarf_getaranges would give it; false
   // when the entry does not name the start of a readable unit (then libdw decides).
-  bool table_unit(const ArangeEntry& entry, Dwarf_Die& unit);
+  static bool table_unit(Dwarf* dwarf, const ArangeEntry& entry, Dwarf_Die& unit);
   UnitSearch find_libdw(Dwarf_Addr pc, uint32_t max_units, Dwarf_Die& unit);
   // False when the units cannot be read.
   bool build(uint32_t max_units);

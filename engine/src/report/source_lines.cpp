@@ -22,11 +22,18 @@ void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
   std::stable_sort(pending.begin(), pending.end(),
                    [](const PendingLine& a, const PendingLine& b) { return a.module < b.module; });
   std::string problem, said;
+  std::vector<uint64_t> pcs;
   for (std::size_t i = 0; i < pending.size();) {
     const Module& module = *pending[i].module;
     problem.clear();
+    std::size_t end = i;
+    pcs.clear();
+    for (; end < pending.size() && pending[end].module == &module; ++end) {
+      pcs.push_back(pending[end].link_pc);
+    }
+    lines::prepare_sources(module, pcs, limits);
     std::size_t j = i;
-    for (; j < pending.size() && pending[j].module == &module; ++j) {
+    for (; j < end; ++j) {
       const PendingLine& p = pending[j];
       // A Go module answers from .gopclntab and, for its C code, DWARF: the DWARF's problem
       // is kept when a later frame's answer came from .gopclntab.
