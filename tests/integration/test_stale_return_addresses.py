@@ -127,6 +127,13 @@ def test_glibc_stripped_walks_exactly_gdbs_frames(ehbt_bin, glibc_expected):
 # through a register into _IO_new_file_xsputn: nothing ties such a call to the callee and no
 # table proves it by the frame above, so the scan stops there (validate.cpp, scan_step.cpp)
 # rather than take it or pass over it; the walk is GDB's frames cut short, not all of them.
+# Before that stop it also passes over raise: raise calls __pthread_kill, which reaches
+# __pthread_kill_implementation by tail jumps the proof cannot follow without symbols (it goes
+# on only from a function's start), so raise's return address is disproven, and abort's (after
+# its call to raise, whose body of unknown size holds a jump through a register) is taken as
+# the caller of frame 0. A frame of the truth, a skipped frame, the walk stopped: recorded here
+# exactly, as GDB's frames 0 and 2 (a known limit of the proof without symbols).
+STATIC_WITHOUT_TABLES = [0, 2]
 def test_glibc_without_tables_takes_no_stale_return_address(ehbt_bin, glibc_expected):
     """The same core with the executable's tables gone (its .notables copy as --exe): the
     fallbacks walk; every frame they give is one of GDB's in order, none in a print function,
@@ -145,6 +152,8 @@ def test_glibc_without_tables_takes_no_stale_return_address(ehbt_bin, glibc_expe
     if got != want:
         assert t["stop_reason"] != "outermost" and rc == 1 and len(stopped) == 1, (
             t["stop_reason"], t["stop_detail"])
+    if exp["program"] == GLIBC:
+        assert got == [want[i] for i in STATIC_WITHOUT_TABLES], (names, t["stop_detail"])
     if exp["program"] == GLIBC_DYN:  # libc's tables step over the stale words: every frame
         assert got == want, (names, t["stop_detail"])
         assert t["stop_reason"] == "outermost" and rc == 0 and stopped == []
@@ -199,7 +208,7 @@ def test_glibc_gdb_plugin_walks_exactly_gdbs_frames(build_dir, ehbt_bin, glibc_e
     """The GDB plugin (`ehbt -json` in `gdb EXE CORE`), with the stripped executable and with
     its .notables copy: GDB's frames of the unstripped copy, exactly, ending outermost. Static
     glibc without tables is the exception the CLI has too (see the comment above
-    test_glibc_without_tables_takes_no_stale_return_address): some of GDB's frames in order,
+    test_glibc_without_tables_takes_no_stale_return_address): GDB's frames 0 and 2 exactly,
     cut short before fwrite's stale return address, the walk stopped with a reason;
     the plugin gives the CLI's frames and stop exactly (the engine decides, not the host)."""
     import ehbt_py as h
@@ -218,9 +227,7 @@ def test_glibc_gdb_plugin_walks_exactly_gdbs_frames(build_dir, ehbt_bin, glibc_e
     want = [int(f["pc"], 16) for f in exp["frames"]]
     if cut_short:
         _, cli, _, _ = crashing_walk(ehbt_bin, exp["core"], "--exe", exe)
-        it = iter(want)
-        assert 0 < len(got) < len(want) and all(pc in it for pc in got), ce.describe(
-            thread["frames"])
+        assert got == [want[i] for i in STATIC_WITHOUT_TABLES], ce.describe(thread["frames"])
         assert (thread["stop_reason"], thread["stop_detail"]) == (
             cli["stop_reason"], cli["stop_detail"]) and thread["stop_reason"] != "outermost"
         assert got == [int(f["pc"], 16) for f in cli["frames"]]
