@@ -107,15 +107,13 @@ std::optional<std::string> skipped_return(StepContext& ctx) {
   const uint64_t pc = ctx.frame.pc;
   const uint64_t record = ctx.frame.regs.raw(info.fp_reg);  // where the step read its record
   const PerfMapEntry* own = ctx.frame.jit_entry;
-  uint64_t below = 0;  // the word under `at`: a pushed frame pointer when it equals `record`
-  bool have_below = false;
+  uint64_t below = 0;  // the word under `at` (past sp): a pushed frame pointer when it is `record`
   uint32_t seen = 0;
   for (uint64_t at = sp; at < record && seen < ctx.limits.max_scan_words; at += word, ++seen) {
     uint64_t v = 0;
     if (!ctx.mem.read_uint(at, word, false, v)) break;
-    const bool pushed_fp_below = have_below && below == record;
+    const bool pushed_fp_below = at != sp && below == record;
     below = v;
-    have_below = true;
     if (v == 0 || !ctx.ops.plausible_pc(v)) continue;
     // A return address into this frame's own code is from a call the frame made.
     const bool own_code = own != nullptr && v >= own->start && v - own->start < own->size;
