@@ -261,9 +261,12 @@ def stored_threads(db, core):
         threads = []
         for tid, thread_id in con.execute("SELECT tid, id FROM threads WHERE core_id = ? "
                                           "ORDER BY id", (row[0],)).fetchall():
-            frames = [{"symbol": s, "module": m, "module_offset": o} for s, m, o in con.execute(
-                "SELECT symbol, module, module_offset FROM frames WHERE thread_id = ? "
-                "ORDER BY idx", (thread_id,))]
+            # A row stands for `repeats` equal frames (a recursion's).
+            frames = [{"symbol": s, "module": m, "module_offset": o}
+                      for s, m, o, n in con.execute(
+                          "SELECT symbol, module, module_offset, repeats FROM frames "
+                          "WHERE thread_id = ? ORDER BY idx", (thread_id,))
+                      for _ in range(n)]
             threads.append({"tid": tid, "frames": frames})
         return threads
     finally:

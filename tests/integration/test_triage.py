@@ -473,7 +473,7 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     con = sqlite3.connect(db)
     assert dict(con.execute("SELECT key, value FROM meta")) == {
-        "schema": "5", "content_key": "2", "signature_version": "3"}
+        "schema": "6", "content_key": "2", "signature_version": "3"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(a),)]
     # What the previous release left: schema 3, no content_key, version-1 keys.
     con.execute("UPDATE cores SET sha256 = ?", (_reference_sparse_sha256(a, 1),))
@@ -490,7 +490,7 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     assert recs["renamed-a.core"]["sha256"] == _reference_sparse_sha256(a, 1)
     # ... and its buckets by signature version 1 (physical frames only, #28), kept as well.
     assert dict(con.execute("SELECT key, value FROM meta")) == {
-        "schema": "5", "content_key": "1", "signature_version": "1"}
+        "schema": "6", "content_key": "1", "signature_version": "1"}
     assert dict(con.execute("SELECT path, sha256 FROM cores")) == {
         a: _reference_sparse_sha256(a, 1), b: _reference_sparse_sha256(b, 1)}
     con.close()
@@ -504,7 +504,7 @@ def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     proc = triage(tool_env, "--db", empty, "-j", jobs, b)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert dict(con.execute("SELECT key, value FROM meta")) == {
-        "schema": "5", "content_key": "2", "signature_version": "3"}
+        "schema": "6", "content_key": "2", "signature_version": "3"}
     assert con.execute("SELECT sha256 FROM cores").fetchall() == [(_reference_sparse_sha256(b),)]
     con.close()
 
@@ -525,14 +525,14 @@ def test_store_of_a_newer_schema_is_refused(tool_env, cores, tmp_path):
     proc = triage(tool_env, "--db", db, cores["a"][0][0])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     con = sqlite3.connect(db)
-    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema'")
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
     con.commit()
     proc = triage(tool_env, "--db", db, cores["b"][0][0])
     assert proc.returncode == 2
-    assert "made by a newer ehbt-triage (schema version 6; this one knows 5)" in proc.stderr
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("6",)
+    assert "made by a newer ehbt-triage (schema version 7; this one knows 6)" in proc.stderr
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("7",)
     assert con.execute("SELECT COUNT(*) FROM cores").fetchone() == (1,)
-    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema'")
     con.execute("UPDATE meta SET value = '9' WHERE key = 'content_key'")
     con.commit()
     proc = triage(tool_env, "--db", db, cores["b"][0][0])
@@ -1280,45 +1280,69 @@ def test_deep_stack_signature_reads_only_its_top_frames():
     assert max(labelled) < 10  # raise, abort, then five frames (the inlined one included)
 
 
-@pytest.mark.parametrize("depth", [1, 30, 31, 32, 62, 63, 1000])
+def _frames_one_each(con, where="1", args=()):
+    """The frames rows selected by `where`, in id order, one tuple per frame they stand for:
+    (core_id, tid, idx, pc, module, module_offset, build_id_key, symbol, symbol_offset,
+    source, src_file, src_line, typeof(src_line), src_column, typeof(src_column), inlined);
+    a row of `repeats` frames (NULL: one) gives that many, idx counting up from its own."""
+    out = []
+    for row in con.execute(
+            "SELECT f.core_id, t.tid, f.idx, f.pc, f.module, f.module_offset, f.build_id_key, "
+            "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, typeof(f.src_line), "
+            "f.src_column, typeof(f.src_column), f.inlined, f.repeats FROM frames f "
+            "JOIN threads t ON t.id = f.thread_id WHERE " + where + " ORDER BY f.id", args):
+        for k in range(row[-1] if row[-1] is not None else 1):
+            out.append(row[:2] + (row[2] + k,) + row[3:-1])
+    return out
+
+
+def _document_frames(core_id, doc):
+    """What _frames_one_each must give for a stored document: its frames, field by field."""
+    return [(core_id, t["tid"], f["index"], f["pc"], f["module"], f["module_offset"],
+             "beef+" + f["module_offset"], f["symbol"], f["symbol_offset"], f["source"],
+             f["location"]["file"], f["location"]["line"], "integer", f["location"]["column"],
+             "integer", json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"] else None)
+            for t in doc["threads"] for f in t["frames"]]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 30, 63, 64, 65, 1000])
 def test_deep_stack_rows_store_every_frame(tmp_path, depth):
-    """Every frame of a deep stack stored in order, field by field as the document says
-    (the rows of repeated frames are shared, and the parent inserts 64 frames a statement:
-    0, 1 and 15 such statements and a rest here; a recursion of 32 frames or more -- 31 of
-    them equal after the crashing one -- as one run, store.INSERT_RUN)."""
+    """Every frame of a deep stack stored in order, field by field as the document says. The
+    recursion's frames after the crashing one are equal but for their index, so they share
+    one row (`repeats`): raise, abort, the crash, the recursion, main, __libc_start_main and
+    _start are 6 rows for a recursion of 1 frame and 7 for any deeper one. The store reads
+    them back (crashing_frames) one frame each, as the document has them."""
     from ehbt_triage import store as storemod
 
     doc = _recursion_doc(depth)
     frames = doc["threads"][0]["frames"]
-    key = "beef+0x{}".format
-    rows = storemod.document_rows(doc, lambda f: key(f["module_offset"][2:]))
+    rows = storemod.document_rows(doc, lambda f: "beef+" + f["module_offset"])
     st = storemod.Store(str(tmp_path / "deep.db"))
     info = {"sha256": "%064x" % depth, "path": "c", "size": 1, "core_time": 1.0}
     core_id, _ = st.record_ok(info, doc, "touch | recurse", rows=rows)
+    tid, stop, back = st.crashing_frames(core_id)
     st.close()
     con = sqlite3.connect(str(tmp_path / "deep.db"))
-    stored = con.execute(
-        "SELECT f.core_id, t.tid, f.idx, f.pc, f.module, f.module_offset, f.build_id_key, "
-        "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, f.src_column, f.inlined "
-        "FROM frames f JOIN threads t ON t.id = f.thread_id ORDER BY f.id").fetchall()
+    assert _frames_one_each(con) == _document_frames(core_id, doc)
+    assert len(frames) == depth + 5
+    shape = con.execute("SELECT idx, repeats FROM frames ORDER BY id").fetchall()
     con.close()
-    assert len(stored) == len(frames) == depth + 5
-    assert stored == [(core_id, 7, f["index"], f["pc"], "/opt/app", f["module_offset"],
-                       key(f["module_offset"][2:]), f["symbol"], "0x9e", f["source"],
-                       "/src/app.c", 15, 3,
-                       json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"]
-                       else None)
-                      for f in frames]
+    run = [(3, depth - 1)] if depth > 1 else []
+    assert shape == [(0, 1), (1, 1), (2, 1)] + run + [(depth + 2, 1), (depth + 3, 1),
+                                                      (depth + 4, 1)]
+    assert (tid, stop) == (7, "outermost")
+    assert [(f["idx"], f["pc"], f["symbol"], f["location"], f["inlined"]) for f in back] == [
+        (f["index"], f["pc"], f["symbol"], f["location"], f["inlined"]) for f in frames]
 
 
-def test_deep_stack_runs_break_where_frames_differ(tmp_path):
-    """The runs the store inserts in one statement (store.INSERT_RUN) end wherever a row
-    would differ from its predecessor but for idx + 1: at a thread's end (a second thread's
-    recursion right after the first's), at a gap in the indexes, at any other field. Every
-    row, with its SQLite types, is what the document says, in the document's order."""
+def test_deep_stack_rows_break_where_frames_differ(tmp_path):
+    """A row of repeated frames ends wherever a frame differs from the one before it but for
+    its index + 1: at a thread's end (a second thread's recursion right after the first's),
+    at a gap in the indexes, at any other field. Every frame, with its SQLite types, is what
+    the document says, in the document's order."""
     from ehbt_triage import store as storemod
 
-    doc = _recursion_doc(120, tail=())  # the thread ends in its recursion
+    doc = _recursion_doc(120, tail=())  # the thread ends in its recursion: frames 0-121
     frames = doc["threads"][0]["frames"]
     frames[30]["location"] = dict(frames[30]["location"], column=4)
     frames[50]["symbol_offset"] = "0x9f"
@@ -1329,7 +1353,9 @@ def test_deep_stack_runs_break_where_frames_differ(tmp_path):
     doc["threads"].append({"tid": 8, "crashing": False, "stop_reason": "outermost",
                            "stop_detail": "", "frames": [dict(last, index=last["index"] + 1 + k)
                                                           for k in range(40)]})
-    assert storemod.RUN_FRAMES <= 35  # so that runs of this document are made
+    # A line that is a float in a hand-made document is the same line to SQLite (an INTEGER
+    # column keeps 15.0 as 15): it goes on the row.
+    doc["threads"][1]["frames"][20]["location"] = dict(last["location"], line=15.0)
 
     rows = storemod.document_rows(doc, lambda f: "beef+" + f["module_offset"])
     st = storemod.Store(str(tmp_path / "runs.db"))
@@ -1337,33 +1363,56 @@ def test_deep_stack_runs_break_where_frames_differ(tmp_path):
     core_id, _ = st.record_ok(info, doc, "touch | recurse", rows=rows)
     st.close()
     con = sqlite3.connect(str(tmp_path / "runs.db"))
-    stored = con.execute(
-        "SELECT f.core_id, t.tid, f.idx, typeof(f.idx), f.pc, f.module_offset, f.build_id_key, "
-        "f.symbol, f.symbol_offset, f.source, f.src_file, f.src_line, typeof(f.src_line), "
-        "f.src_column, typeof(f.src_column), f.inlined FROM frames f "
-        "JOIN threads t ON t.id = f.thread_id "
-        "ORDER BY f.id").fetchall()
-    ids = [r[0] for r in con.execute("SELECT id FROM frames ORDER BY id")]
+    assert _frames_one_each(con) == _document_frames(core_id, doc)
+    shape = con.execute("SELECT t.tid, f.idx, f.repeats FROM frames f JOIN threads t ON "
+                        "t.id = f.thread_id ORDER BY f.id").fetchall()
     con.close()
-    want = [(core_id, t["tid"], f["index"], "integer", f["pc"], f["module_offset"],
-             "beef+" + f["module_offset"], f["symbol"], f["symbol_offset"], f["source"],
-             f["location"]["file"], f["location"]["line"], "integer", f["location"]["column"],
-             "integer", json.dumps(f["inlined"], separators=(",", ":")) if f["inlined"] else None)
-            for t in doc["threads"] for f in t["frames"]]
-    assert stored == want
-    assert ids == list(range(ids[0], ids[0] + len(want)))  # one id each, in order
+    assert shape == [(7, 0, 1), (7, 1, 1), (7, 2, 1), (7, 3, 27), (7, 30, 1), (7, 31, 19),
+                     (7, 50, 1), (7, 51, 39), (7, 91, 32),
+                     (8, 123, 40)]
 
 
-def test_deep_stack_run_failing_midway_leaves_nothing_of_its_core(tmp_path):
-    """A core whose recursion is inserted as one run (store.INSERT_RUN) and fails half-way
-    (a trigger aborts the row of idx 500) is undone whole -- its cores row, its thread, the
-    run's rows made before the failure -- while the cores stored before and after it in the
-    same batch are kept, and its bucket counts only those."""
+def test_store_of_version_5_frames_read_one_each(tmp_path):
+    """Frames rows of a store made before `repeats` (schema version 5: NULL once migrated)
+    stand for one frame each, and a damaged count gives no more than MAX_STORED_FRAMES."""
+    from ehbt_triage import store as storemod
+
+    doc = _recursion_doc(40)
+    st = storemod.Store(str(tmp_path / "old.db"))
+    info = {"sha256": "%064x" % 1, "path": "c", "size": 1, "core_time": 1.0}
+    core_id, _ = st.record_ok(info, doc, "touch | recurse")
+    # As version 5 stored it: a row per frame, no count.
+    rows = st.db.execute("SELECT * FROM frames WHERE repeats > 1").fetchall()
+    names = [c[0] for c in st.db.execute("SELECT * FROM frames LIMIT 0").description]
+    assert len(rows) == 1
+    row = dict(zip(names, rows[0]))
+    st.db.execute("DELETE FROM frames WHERE id = ?", (row["id"],))
+    for k in range(row["repeats"]):
+        st.db.execute("INSERT INTO frames(core_id, thread_id, idx, pc, module, symbol, src_file, "
+                      "src_line, src_column) VALUES (?,?,?,?,?,?,?,?,?)",
+                      (core_id, row["thread_id"], row["idx"] + k, row["pc"], row["module"],
+                       row["symbol"], row["src_file"], row["src_line"], row["src_column"]))
+    st.db.execute("UPDATE frames SET repeats = NULL")
+    _tid, _stop, back = st.crashing_frames(core_id)
+    assert [(f["idx"], f["symbol"]) for f in back] == [
+        (f["index"], f["symbol"]) for f in doc["threads"][0]["frames"]]
+    st.db.execute("UPDATE frames SET repeats = 1000000000 WHERE idx = 5")
+    _tid, _stop, back = st.crashing_frames(core_id)
+    assert len(back) == storemod.MAX_STORED_FRAMES
+    assert [f["idx"] for f in back[:8]] == [0, 1, 2, 3, 4, 5, 6, 7]
+    st.close()
+
+
+def test_deep_stack_failing_midway_leaves_nothing_of_its_core(tmp_path):
+    """A core whose recursion is stored and whose insert then fails (a trigger aborts the row
+    of idx 1003, after the recursion's row of 999 frames) is undone whole -- its cores row,
+    its thread, the frames rows made before the failure -- while the cores stored before and
+    after it in the same batch are kept, and its bucket counts only those."""
     from ehbt_triage import store as storemod
 
     db = str(tmp_path / "abort.db")
     st = storemod.Store(db)
-    st.db.execute("CREATE TRIGGER boom BEFORE INSERT ON frames WHEN NEW.idx = 500 AND "
+    st.db.execute("CREATE TRIGGER boom BEFORE INSERT ON frames WHEN NEW.idx = 1003 AND "
                   "(SELECT sha256 FROM cores WHERE id = NEW.core_id) = '%064x' "
                   "BEGIN SELECT RAISE(ABORT, 'boom'); END" % 2)
 
@@ -1380,13 +1429,13 @@ def test_deep_stack_run_failing_midway_leaves_nothing_of_its_core(tmp_path):
     st.close()
     con = sqlite3.connect(db)
     cores = con.execute("SELECT id, sha256 FROM cores ORDER BY id").fetchall()
-    frames = con.execute("SELECT core_id, COUNT(*), MIN(idx), MAX(idx) FROM frames "
-                         "GROUP BY core_id ORDER BY core_id").fetchall()
+    frames = con.execute("SELECT core_id, COUNT(*), SUM(repeats), MIN(idx), MAX(idx) "
+                         "FROM frames GROUP BY core_id ORDER BY core_id").fetchall()
     threads = con.execute("SELECT core_id FROM threads ORDER BY id").fetchall()
     count = con.execute("SELECT count FROM buckets WHERE id = ?", (bucket,)).fetchone()[0]
     con.close()
     assert [c[1] for c in cores] == ["%064x" % 1, "%064x" % 3]
-    assert frames == [(first, 1005, 0, 1004), (third, 1005, 0, 1004)]
+    assert frames == [(first, 7, 1005, 0, 1004), (third, 7, 1005, 0, 1004)]
     assert threads == [(first,), (third,)]
     assert count == 2
 
@@ -1484,10 +1533,11 @@ def test_many_thread_cores_store_every_thread_like_the_cli(tool_env, ehbt_bin, p
             for tid_row, tid, crashing, stop in con.execute(
                     "SELECT id, tid, crashing, stop_reason FROM threads WHERE core_id = ? "
                     "ORDER BY id", (core_id,)).fetchall():
-                frames = con.execute("SELECT pc, module_offset, symbol FROM frames WHERE "
-                                     "thread_id = ? AND core_id = ? ORDER BY idx",
+                frames = con.execute("SELECT pc, module_offset, symbol, repeats FROM frames "
+                                     "WHERE thread_id = ? AND core_id = ? ORDER BY idx",
                                      (tid_row, core_id)).fetchall()
-                got.append((tid, bool(crashing), stop, [tuple(f) for f in frames]))
+                got.append((tid, bool(crashing), stop,
+                            [tuple(f[:3]) for f in frames for _ in range(f[3])]))
             assert got == want[path], path
         con.close()
         recs = by_core(read_jsonl(tmp_path / "o.jsonl"))

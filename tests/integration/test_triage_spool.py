@@ -131,7 +131,7 @@ def test_coredump_dir_reads_names_not_mtimes(spool, spool_run):
     assert recs[other]["status"] == "ok"
     assert all(recs[other][k] is None for k in ("process_name", "uid", "boot_id", "pid"))
     assert recs[other]["core_time"] == os.stat(d / other).st_mtime
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "5"
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "6"
     con.close()
     # No decompressed copy is left behind.
     assert os.listdir(work / "tmp") == []
@@ -376,7 +376,7 @@ def test_version_1_sqlite_store_is_migrated(tool_env, spool, tmp_path):
     cols = {r[1] for r in con.execute("PRAGMA table_info(cores)")}
     assert {"process_name", "uid", "boot_id", "pid", "compression", "unreliable",
             "missing_modules", "warnings", "file_id"} <= cols
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "5"
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "6"
     # It has a core (a failed one): keyed by version 1, as every store of its time.
     assert con.execute("SELECT value FROM meta WHERE key='content_key'").fetchone()[0] == "1"
     assert con.execute("SELECT error, pid FROM cores WHERE path='/old.core'").fetchone() == (
@@ -424,7 +424,7 @@ def test_postgres_store_has_the_spool_columns_and_migrates(tool_env, spool, post
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     recs = {os.path.basename(r["core"]): r for r in read_jsonl(tmp_path / "o.jsonl")}
     with psycopg.connect(url) as c:
-        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "5"
+        assert c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "6"
         assert c.execute("SELECT value FROM meta WHERE key = 'content_key'").fetchone()[0] == "1"
         plain = [n for n, m in manifest.items() if m["compression"] is None]
         assert plain

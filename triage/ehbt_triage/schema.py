@@ -16,7 +16,7 @@ from .signature import SIGNATURE_VERSION, SIGNATURE_VERSIONS
 
 # A store at this version is opened without running the DDL again: change TABLES (a table, a
 # column, an index), raise the version.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DIALECTS = ("sqlite", "postgresql")
 
@@ -122,6 +122,10 @@ TABLES = (
         C("src_line", "int", since=5),
         C("src_column", "int", since=5),
         C("inlined", "text", since=5),
+        # Version 6: how many frames the row stands for, from idx on (idx, idx + 1, ...):
+        # the frames of a recursion that repeat the same one but for their index share a
+        # row (NULL in the rows of an older store, which are one frame each).
+        C("repeats", "int", since=6),
     )),
 )
 

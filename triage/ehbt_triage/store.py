@@ -29,6 +29,9 @@ Rules:
 - ``buckets.count`` is the number of distinct ``ok`` cores with that signature; first_seen
   and last_seen are the oldest and newest core_time among them (core_time: the time in a
   systemd-coredump file name, else the core file's mtime).
+- Schema version 6 stores the frames of a recursion (each equal to the one before it but
+  for its index) as one row with ``repeats``, their count (document_rows); rows of an older
+  store have NULL there, one frame each. crashing_frames gives every frame back.
 - Schema version 5 stores each frame's source position (``src_file``, ``src_line``,
   ``src_column``) and the calls inlined at its pc (``inlined``, JSON as the document spells
   it), and records in ``meta`` the signature version the store buckets by
@@ -298,10 +301,10 @@ class Store:
             return None, None, []
         cur = self._exec(
             "SELECT idx, pc, module, module_offset, build_id_key, symbol, symbol_offset, source, "
-            "src_file, src_line, src_column, inlined "
+            "src_file, src_line, src_column, inlined, repeats "
             "FROM frames WHERE thread_id = ? ORDER BY idx", (t[0],))
         names = [c[0] for c in cur.description]
-        return t[1], t[2], [stored_frame(dict(zip(names, r))) for r in cur.fetchall()]
+        return t[1], t[2], stored_frames(dict(zip(names, r)) for r in cur.fetchall())
 
     def buckets_with_cores(self, core_ids=None):
         """Buckets (dicts, with an example core path) sorted by count, then signature.
@@ -502,29 +505,7 @@ class Store:
             "INSERT INTO threads(id, core_id, tid, crashing, stop_reason, stop_detail) "
             "VALUES (?,?,?,?,?,?)",
             [(first + n, core_id) + tuple(t) for n, t in enumerate(threads)])
-        count = len(frames[0])
-        rows = frame_rows(core_id, first, frames)
-        if count < RUN_FRAMES:
-            self._insert_frames(rows, count)
-            return
-        # A deep stack: its recursion's frames (one function calling itself, each frame the
-        # same but for its index) go in one statement each run, whose rows SQLite makes itself
-        # (INSERT_RUN) -- no Python object and no bound value per row; the others as below.
-        # The rows, their order and so their ids are those of one INSERT per frame.
-        rows = list(rows)
-        plain = 0  # the first row not inserted yet
-        i = 0
-        while i < count:
-            j = _run_end(rows, i)
-            if j - i >= RUN_FRAMES:
-                if plain < i:
-                    self._insert_frames(rows[plain:i], i - plain)
-                row = rows[i]
-                self.db.execute(INSERT_RUN, row[:3] + (row[2] + (j - i - 1),) + row[3:])
-                plain = j
-            i = j
-        if plain < count:
-            self._insert_frames(rows[plain:], count - plain)
+        self._insert_frames(frame_rows(core_id, first, frames), len(frames[0]))
 
     def _insert_frames(self, rows, count):
         """`count` frames rows (an iterable of tuples in INSERT_FRAMES' order)."""
@@ -532,7 +513,7 @@ class Store:
         whole = count - count % FRAMES_PER_INSERT
         if whole:
             # A deep stack's frames FRAMES_PER_INSERT to a statement: a third less per row
-            # than one statement each (935 frames of a stack overflow: ~4.5 -> ~3 us a row).
+            # than one statement each (935 frames rows: ~4.5 -> ~3 us a row).
             flat = list(chain.from_iterable(islice(rows, whole)))
             width = FRAMES_PER_INSERT * FRAME_ROW
             self.db.executemany(INSERT_FRAMES_MANY,
@@ -589,49 +570,37 @@ def frame_rows(core_id, first_thread_id, frames):
     return zip(repeat(core_id), map(first_thread_id.__add__, frames[0]), *frames[1:])
 
 
-FRAME_COLUMNS = 13  # the columns document_rows gives per frame
+FRAME_COLUMNS = 14  # the columns document_rows gives per frames row
 FRAME_ROW = FRAME_COLUMNS + 1  # and frame_rows (core_id in front)
 INSERT_FRAMES = (
-    "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, build_id_key, "
-    "symbol, symbol_offset, source, src_file, src_line, src_column, inlined) VALUES ")
-# Rows of one multi-row INSERT: 64 * 14 = 896 parameters, within the 999 of SQLite before 3.32.
+    "INSERT INTO frames(core_id, thread_id, idx, repeats, pc, module, module_offset, "
+    "build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, inlined) "
+    "VALUES ")
+# Rows of one multi-row INSERT: 64 * 15 = 960 parameters, within the 999 of SQLite before 3.32.
 FRAMES_PER_INSERT = 64
 INSERT_FRAMES_MANY = INSERT_FRAMES + ",".join(["(%s)" % ",".join("?" * FRAME_ROW)]
                                               * FRAMES_PER_INSERT)
 INSERT_FRAMES += "(%s)" % ",".join("?" * FRAME_ROW)
 
 
-# A run of at least this many frames rows that differ only by their idx, one after another
-# (idx + 1 each), is inserted by INSERT_RUN; shorter ones, and every stack of fewer frames,
-# as rows. (935 frames of a stack overflow: 4-5 ms a core as rows, 2.3-3.7 as one run.)
-RUN_FRAMES = 32
-# ?1 core_id, ?2 thread_id, ?3 the run's first idx, ?4 its last, ?5-?15 the columns after idx.
-INSERT_RUN = (
-    "WITH RECURSIVE run(idx) AS (SELECT ?3 UNION ALL SELECT idx + 1 FROM run WHERE idx < ?4) "
-    + INSERT_FRAMES.split(" VALUES ")[0]
-    + " SELECT ?1, ?2, idx, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15 FROM run")
+# The most frames stored_frames gives for a thread: far above any walk's (the engine's
+# max_frames is 2048 unless raised), so that a damaged `repeats` cannot make millions.
+MAX_STORED_FRAMES = 1 << 16
 
 
-def _run_end(rows, i):
-    """The end (exclusive) of the run of frames rows from rows[i]: each after it of the same
-    thread, the next idx, and equal in every other column. Only integer idx make a run (a
-    hand-made document's frame may have none), and equal means of one type too where a value
-    may be a number (src_line, src_column: 15 == 15.0, but SQLite stores them apart)."""
-    row = rows[i]
-    thread, idx, tail = row[1], row[2], row[3:]
-    if type(idx) is not int:
-        return i + 1
-    line, column = type(row[11]), type(row[12])
-    j = i + 1
-    n = len(rows)
-    while j < n:
-        nxt = rows[j]
-        idx += 1
-        if (nxt[2] != idx or type(nxt[2]) is not int or nxt[1] != thread or nxt[3:] != tail
-                or type(nxt[11]) is not line or type(nxt[12]) is not column):
+def stored_frames(rows):
+    """The frames of a thread's frames rows (dicts, in idx order), one per frame: a row that
+    stands for `repeats` frames gives that many, their idx counting up from its own."""
+    out = []
+    for row in rows:
+        count = min(row.pop("repeats", None) or 1, MAX_STORED_FRAMES - len(out))
+        if count <= 0:
             break
-        j += 1
-    return j
+        frame = stored_frame(row)
+        out.append(frame)
+        for k in range(1, count):
+            out.append(dict(frame, idx=frame["idx"] + k, inlined=list(frame["inlined"])))
+    return out
 
 
 def stored_frame(row):
@@ -654,11 +623,17 @@ _COMPACT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(.., sepa
 
 def document_rows(doc, frame_key):
     """(threads, frames) of an ehbt-backtrace/1 document, ready for _insert_rows:
-    threads [(tid, crashing, stop_reason, stop_detail)]; frames as FRAME_COLUMNS columns
-    (lists of equal length): thread number in that list, idx, pc, module, module_offset,
-    build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, inlined
-    (JSON text, None when nothing is inlined). `frame_key(frame)` must depend on the frame's module and
-    module_offset alone: it is asked once per distinct pair.
+    threads [(tid, crashing, stop_reason, stop_detail)]; frames rows as FRAME_COLUMNS columns
+    (lists of equal length): thread number in that list, idx, repeats, pc, module,
+    module_offset, build_id_key, symbol, symbol_offset, source, src_file, src_line,
+    src_column, inlined (JSON text, None when nothing is inlined). `frame_key(frame)` must
+    depend on the frame's module and module_offset alone: it is asked once per distinct pair.
+
+    A row stands for `repeats` frames of its thread, idx, idx + 1 ...: a frame equal to the
+    one before it in every field but its index (the next one) adds to that frame's row
+    instead of making its own. A recursion that overflows the stack repeats one return
+    address hundreds of times (935 frames, 6 rows); rows of its own would cost the store
+    more than the whole walk (docs/triage.md, "Speed").
 
     Made in the worker and sent to the parent, which only inserts: columns, so that the
     parent adds its two ids per row without a Python loop (_insert_rows), and one object per
@@ -666,12 +641,11 @@ def document_rows(doc, frame_key):
     once and then as a reference -- 60% fewer bytes to write, read and unpack for a CPython
     core of 17 threads.
 
-    The loop runs once per frame of every thread (935 for a stack overflow), so it does as
-    little as it can: the fields in one itemgetter call (a frame without some key -- a
-    hand-made document -- takes the slow path), and a frame equal to one seen before (a
-    recursion repeats the same return address) reuses that frame's row."""
+    The loop runs once per frame of every thread, so it does as little as it can: the fields
+    in one itemgetter call (a frame without some key -- a hand-made document -- takes the
+    slow path), and a frame equal to one seen before reuses that frame's row tail."""
     threads = []
-    numbers, indexes, tails = [], [], []  # the columns of each frame's row, its tail shared
+    numbers, indexes, counts, tails = [], [], [], []  # the columns of each row, tail shared
     same = {}
     one = same.setdefault
     keys = {}
@@ -680,6 +654,8 @@ def document_rows(doc, frame_key):
     for n, t in enumerate(doc.get("threads") or []):
         threads.append((t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
                         t.get("stop_detail")))
+        last = None  # the tail of this thread's last row, and the index it would go on at
+        after = None
         for i, f in enumerate(t.get("frames") or []):
             try:
                 pc, module, offset, symbol, symbol_offset, source, at, calls, index = fields(f)
@@ -710,14 +686,21 @@ def document_rows(doc, frame_key):
                     one(pc, pc), one(module, module), one(offset, offset), key,
                     one(symbol, symbol), one(symbol_offset, symbol_offset), one(source, source),
                     one(src_file, src_file), src_line, src_column, calls)
-            # Three appends, not one row tuple (n, index) + tail per frame: ~13% less for a
-            # deep stack.
+            elif tail is last and index == after and type(index) is int:
+                counts[-1] += 1
+                after += 1
+                continue
+            # Four appends, not one row tuple (n, index, 1) + tail per row: ~13% less for a
+            # deep stack of distinct frames.
             numbers.append(n)
             indexes.append(index)
+            counts.append(1)
             tails.append(tail)
+            last = tail
+            after = index + 1 if type(index) is int else None
     if not tails:
         return threads, [[] for _ in range(FRAME_COLUMNS)]
-    return threads, [numbers, indexes] + [list(c) for c in zip(*tails)]
+    return threads, [numbers, indexes, counts] + [list(c) for c in zip(*tails)]
 
 
 def _empty_or_absent(path):

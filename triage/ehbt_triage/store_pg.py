@@ -205,9 +205,9 @@ class PgStore(Store):
                 "VALUES (%s,%s,%s,%s,%s,%s)",
                 [(ids[n], core_id) + tuple(t) for n, t in enumerate(threads)])
             cur.executemany(
-                "INSERT INTO frames(core_id, thread_id, idx, pc, module, module_offset, "
-                "build_id_key, symbol, symbol_offset, source, src_file, src_line, src_column, "
-                "inlined) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                "INSERT INTO frames(core_id, thread_id, idx, repeats, pc, module, "
+                "module_offset, build_id_key, symbol, symbol_offset, source, src_file, src_line, "
+                "src_column, inlined) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 list(zip(repeat(core_id), map(ids.__getitem__, frames[0]), *frames[1:])))
 
 
