@@ -2,9 +2,10 @@
 // Report.to_dict (see document_dict.hpp): one Python object per document event.
 #include "document_dict.hpp"
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -21,8 +22,8 @@ class DictBuilder final : public report::DocumentEvents {
   void end_object() override { close(); }
   void begin_array(bool) override { open(pyb::list()); }
   void end_array() override { close(); }
-  void key(std::string_view k) override { key_ = interned(k); }
-  void string(std::string_view s) override { add(text(s)); }
+  void key(std::string_view k) override { key_ = keys_.get(k); }
+  void string(std::string_view s) override { add(values_.get(s)); }
   void integer(int64_t v) override { add(pyb::int_(v)); }
   void unsigned_integer(uint64_t v) override { add(pyb::int_(v)); }
   void boolean(bool v) override { add(pyb::bool_(v)); }
@@ -45,12 +46,31 @@ class DictBuilder final : public report::DocumentEvents {
     return pyb::reinterpret_steal<pyb::object>(o);
   }
 
-  // The keys are the renderer's few names: one str each, shared by every object.
-  pyb::object interned(std::string_view k) {
-    auto it = keys_.find(k);
-    if (it == keys_.end()) it = keys_.emplace(std::string(k), text(k)).first;
-    return it->second;
-  }
+  // The str last made for a text, found by where the text lies: the renderer hands over its
+  // keys from the same literals and a frame's module path, symbol and file from the same
+  // strings again and again (a recursion's 900 frames name one function in one file). One
+  // slot per (address, size) hash; a slot is reused only when its bytes are the text's, so
+  // a buffer that now holds other bytes at the same address makes a new str. No division
+  // and no allocation on a hit, and one shared str instead of one per frame.
+  class RecentTexts {
+   public:
+    pyb::object get(std::string_view s) {
+      const auto at = reinterpret_cast<std::uintptr_t>(s.data());
+      Slot& slot = slots_[((at >> 3) ^ (at >> 11) ^ s.size()) % kSlots];
+      if (slot.str && slot.bytes == s) return slot.str;
+      slot.str = text(s);
+      slot.bytes.assign(s);
+      return slot.str;
+    }
+
+   private:
+    static constexpr std::size_t kSlots = 256;
+    struct Slot {
+      std::string bytes;
+      pyb::object str;
+    };
+    std::array<Slot, kSlots> slots_;
+  };
 
   void add(pyb::object value) {
     if (open_.empty()) {
@@ -75,12 +95,8 @@ class DictBuilder final : public report::DocumentEvents {
   std::vector<pyb::object> open_;
   pyb::object key_;
   pyb::object root_;
-  // Transparent hashing: a string_view is looked up without making a std::string of it.
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  std::unordered_map<std::string, pyb::object, Hash, std::equal_to<>> keys_;
+  RecentTexts keys_;
+  RecentTexts values_;
 };
 
 }  // namespace
