@@ -76,7 +76,9 @@ def triage_run(build, jobs, directory, db, env, expect):
 def eustack_loop(cores):
     cpu0, t0 = children_cpu(), time.monotonic()
     for core, exe in cores:
-        subprocess.run(["eu-stack", "--core", core, "--executable", exe],
+        # -n 0: every frame, as ehbt walks them (eu-stack stops at 256 by default, which on
+        # the stack overflow core leaves out 680 frames and the libc ones below them).
+        subprocess.run(["eu-stack", "-n", "0", "--core", core, "--executable", exe],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - t0, children_cpu() - cpu0
 

@@ -15,7 +15,7 @@
    programs) and for CPython cores with THREADS+1 threads made as bench/triage_vs_eustack.sh
    makes them (--python cores). Median, 90th percentile and the first (cold) core's.
 2. Throughput: --burst distinct small cores renamed into the spool at once; cores/s from the
-   first rename to the last row committed; then `eu-stack --core CORE --executable EXE` on
+   first rename to the last row committed; then `eu-stack -n 0 --core CORE --executable EXE` on
    the same files one after the other (one process per core, as a user's loop runs it), and
    the ratio; also the CPU time per core of both (the watch process and its workers; the
    eu-stack processes), which depends less on what else the machine runs than wall time. The same for --python-burst CPython cores.
@@ -248,7 +248,9 @@ def eustack_rate(cores):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     for core, exe in cores:
-        subprocess.run(["eu-stack", "--core", core, "--executable", exe],
+        # -n 0: every frame, as ehbt walks them (eu-stack stops at 256 by default, which on
+        # the stack overflow core leaves out 680 frames and the libc ones below them).
+        subprocess.run(["eu-stack", "-n", "0", "--core", core, "--executable", exe],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
