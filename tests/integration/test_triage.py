@@ -1403,6 +1403,33 @@ def test_store_of_version_5_frames_read_one_each(tmp_path):
     st.close()
 
 
+def test_html_stack_folds_a_recursion_into_one_row(tmp_path):
+    """The HTML report's example stack after a stack overflow: each run of frames that repeat
+    the one before them (and are marked alike: skipped, in the signature, neither) is one
+    row, numbered first-last with its count, so the stack's bottom (main, _start) is shown
+    instead of the first 40 of a thousand equal frames."""
+    from ehbt_triage import report_html
+    from ehbt_triage import store as storemod
+
+    st = storemod.Store(str(tmp_path / "deep.db"))
+    info = {"sha256": "%064x" % 1, "path": "c", "size": 1, "core_time": 1.0}
+    core_id, _ = st.record_ok(info, _recursion_doc(1000), "touch | recurse")
+    page = report_html._stack(st, core_id, sigmod.Signer(top=5))
+    st.close()
+    rows = re.findall(r'<tr class="([^"]*)"><td>([^<]*)</td><td><code>([^<]*)</code>'
+                      r'(?: at <code class="pos"[^>]*>[^<]*</code>)?'
+                      r'(?: <span class="rep">\u00d7 (\d+)</span>)?', page)
+    # raise and abort report the crash; touch (inlined into the crashing frame 2) and the
+    # next four calls are the signature's five frames (version 3 counts inlined calls).
+    assert rows == [
+        ("skipped", "0", "raise+0x9e", ""), ("skipped", "1", "abort+0x9e", ""),
+        ("insig inlined", "", "touch", ""), ("insig", "2", "recurse+0x9e", ""),
+        ("insig", "3\u20135", "recurse+0x9e", "3"), ("", "6\u20131001", "recurse+0x9e", "996"),
+        ("", "1002", "main+0x9e", ""), ("", "1003", "__libc_start_main+0x9e", ""),
+        ("", "1004", "_start+0x9e", "")], page
+    assert "more frames" not in page
+
+
 def test_deep_stack_failing_midway_leaves_nothing_of_its_core(tmp_path):
     """A core whose recursion is stored and whose insert then fails (a trigger aborts the row
     of idx 1003, after the recursion's row of 999 frames) is undone whole -- its cores row,

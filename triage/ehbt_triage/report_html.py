@@ -38,6 +38,7 @@ details summary{cursor:pointer}
 table.stack{margin:.4em 0 .6em;width:auto}
 table.stack td,table.stack th{border:none;padding:.1em .6em;cursor:auto;background:none}
 table.stack{font-size:.9em}table.stack code{white-space:nowrap}
+.rep{color:#666;white-space:nowrap}
 td.ex{max-width:22em}
 table.stack tr.skipped{color:#999}table.stack tr.inlined td{font-style:italic}table.stack tr.insig td:first-child{border-left:3px solid #4a78b5}
 .fail{color:#a00}
@@ -149,11 +150,13 @@ def _stack(store, core_id, signer):
     # The inlined calls are rows of their own, as GDB shows them; the signature's marks follow
     # the store's signature version (inlined calls count as frames from version 2).
     shown = with_inlined(frames)
-    signed = signer.signed_frames(frames) if signer else shown
+    # Which frames the signature counts: with the inlined calls from version 2 on (asked of
+    # the version, not of signed_frames' list, which is a list of its own either way).
+    counts_inlined = signer is None or signer.version >= 2
     frames = shown
     labels = [frame_label(f, signer.version) if signer else frame_label(f) for f in frames]
     start = signer.first_kept(labels, frames) if signer and labels else 0
-    if signed is not shown:  # version 1: the marks count physical frames only
+    if not counts_inlined:  # version 1: the marks count physical frames only
         physical = [i for i, f in enumerate(shown) if "inlined_into" not in f]
         kept = signer.first_kept([labels[i] for i in physical],
                                  [shown[i] for i in physical]) if physical else 0
@@ -163,31 +166,59 @@ def _stack(store, core_id, signer):
     top = signer.top if signer else DEFAULT_TOP
     rows = ['<table class="stack"><tr><th>#</th><th>symbol</th><th>module</th>'
             '<th>offset</th><th>build-id key</th><th>via</th></tr>']
-    in_signature = _signature_rows(shown, start, top, signed is shown)
-    for i, f in enumerate(frames[:MAX_STACK]):
-        inlined = "inlined_into" in f
+    in_signature = _signature_rows(shown, start, top, counts_inlined)
+
+    def marks(i):
         cls = "skipped" if i < start else "insig" if i in in_signature else ""
-        if inlined:
-            cls = (cls + " inlined").strip()
+        return (cls + " inlined").strip() if "inlined_into" in frames[i] else cls
+
+    i, shown_rows = 0, 0
+    while i < len(frames) and shown_rows < MAX_STACK:
+        f, cls = frames[i], marks(i)
+        inlined = "inlined_into" in f
+        # A recursion's frames, each the one before it again (and marked alike), make one
+        # row: "3-931", "x 929" -- the stack's bottom stays in view after a stack overflow.
+        end = i + 1
+        if not inlined:
+            while end < len(frames) and _repeats(frames[end], f) and marks(end) == cls:
+                end += 1
         sym = f["symbol"] or ""
         if sym and not inlined and f["symbol_offset"]:
             sym += "+" + f["symbol_offset"]
-        rows.append('<tr class="%s"><td>%s</td><td><code>%s</code>%s</td><td><code>%s</code></td>'
-                    '<td><code>%s</code></td><td><code title="%s">%s</code></td><td>%s</td></tr>'
-                    % (cls, "" if inlined else f["idx"], _e(sym or "??"),
+        many = end - i > 1
+        rows.append('<tr class="%s"><td>%s</td><td><code>%s</code>%s%s</td><td><code>%s</code>'
+                    '</td><td><code>%s</code></td><td><code title="%s">%s</code></td><td>%s</td>'
+                    '</tr>'
+                    % (cls, "" if inlined else "%s\u2013%s" % (f["idx"], frames[end - 1]["idx"])
+                       if many else f["idx"], _e(sym or "??"),
                        _position_html(f.get("location")),
+                       ' <span class="rep">\u00d7 %d</span>' % (end - i) if many else "",
                        _e(os.path.basename(f["module"] or "") or "?"),
                        _e(f["module_offset"] or f["pc"]), _e(f.get("build_id_key")),
                        _e(_short_key(f.get("build_id_key"))),
                        "inlined into <code>%s</code>" % _e(f["inlined_into"] or "??")
                        if inlined else _e(f["source"])))
-    if len(frames) > MAX_STACK:
+        shown_rows += 1
+        i = end
+    if i < len(frames):
         rows.append('<tr><td></td><td colspan="5">... %d more frames</td></tr>'
-                    % (len(frames) - MAX_STACK))
+                    % (len(frames) - i))
     rows.append("</table><div class=\"meta\">thread %s, walk stopped: %s; grey: frames skipped "
                 "as crash reporting, marked: frames in the signature, italic: calls inlined "
                 "into the frame below (no stack frame of their own)</div>" % (_e(tid), _e(stop)))
     return "".join(rows)
+
+
+def _repeats(frame, before):
+    """Whether `frame` is `before` again one call deeper: a recursion's next frame (same
+    return address and all that is shown of it; no calls inlined into either)."""
+    return (not frame.get("inlined") and not before.get("inlined")
+            and "inlined_into" not in frame
+            and all(frame.get(k) == before.get(k) for k in _SHOWN))
+
+
+_SHOWN = ("pc", "module", "module_offset", "build_id_key", "symbol", "symbol_offset", "source",
+          "location")
 
 
 def _position_html(location):
