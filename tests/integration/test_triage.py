@@ -1400,6 +1400,11 @@ def test_store_of_version_5_frames_read_one_each(tmp_path):
     _tid, _stop, back = st.crashing_frames(core_id)
     assert len(back) == storemod.MAX_STORED_FRAMES
     assert [f["idx"] for f in back[:8]] == [0, 1, 2, 3, 4, 5, 6, 7]
+    # A count below one or not a number is one frame, and the frames after it still come.
+    st.db.execute("UPDATE frames SET repeats = -3 WHERE idx = 5")
+    st.db.execute("UPDATE frames SET repeats = 'x' WHERE idx = 6")
+    _tid, _stop, back = st.crashing_frames(core_id)
+    assert [f["idx"] for f in back] == [f["index"] for f in doc["threads"][0]["frames"]]
     st.close()
 
 

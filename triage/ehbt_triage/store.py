@@ -593,9 +593,11 @@ def stored_frames(rows):
     stands for `repeats` frames gives that many, their idx counting up from its own."""
     out = []
     for row in rows:
-        count = min(row.pop("repeats", None) or 1, MAX_STORED_FRAMES - len(out))
-        if count <= 0:
+        if len(out) >= MAX_STORED_FRAMES:
             break
+        count = row.pop("repeats", None)
+        count = count if type(count) is int and count > 1 else 1  # NULL (older store): one
+        count = min(count, MAX_STORED_FRAMES - len(out))
         frame = stored_frame(row)
         out.append(frame)
         for k in range(1, count):
