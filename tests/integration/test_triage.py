@@ -1435,6 +1435,49 @@ def test_html_stack_folds_a_recursion_into_one_row(tmp_path):
     assert "more frames" not in page
 
 
+def test_stack_overflow_core_stored_folded_and_read_back_whole(tool_env, fixture_cores,
+                                                               tmp_path):
+    """The real stack-overflow fixture core: analysed, its crashing thread's JSONL frames
+    are GDB's first 60 (the fixture's truth stops there), then the recursion's return
+    address again, then main and the C start code (the program's structure); stored, the
+    recursion takes a handful of rows whose repeats add up to the frame count; a renamed
+    copy, seen before, gets the same frames, every one of them, from those rows."""
+    import cores_expect as ce
+
+    exp = ce.expected_case(fixture_cores, "x86_64", "overflow", pytest.fail)
+    (truth,) = [t for t in exp["threads"] if t["crashing"]]
+    gdb = [f["pc"] for f in truth["frames"]]
+    assert len(gdb) == 60 and len(set(gdb[1:])) == 1  # fx_recurse's call returns to one place
+    core = tmp_path / "overflow.core"
+    shutil.copy(exp["core"], core)
+    db = tmp_path / "s.db"
+    for name in ("1.jsonl", "2.jsonl"):
+        proc = triage(tool_env, "--db", db, "--jsonl", tmp_path / name, core)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        if name == "1.jsonl":
+            core = tmp_path / "renamed-overflow.core"
+            shutil.copy(exp["core"], core)
+    first, = read_jsonl(tmp_path / "1.jsonl")
+    again, = read_jsonl(tmp_path / "2.jsonl")
+    assert (first["status"], again["status"]) == ("ok", "seen_before")
+    frames = first["crashing_thread"]["frames"]
+    tail = ["main", "__libc_start_call_main", "__libc_start_main", "_start"]
+    assert len(frames) > 500  # a real overflow, not a short stack
+    assert [f["pc"] for f in frames[:60]] == gdb
+    assert {f["pc"] for f in frames[60:-4]} == {gdb[1]}
+    assert [f["symbol"] for f in frames[-4:]] == tail
+    kept = ("index", "pc", "module", "module_offset", "symbol", "symbol_offset", "source",
+            "location", "inlined")
+    assert [[f.get(k) for k in kept] for f in again["crashing_thread"]["frames"]] == [
+        [f.get(k) for k in kept] for f in frames]
+    assert [f["index"] for f in frames] == list(range(len(frames)))
+    con = sqlite3.connect(db)
+    rows, total = con.execute("SELECT COUNT(*), SUM(repeats) FROM frames f JOIN threads t "
+                              "ON t.id = f.thread_id AND t.crashing").fetchone()
+    con.close()
+    assert total == len(frames) and rows <= 10, (rows, total)
+
+
 def test_deep_stack_failing_midway_leaves_nothing_of_its_core(tmp_path):
     """A core whose recursion is stored and whose insert then fails (a trigger aborts the row
     of idx 1003, after the recursion's row of 999 frames) is undone whole -- its cores row,
