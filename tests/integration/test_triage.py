@@ -1433,6 +1433,18 @@ def test_html_stack_folds_a_recursion_into_one_row(tmp_path):
         ("", "1002", "main+0x9e", ""), ("", "1003", "__libc_start_main+0x9e", ""),
         ("", "1004", "_start+0x9e", "")], page
     assert "more frames" not in page
+    # A gap in the indexes (a hand-made document) ends the row: "6-1001" claims every index.
+    doc = _recursion_doc(1000)
+    for f in doc["threads"][0]["frames"][500:]:
+        f["index"] += 1
+    st = storemod.Store(str(tmp_path / "gap.db"))
+    core_id, _ = st.record_ok(dict(info, sha256="%064x" % 2), doc, "touch | recurse")
+    page = report_html._stack(st, core_id, sigmod.Signer(top=5))
+    st.close()
+    assert [r[1:] for r in re.findall(
+        r'<tr class="([^"]*)"><td>([^<]*)</td><td><code>recurse[^<]*</code>'
+        r'(?: at <code class="pos"[^>]*>[^<]*</code>)?(?: <span class="rep">\u00d7 (\d+)</span>)?',
+        page)][1:] == [("3\u20135", "3"), ("6\u2013499", "494"), ("501\u20131002", "502")], page
 
 
 def test_stack_overflow_core_stored_folded_and_read_back_whole(tool_env, fixture_cores,

@@ -180,7 +180,8 @@ def _stack(store, core_id, signer):
         # row: "3-931", "x 929" -- the stack's bottom stays in view after a stack overflow.
         end = i + 1
         if not inlined:
-            while end < len(frames) and _repeats(frames[end], f) and marks(end) == cls:
+            while (end < len(frames) and _repeats(frames[end], f) and marks(end) == cls
+                   and _next_index(frames[end - 1], frames[end])):
                 end += 1
         sym = f["symbol"] or ""
         if sym and not inlined and f["symbol_offset"]:
@@ -219,6 +220,12 @@ def _repeats(frame, before):
 
 _SHOWN = ("pc", "module", "module_offset", "build_id_key", "symbol", "symbol_offset", "source",
           "location")
+
+
+def _next_index(frame, after):
+    """Whether `after` is numbered right after `frame` (a row "3-931" claims every index)."""
+    idx = frame.get("idx")
+    return type(idx) is int and after.get("idx") == idx + 1
 
 
 def _position_html(location):
