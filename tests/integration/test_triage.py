@@ -1372,6 +1372,22 @@ def test_deep_stack_rows_break_where_frames_differ(tmp_path):
                      (8, 123, 40)]
 
 
+def test_rows_of_frames_without_a_number_index_are_one_frame_each():
+    """A hand-made document's equal frames whose index is not a number (a string, none)
+    each make a row of their own, and an equal frame numbered after such a row starts
+    one: only numbered frames that go on a numbered row join it."""
+    from ehbt_triage import store as storemod
+
+    def frame(index):
+        return {"pc": "0x1", "module": "m", "module_offset": "0x1", "symbol": "s",
+                "symbol_offset": "0x0", "source": "eh_frame", "location": None, "inlined": [],
+                "index": index}
+
+    doc = {"threads": [{"tid": 1, "frames": [frame(i) for i in ("a", 0, 1, None, 5, 6)]}]}
+    _threads, columns = storemod.document_rows(doc, lambda f: None)
+    assert columns[:3] == [[0, 0, 0, 0], ["a", 0, None, 5], [1, 2, 1, 2]]
+
+
 def test_store_of_version_5_frames_read_one_each(tmp_path):
     """Frames rows of a store made before `repeats` (schema version 5: NULL once migrated)
     stand for one frame each, and a damaged count gives no more than MAX_STORED_FRAMES."""

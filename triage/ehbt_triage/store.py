@@ -656,8 +656,6 @@ def document_rows(doc, frame_key):
     for n, t in enumerate(doc.get("threads") or []):
         threads.append((t.get("tid"), 1 if t.get("crashing") else 0, t.get("stop_reason"),
                         t.get("stop_detail")))
-        last = None  # the tail of this thread's last row, and the index it would go on at
-        after = None
         for i, f in enumerate(t.get("frames") or []):
             try:
                 pc, module, offset, symbol, symbol_offset, source, at, calls, index = fields(f)
@@ -688,9 +686,9 @@ def document_rows(doc, frame_key):
                     one(pc, pc), one(module, module), one(offset, offset), key,
                     one(symbol, symbol), one(symbol_offset, symbol_offset), one(source, source),
                     one(src_file, src_file), src_line, src_column, calls)
-            elif tail is last and index == after and type(index) is int:
-                counts[-1] += 1
-                after += 1
+            elif (tail is tails[-1] and numbers[-1] == n and type(index) is int
+                  and type(indexes[-1]) is int and index == indexes[-1] + counts[-1]):
+                counts[-1] += 1  # the last row's frame again, at the index after its last
                 continue
             # Four appends, not one row tuple (n, index, 1) + tail per row: ~13% less for a
             # deep stack of distinct frames.
@@ -698,8 +696,6 @@ def document_rows(doc, frame_key):
             indexes.append(index)
             counts.append(1)
             tails.append(tail)
-            last = tail
-            after = index + 1 if type(index) is int else None
     if not tails:
         return threads, [[] for _ in range(FRAME_COLUMNS)]
     return threads, [numbers, indexes, counts] + [list(c) for c in zip(*tails)]
