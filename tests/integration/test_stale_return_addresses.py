@@ -127,12 +127,14 @@ def test_glibc_stripped_walks_exactly_gdbs_frames(ehbt_bin, glibc_expected):
 # through a register into _IO_new_file_xsputn: nothing ties such a call to the callee and no
 # table proves it by the frame above, so the scan stops there (validate.cpp, scan_step.cpp)
 # rather than take it or pass over it; the walk is GDB's frames cut short, not all of them.
-# Before that stop it also passes over raise: raise calls __pthread_kill, which reaches
-# __pthread_kill_implementation by tail jumps the proof cannot follow without symbols (it goes
-# on only from a function's start), so raise's return address is disproven, and abort's (after
-# its call to raise, whose body of unknown size holds a jump through a register) is taken as
-# the caller of frame 0. A frame of the truth, a skipped frame, the walk stopped: recorded here
-# exactly, as GDB's frames 0 and 2 (a known limit of the proof without symbols).
+# Before that stop it also passes over raise. Nothing says where frame 0's function
+# (__pthread_kill_implementation, 0x4178c0) starts, so a direct call proves a caller when its
+# target lies below the pc, less than max_function_bytes below it (validate.cpp,
+# disprove_unnamed_callee). raise's call goes to __pthread_kill (0x417a20), above the pc, which
+# reaches the function only by a tail jump: its return address is disproven. abort's goes to
+# raise (0x4086c0), 62 KB below the pc: taken as the start of frame 0's function, so abort is
+# the caller found. A frame of the truth, a skipped frame, the walk stopped: recorded here
+# exactly, as GDB's frames 0 and 2 (a known limit of the proof without symbols or tables).
 STATIC_WITHOUT_TABLES = [0, 2]
 def test_glibc_without_tables_takes_no_stale_return_address(ehbt_bin, glibc_expected):
     """The same core with the executable's tables gone (its .notables copy as --exe): the
