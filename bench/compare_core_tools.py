@@ -3,7 +3,7 @@
 """ehbt vs. eu-stack vs. GDB vs. the floor on the same cores: wall time, frames, peak RSS.
 
     bench/compare_core_tools.py [--ehbt PATH] [--engine-bench PATH] [--reps N] [--quick]
-                                [--no-gdb] [--fixtures-only]
+                                [--no-gdb] [--fixtures-only] [--cold-lines]
 
 The floor is bench/core_floor.c: it maps the core and the modules and touches exactly the
 pages the walk needs (the core's notes, the stack between each thread's frames, and per
@@ -20,6 +20,10 @@ In one run, on the same inputs:
     pipe plus the main thread in os.abort() (made here, in a temp dir);
   * a ~140 MB CPython core (120 MiB of touched bytearrays) for peak RSS;
   * every fixture core under cores/out/x86_64/*.core (made with cores/make-cores.sh if none).
+ehbt keeps what each debug file said for the pcs it looked up (its line answers, docs/cli.md),
+so after the warm-up run it answers those pcs without opening the debug info; --cold-lines
+also times "ehbt-cold", the same runs with no line answers kept (every run opens the debug
+info), and gives its verdict against floor+sym.
 Each tool runs once untimed (to warm the page cache), then --reps times; the table shows the
 median and the minimum wall time, the ratio of the median to ehbt's, the median CPU time
 (user+sys; steadier than wall time on a busy machine), how many threads and frames each tool
@@ -424,6 +428,9 @@ def tool_commands(ehbt, core, exe, ehbt_exe_arg):
         ehbt_cmd += ["--exe", exe]
     return [
         ("ehbt", ehbt_cmd, frames_ehbt),
+        # The same run without line answers kept by earlier runs (--cold-lines: its own cache
+        # directory, where lines/ cannot be made): every run opens the debug info it needs.
+        ("ehbt-cold", ehbt_cmd, frames_ehbt),
         # -n 0: every frame, as ehbt and GDB print them (eu-stack stops at 256 by default,
         # which on a deep stack would time a quarter of the work).
         ("eu-stack", ["eu-stack", "-n", "0", "--core", core, "--executable", exe],
@@ -432,12 +439,25 @@ def tool_commands(ehbt, core, exe, ehbt_exe_arg):
     ]
 
 
+def cold_lines_env(env, workdir):
+    """`env` with a cache directory of its own whose lines/ is a file: the debug cache's copies
+    are made and used as usual, no line answer is ever kept."""
+    root = os.path.join(workdir, "cold-cache")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    blocker = os.path.join(root, "lines")
+    if not os.path.exists(blocker):
+        with open(blocker, "w") as f:
+            f.write("no line answers here\n")
+    return dict(env, EHBT_CACHE_DIR=root)
+
+
 def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, want_threads,
             floor=None, skip=()):
     """Every tool once untimed (warm-up, peak RSS), then `reps` rounds, each running every
     tool once, so that load changes on the machine hit all tools alike. The floor runs on the
     page list made from ehbt's warm-up output."""
     tools = [t for t in tool_commands(ehbt, core, exe, ehbt_exe_arg) if t[0] not in skip]
+    envs = {"ehbt-cold": cold_lines_env(env, workdir)}
     if floor:
         tools.append(("floor", None, lambda text: {}))
         tools.append(("floor+sym", None, lambda text: {}))
@@ -458,7 +478,7 @@ def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, w
         if shutil.which(cmd[0]) is None and not os.access(cmd[0], os.X_OK):
             rows[tool] = dict(input=label, tool=tool, missing=True)
             continue
-        rss = peak_rss(cmd, timeout, workdir, env)
+        rss = peak_rss(cmd, timeout, workdir, envs.get(tool, env))
         if tool == "ehbt":
             ehbt_out = run_measured(cmd, timeout, workdir, env).out
         if rss == "timeout":
@@ -471,7 +491,7 @@ def measure(label, core, exe, ehbt, reps, timeout, workdir, env, ehbt_exe_arg, w
                           want=None if tool.startswith("floor") else want_threads)
     for _ in range(reps):
         for tool, cmd, _ in live:
-            rows[tool]["runs"].append(run_measured(cmd, timeout, workdir, env))
+            rows[tool]["runs"].append(run_measured(cmd, timeout, workdir, envs.get(tool, env)))
     for tool, _, parse in live:
         r = rows[tool]
         runs = r.pop("runs")
@@ -586,6 +606,16 @@ def verdicts(rows, py_label, fixture_labels):
                                    for i in have if table[(i, other)] > 0)
                 out.append("  by %s: within %.1fx on %d/%d (%s)" % (
                     what, goal, len(have) - len(bad), len(have), ratios))
+    have = [i for i in inputs if (i, "ehbt-cold") in med and (i, "floor+sym") in med]
+    if have:
+        parts = []
+        for what, table in (("median", med), ("fastest run", fastest), ("median CPU", cpu)):
+            ok = [i for i in have if table[(i, "ehbt-cold")] <= 1.5 * table[(i, "floor+sym")]]
+            parts.append("%d/%d by %s" % (len(ok), len(have), what))
+        ratios = ", ".join("%s %.2f" % (i, med[(i, "ehbt-cold")] / med[(i, "floor+sym")])
+                           for i in have)
+        out.append("ehbt-cold (no kept line answers) within 1.5x of floor+sym on %s "
+                   "(median ratios: %s)" % ("; ".join(parts), ratios))
     slow = [f for f in fixture_labels
             if (f, "ehbt") in med and (f, "gdb") in med and med[(f, "ehbt")] >= med[(f, "gdb")]]
     have = [f for f in fixture_labels if (f, "ehbt") in med and (f, "gdb") in med]
@@ -607,6 +637,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="3 reps, skip engine_bench")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with the cores")
     ap.add_argument("--no-gdb", action="store_true", help="leave GDB out (it is slow)")
+    ap.add_argument("--cold-lines", action="store_true",
+                    help="also time ehbt without line answers kept by earlier runs (ehbt-cold)")
     ap.add_argument("--fixtures-only", action="store_true",
                     help="only the fixture cores (no CPython cores)")
     args = ap.parse_args()
@@ -636,7 +668,7 @@ def main():
             py_core = make_python_core(MANY_THREADS_SCRIPT, workdir, "py32threads", 30)
             big_core = make_python_core(BIG_SCRIPT, workdir, "py140mb", 60)
         floor = build_floor(workdir)
-        skip = ("gdb",) if args.no_gdb else ()
+        skip = (("gdb",) if args.no_gdb else ()) + (() if args.cold_lines else ("ehbt-cold",))
         fixtures = fixture_cores(600)
         for label, path in (("py32threads", py_core), ("py140mb", big_core)):
             if path:

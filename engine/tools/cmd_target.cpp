@@ -89,9 +89,11 @@ constexpr std::string_view kOutputHelp = R"(options:
                      keyed by build-id, in $EHBT_CACHE_DIR, else
                      $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt (debug/,
                      made mode 0700), up to 2 GiB, the least recently
-                     used removed first; the same lines either way, and
-                     a directory that cannot be used is silently done
-                     without)
+                     used removed first), and no kept line answers
+                     (lines/ there: what each debug file said for the
+                     pcs earlier runs looked up); the same lines either
+                     way, and a directory that cannot be used is
+                     silently done without
   --json             print the ehbt-backtrace/1 JSON document instead of
                      text
   --all-threads      print every thread (default: the crashing thread,

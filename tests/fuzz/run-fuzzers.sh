@@ -31,6 +31,7 @@ declare -A runs=(
   # Not measured yet (no fuzz build was made with it): small inputs like fuzz_sframe's.
   [fuzz_go_lines]=1000000
   [fuzz_lines]=25000
+  [fuzz_line_answers]=1000000
   [fuzz_sframe]=2000000
 )
 # Address-space randomisation changes the values the instrumented comparisons see (pointers),

@@ -6,6 +6,7 @@ byte for byte."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -69,7 +70,15 @@ def test_cached_runs_print_what_uncached_runs_print(ehbt_bin, fixture_cores, nam
     copies = sorted(p.name for p in (cache / "debug").iterdir())
     for bid in compressed:
         assert any(c.startswith(bid + ".") for c in copies), (bid, copies)
-    # A damaged copy (cut short) is ignored and made again: the same document.
+    # The warm run answered from the persistent line answers of the cold one (lines/, one file
+    # per DWARF file, named by its build-id).
+    answers = sorted(p.name for p in (cache / "lines").iterdir())
+    for bid in compressed:
+        assert any(a.startswith(bid + ".") and a.endswith(".lines") for a in answers), \
+            (bid, answers)
+    # A damaged copy (cut short) is ignored and made again: the same document. Without the
+    # answers, which would spare the next run the copy.
+    shutil.rmtree(cache / "lines")
     for c in copies:
         with open(cache / "debug" / c, "r+b") as f:
             f.truncate(4096)

@@ -26,61 +26,18 @@
 #include "lines/debug_cache.hpp"
 #include "lines/debug_sections.hpp"
 #include "lines/source_lookup.hpp"
+#include "lines_fixture.hpp"
 
 namespace ehbt {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kFixtures = EHBT_LINES_FIXTURE_DIR;
-const std::string kSource = std::string(EHBT_SOURCE_DIR) + "/tests/lines_fixture/";
-
-// LINE:<name> markers of a source file: name -> line number.
-std::map<std::string, uint32_t> markers(const std::string& file) {
-  std::map<std::string, uint32_t> out;
-  std::ifstream in(kSource + file);
-  std::string text;
-  for (uint32_t n = 1; std::getline(in, text); ++n) {
-    const std::size_t at = text.find("/* LINE:");
-    if (at == std::string::npos) continue;
-    const std::size_t end = text.find(" */", at);
-    out[text.substr(at + 8, end - at - 8)] = n;
-  }
-  return out;
-}
-
-std::shared_ptr<const Image> open_image(const std::string& name) {
-  auto img = Image::open(kFixtures + "/" + name);
-  EXPECT_TRUE(img.has_value()) << name;
-  return img ? std::shared_ptr<const Image>(std::move(img.value())) : nullptr;
-}
-
-// The program's two captured return addresses, as link-time lookup pcs (it prints them with
-// where its ELF header is loaded).
-std::vector<uint64_t> lookup_pcs(const std::string& program) {
-  auto image = open_image(program);
-  FILE* p = popen((kFixtures + "/" + program).c_str(), "r");
-  if (p == nullptr || !image) return {};
-  unsigned long a = 0, b = 0, header = 0;
-  int r = 0;
-  const int got = fscanf(p, "%lx %lx %lx %d", &a, &b, &header, &r);
-  pclose(p);
-  if (got != 4) return {};
-  const uint64_t bias = header - image->min_vaddr();
-  return {a - bias - 1, b - bias - 1};
-}
-
-// `program` (a fresh image: answers are kept per image), with `debug` attached when named.
-Module module_of(const std::string& program, const std::string& debug = "") {
-  Module m;
-  auto image = open_image(program);
-  if (image && !debug.empty()) {
-    EXPECT_TRUE(image->attach_debug_file(open_image(debug)));
-  }
-  m.image = image;
-  m.path = program;
-  return m;
-}
+using lines_fixture::kFixtures;
+using lines_fixture::lookup_pcs;
+using lines_fixture::markers;
+using lines_fixture::module_of;
+using lines_fixture::open_image;
 
 std::string position(const std::optional<SourcePosition>& p) {
   if (!p) return "-";
@@ -118,37 +75,26 @@ void expect_markers(const std::string& got) {
   EXPECT_TRUE(std::regex_search(got, std::regex("\n" + own))) << got;
 }
 
+// The copies alone: persistent line answers (lines_answer_cache_test.cpp) would answer later
+// lookups without opening the copy these tests look at.
+Limits copies_only() {
+  Limits l;
+  l.max_line_answers_bytes = 0;
+  return l;
+}
+
 Limits no_cache() {
   Limits l;
   l.max_debug_cache_bytes = 0;
   return l;
 }
 
-class DebugCache : public testing::Test {
+class DebugCache : public lines_fixture::CacheDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ehbt-debug-cache-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    ::setenv("EHBT_CACHE_DIR", root_.c_str(), 1);
-  }
-  void TearDown() override {
-    ::unsetenv("EHBT_CACHE_DIR");
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
   fs::path dir() const { return fs::path(root_) / "debug"; }
 
   // The copies in the cache: file name -> size.
-  std::map<std::string, uintmax_t> copies() const {
-    std::map<std::string, uintmax_t> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir(), ec)) {
-      out[e.path().filename().string()] = e.file_size();
-    }
-    return out;
-  }
+  std::map<std::string, uintmax_t> copies() const { return list(dir()); }
 
   // Asks the cache for `file`'s copy directly: whether there was one, and whether it was
   // made now (a miss) rather than found (a hit).
@@ -173,8 +119,6 @@ class DebugCache : public testing::Test {
     ::close(fd);
     return out;
   }
-
-  std::string root_;
 };
 
 TEST_F(DebugCache, TheFixtureIsCompressed) {
@@ -198,13 +142,13 @@ TEST_F(DebugCache, MissThenHitGiveTheMarkersAsWithoutCache) {
   expect_markers(without);
   EXPECT_TRUE(copies().empty()) << "max_debug_cache_bytes 0 writes nothing";
 
-  const std::string first = lines_of(module_of("dw5z"), pcs, Limits{});  // makes the copy
+  const std::string first = lines_of(module_of("dw5z"), pcs, copies_only());  // makes the copy
   ASSERT_EQ(copies().size(), 1u);
   const std::string name = copies().begin()->first;
   struct stat made;
   ASSERT_EQ(::stat((dir() / name).c_str(), &made), 0);
   EXPECT_EQ(made.st_mode & 0777, 0600u);
-  const std::string second = lines_of(module_of("dw5z"), pcs, Limits{});  // reads it
+  const std::string second = lines_of(module_of("dw5z"), pcs, copies_only());  // reads it
   EXPECT_EQ(first, without);
   EXPECT_EQ(second, without);
   // Found, not made again: the same file.
@@ -237,9 +181,9 @@ TEST_F(DebugCache, SeparateCompressedDebugFile) {
   ASSERT_EQ(pcs.size(), 2u);
   const std::string without = lines_of(module_of("dw5.stripped", "dw5z.debug"), pcs, no_cache());
   expect_markers(without);
-  EXPECT_EQ(lines_of(module_of("dw5.stripped", "dw5z.debug"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw5.stripped", "dw5z.debug"), pcs, copies_only()), without);
   EXPECT_EQ(copies().size(), 1u);
-  EXPECT_EQ(lines_of(module_of("dw5.stripped", "dw5z.debug"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw5.stripped", "dw5z.debug"), pcs, copies_only()), without);
   EXPECT_FALSE(ask("dw5z.debug").made);
 }
 
@@ -249,9 +193,9 @@ TEST_F(DebugCache, GnuZdebugSections) {
   ASSERT_EQ(pcs.size(), 2u);
   const std::string without = lines_of(module_of("dw4zgnu"), pcs, no_cache());
   expect_markers(without);
-  EXPECT_EQ(lines_of(module_of("dw4zgnu"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw4zgnu"), pcs, copies_only()), without);
   EXPECT_EQ(copies().size(), 1u);
-  EXPECT_EQ(lines_of(module_of("dw4zgnu"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw4zgnu"), pcs, copies_only()), without);
 }
 
 TEST_F(DebugCache, CompressedDwzFile) {
@@ -260,9 +204,9 @@ TEST_F(DebugCache, CompressedDwzFile) {
   ASSERT_EQ(pcs.size(), 2u);
   const std::string without = lines_of(module_of("dwzA.stripped", "z/dwzA.debug"), pcs, no_cache());
   expect_markers(without);
-  EXPECT_EQ(lines_of(module_of("dwzA.stripped", "z/dwzA.debug"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dwzA.stripped", "z/dwzA.debug"), pcs, copies_only()), without);
   EXPECT_EQ(copies().size(), 2u) << "the debug file and its dwz file";
-  EXPECT_EQ(lines_of(module_of("dwzA.stripped", "z/dwzA.debug"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dwzA.stripped", "z/dwzA.debug"), pcs, copies_only()), without);
   EXPECT_FALSE(ask("z/lines.dwz").made);
 }
 
@@ -294,7 +238,7 @@ TEST_F(DebugCache, DamagedCopyIsIgnoredAndMadeAgain) {
   };
   for (const auto& [what, damage] : damages) {
     damage();
-    EXPECT_EQ(lines_of(module_of("dw5z"), pcs, Limits{}), without) << what;
+    EXPECT_EQ(lines_of(module_of("dw5z"), pcs, copies_only()), without) << what;
     EXPECT_EQ(fs::file_size(copy), size) << what << ": made again";
     EXPECT_FALSE(ask("dw5z").made) << what;
   }
@@ -353,21 +297,21 @@ TEST_F(DebugCache, UnsafeOrMissingDirectoryIsNotUsed) {
   fs::create_directory(elsewhere);
   fs::permissions(elsewhere, fs::perms::owner_all, fs::perm_options::replace);
   fs::create_directory_symlink(elsewhere, dir());
-  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, copies_only()), without);
   EXPECT_TRUE(fs::is_empty(elsewhere)) << "the link is not followed";
   EXPECT_FALSE(ask("dw5z").copy);
   fs::remove(dir());
   // debug/ open to the group.
   fs::create_directory(dir());
   fs::permissions(dir(), fs::perms::owner_all | fs::perms::group_all, fs::perm_options::replace);
-  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, copies_only()), without);
   EXPECT_TRUE(fs::is_empty(dir()));
   fs::remove(dir());
   // The cache directory a regular file: nothing can be made.
   const fs::path file = fs::path(root_) / "file";
   std::ofstream(file) << "x";
   ::setenv("EHBT_CACHE_DIR", file.c_str(), 1);
-  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, Limits{}), without);
+  EXPECT_EQ(lines_of(module_of("dw5z"), pcs, copies_only()), without);
   EXPECT_FALSE(ask("dw5z").copy);
 }
 

@@ -21,30 +21,18 @@
 #include "lines/module_lines.hpp"
 #include "lines/source_lookup.hpp"
 #include "lines/sparse_dwarf.hpp"
+#include "lines_fixture.hpp"
 #include "report/source_lines.hpp"
 
 namespace ehbt {
 namespace {
 
-const std::string kFixtures = EHBT_LINES_FIXTURE_DIR;
-const std::string kSource = std::string(EHBT_SOURCE_DIR) + "/tests/lines_fixture/";
+using lines_fixture::kFixtures;
+using lines_fixture::markers;
+using lines_fixture::open_image;
 
 bool exists(const std::string& path) {
   return std::ifstream(path).good();
-}
-
-// LINE:<name> markers of a source file: name -> line number.
-std::map<std::string, uint32_t> markers(const std::string& file) {
-  std::map<std::string, uint32_t> out;
-  std::ifstream in(kSource + file);
-  std::string text;
-  for (uint32_t n = 1; std::getline(in, text); ++n) {
-    const std::size_t at = text.find("/* LINE:");
-    if (at == std::string::npos) continue;
-    const std::size_t end = text.find(" */", at);
-    out[text.substr(at + 8, end - at - 8)] = n;
-  }
-  return out;
 }
 
 std::string base_name(const std::string& path) {
@@ -82,12 +70,20 @@ Expected expected_lines() {
   return {h.at("level3_call"), c.at("level2_call"), c.at("level1_call"), c.at("level1_own")};
 }
 
+// Lookups from the DWARF only: persistent answers (lines_answer_cache_test.cpp) kept by an
+// earlier run would answer these pcs before the DWARF (either handle) is asked.
+Limits dwarf_only() {
+  Limits l;
+  l.max_line_answers_bytes = 0;
+  return l;
+}
+
 // The checks every form must pass: slot 0 is three levels deep, slot 1 in level1 itself.
 void check_program(const Module& m, const std::vector<uint64_t>& pcs) {
   ASSERT_EQ(pcs.size(), 2u);
   const Expected want = expected_lines();
   std::string problem;
-  auto deep = lines::lookup_source(m, pcs[0], Limits{}, &problem);
+  auto deep = lines::lookup_source(m, pcs[0], dwarf_only(), &problem);
   EXPECT_EQ(problem, "");
   ASSERT_TRUE(deep.has_value());
   ASSERT_EQ(deep->inlined.size(), 2u);
@@ -103,19 +99,13 @@ void check_program(const Module& m, const std::vector<uint64_t>& pcs) {
   EXPECT_EQ(base_name(deep->location->file), "inline_chain.c");
   EXPECT_EQ(deep->location->line, want.level1_call);
 
-  auto own = lines::lookup_source(m, pcs[1], Limits{}, &problem);
+  auto own = lines::lookup_source(m, pcs[1], dwarf_only(), &problem);
   ASSERT_TRUE(own.has_value());
   EXPECT_TRUE(own->inlined.empty());
   ASSERT_TRUE(own->location.has_value());
   EXPECT_EQ(base_name(own->location->file), "inline_chain.c");
   EXPECT_EQ(own->location->line, want.level1_own);
   EXPECT_GT(own->location->column, 0u);  // GCC writes columns
-}
-
-std::shared_ptr<const Image> open_image(const std::string& name) {
-  auto img = Image::open(kFixtures + "/" + name);
-  EXPECT_TRUE(img.has_value()) << name;
-  return img ? std::shared_ptr<const Image>(std::move(img.value())) : nullptr;
 }
 
 TEST(LinesDwarf, Dwarf4InTheFile) {
@@ -181,7 +171,7 @@ TEST(LinesDwarf, ImagesKnowWhenTheyHoldNoDebugInfo) {
 // copy of .debug_info holding only their units. The answers are the program's structure, as
 // through the full handle, and the count says which handle gave them.
 std::size_t sparse_answers(const Image& img) {
-  lines::ModuleLines* dwarf = lines::module_lines(img, Limits{});
+  lines::ModuleLines* dwarf = lines::module_lines(img);
   return dwarf != nullptr ? dwarf->sparse_answers() : 0;
 }
 
@@ -196,7 +186,7 @@ void check_prepared(const std::string& name, const std::string& debug, std::size
   const Module m = module_of(img);
   // Every unit through the sparse handle, however near the section's start (a one-file
   // program's units are; libc's mostly are not).
-  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  lines::module_lines(*img)->prepare(pcs, dwarf_only(), 0);
   check_program(m, pcs);
   EXPECT_EQ(sparse_answers(*img), want_sparse);
 }
@@ -218,7 +208,7 @@ TEST(LinesDwarf, SparseHandleWithTheDwzCommonFile) {
   const std::vector<uint64_t> pcs = lookup_pcs("dwzA.stripped", *img);
   ASSERT_TRUE(img->attach_debug_file(open_image("dwzA.debug")));
   const Module m = module_of(img);
-  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  lines::module_lines(*img)->prepare(pcs, dwarf_only(), 0);
   check_program(m, pcs);
 }
 
@@ -229,7 +219,7 @@ TEST(LinesDwarf, UnitsNearTheSectionStartKeepTheFullHandle) {
   ASSERT_TRUE(img);
   const std::vector<uint64_t> pcs = lookup_pcs("dw5", *img);
   const Module m = module_of(img);
-  lines::prepare_sources(m, pcs, Limits{});
+  lines::prepare_sources(m, pcs, dwarf_only());
   check_program(m, pcs);
   EXPECT_EQ(sparse_answers(*img), 0u);
 }
@@ -241,8 +231,8 @@ TEST(LinesDwarf, NoSparseHandleOnceTheFullOneSearched) {
   ASSERT_EQ(pcs.size(), 2u);
   const Module m = module_of(img);
   // pcs[0] through the full handle: its tree of units is built, a sparse copy would not pay.
-  ASSERT_TRUE(lines::lookup_source(m, pcs[0], Limits{}).has_value());
-  lines::module_lines(*img, Limits{})->prepare(pcs, Limits{}, 0);
+  ASSERT_TRUE(lines::lookup_source(m, pcs[0], dwarf_only()).has_value());
+  lines::module_lines(*img)->prepare(pcs, dwarf_only(), 0);
   check_program(m, pcs);
   EXPECT_EQ(sparse_answers(*img), 0u);
 }

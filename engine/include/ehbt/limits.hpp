@@ -131,6 +131,10 @@ struct Limits {
   // $XDG_CACHE_HOME/ehbt, else ~/.cache/ehbt; in debug/), least recently used removed first.
   // 0: no cache (libdw inflates the debug file's sections in every process, `--no-debug-cache`).
   uint64_t max_debug_cache_bytes = uint64_t{2} << 30;
+  // Addition (persistent line answers, engine/src/lines/answer_cache.hpp): bytes of one file
+  // of answers kept per DWARF file in lines/ of the same directory (past it nothing more is
+  // added; the directory holds at most 64 times this). 0, or max_debug_cache_bytes 0: none.
+  uint64_t max_line_answers_bytes = uint64_t{4} << 20;
 };
 
 }  // namespace ehbt

@@ -58,6 +58,7 @@ constexpr LimitField64 kLimit64[] = {
     {"max_perf_map_bytes", &Limits::max_perf_map_bytes},
     {"max_stored_image_bytes", &Limits::max_stored_image_bytes},
     {"max_debug_cache_bytes", &Limits::max_debug_cache_bytes},
+    {"max_line_answers_bytes", &Limits::max_line_answers_bytes},
 };
 
 void apply_limit_fields(Limits& limits, const pyb::dict& fields) {

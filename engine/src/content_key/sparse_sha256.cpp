@@ -25,6 +25,7 @@
 
 #include "sparse_sha256.hpp"
 #include "util/regular_file.hpp"
+#include "util/unique_fd.hpp"
 
 namespace ehbt {
 
@@ -45,19 +46,7 @@ ContentKeyError error_of(const std::string& path, const char* what, int err) {
   return ContentKeyError{err, path + ": " + what + ": " + strerror(err)};
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = util::UniqueFd;
 
 // The file's data extents in order; the whole file when the filesystem cannot tell, and the
 // rest of the file as one extent once `cap` extents are listed.

@@ -2,12 +2,16 @@
 // Finding and opening ehbt's cache directory (see cache_dir.hpp).
 #include "lines/cache_dir.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
+#include <vector>
 
 namespace ehbt::lines {
 namespace {
@@ -28,6 +32,12 @@ bool make_dirs(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return false;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
+
+// Entries of a cache directory looked at when making room (it holds one file per debug
+// file used; past this many the rest are left alone).
+constexpr std::size_t kMaxEntries = std::size_t{1} << 16;
+// A temporary file this old was left by a writer that died: removed when making room.
+constexpr time_t kStaleTempSeconds = 3600;
 
 }  // namespace
 
@@ -62,6 +72,49 @@ int open_private_dir(const std::string& root, const char* sub) {
     return -1;
   }
   return fd;
+}
+
+void make_room(int dir, std::string_view suffix, uint64_t incoming, uint64_t cap) {
+  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (list_fd < 0) return;
+  DIR* d = ::fdopendir(list_fd);
+  if (d == nullptr) {
+    ::close(list_fd);
+    return;
+  }
+  struct Entry {
+    std::string name;
+    uint64_t size;
+    struct timespec mtime;
+  };
+  std::vector<Entry> kept;
+  uint64_t total = 0;
+  const time_t now = std::time(nullptr);
+  std::size_t seen = 0;
+  for (const dirent* e = ::readdir(d); e != nullptr && ++seen <= kMaxEntries; e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    struct stat st;
+    if (::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    if (name.starts_with(kCacheTempPrefix)) {
+      if (now - st.st_mtime > kStaleTempSeconds) ::unlinkat(dir, e->d_name, 0);
+      continue;
+    }
+    if (!name.ends_with(suffix)) continue;
+    kept.push_back(Entry{std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  ::closedir(d);
+  if (total + incoming <= cap) return;
+  std::sort(kept.begin(), kept.end(), [](const Entry& a, const Entry& b) {
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
+                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
+  for (const Entry& c : kept) {
+    if (total + incoming <= cap) break;
+    if (::unlinkat(dir, c.name.c_str(), 0) == 0) total -= c.size;
+  }
 }
 
 }  // namespace ehbt::lines

@@ -5,7 +5,9 @@
 // use is no error: the caller goes without.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace ehbt::lines {
 
@@ -17,5 +19,13 @@ std::string ehbt_cache_dir();
 // must belong to the effective user with no access for group and others, so that nothing in
 // it was put there by someone else (`root` may be a link: the user's own choice).
 int open_private_dir(const std::string& root, const char* sub);
+
+// What a cache file is written as before it is renamed into place: "<prefix><name>.<pid>.<n>".
+inline constexpr std::string_view kCacheTempPrefix = ".tmp.";
+
+// Removes the least recently modified files of `dir` whose names end in `suffix` until
+// `incoming` more bytes fit in `cap`, and temporary files (kCacheTempPrefix) whose writer is
+// long gone. Users touch what they use, so modification time orders use.
+void make_room(int dir, std::string_view suffix, uint64_t incoming, uint64_t cap);
 
 }  // namespace ehbt::lines

@@ -3,7 +3,6 @@
 // debug_cache.hpp).
 #include "lines/debug_cache.hpp"
 
-#include <dirent.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -23,7 +22,9 @@
 
 #include "lines/cache_dir.hpp"
 #include "lines/uncompressed_copy.hpp"
+#include "util/fnv.hpp"
 #include "util/hex.hpp"
+#include "util/unique_fd.hpp"
 
 namespace ehbt::lines {
 namespace {
@@ -31,63 +32,35 @@ namespace {
 // Part of every copy's name: a copy written by another version of this code, with other
 // sections kept, is never taken for this one's.
 constexpr uint64_t kFormat = 1;
-// Entries of the cache directory looked at when making room (it holds one file per debug
-// file used; past this many the rest are left alone).
-constexpr std::size_t kMaxEntries = std::size_t{1} << 16;
 // A copy used is touched (its mtime orders eviction) when its mtime is older than this:
 // not on every run, so that a cache in use does not write an inode per process.
 constexpr time_t kTouchAfterSeconds = 600;
-// A temporary file this old was left by a writer that died: removed when making room.
-constexpr time_t kStaleTempSeconds = 3600;
 // Space left free on the cache's file system after writing a copy.
 constexpr uint64_t kFreeReserve = uint64_t{64} << 20;
 
-constexpr std::string_view kTempPrefix = ".tmp.";
 constexpr std::string_view kSuffix = ".debug";
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using Fd = util::UniqueFd;
 
 struct BuildId {
   const void* bytes = nullptr;
   std::size_t size = 0;
 };
 
-void fnv(uint64_t& h, const void* p, std::size_t n) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-}
-
-void fnv_u64(uint64_t& h, uint64_t v) {
-  fnv(h, &v, sizeof v);
-}
-
 // "<build-id>.<layout>.debug": the layout (the source's identity and debug sections as
 // stored) tells apart files that share a build-id but not their DWARF's form (one processed
 // by dwz, one not).
 std::string copy_name(const GElf_Ehdr& eh, const DebugSections& sections, const BuildId& id) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  fnv_u64(h, kFormat);
-  fnv(h, eh.e_ident, EI_NIDENT);
-  fnv_u64(h, eh.e_machine);
-  fnv_u64(h, eh.e_type);
+  uint64_t h = util::kFnvBasis;
+  util::fnv1a_u64(h, kFormat);
+  util::fnv1a(h, eh.e_ident, EI_NIDENT);
+  util::fnv1a_u64(h, eh.e_machine);
+  util::fnv1a_u64(h, eh.e_type);
   for (const DebugSection& s : sections.list) {
-    fnv(h, s.name.data(), s.name.size() + 1);
-    fnv_u64(h, s.stored);
-    fnv_u64(h, s.inflated);
-    fnv_u64(h, static_cast<uint64_t>(s.compression));
+    util::fnv1a(h, s.name.data(), s.name.size() + 1);
+    util::fnv1a_u64(h, s.stored);
+    util::fnv1a_u64(h, s.inflated);
+    util::fnv1a_u64(h, static_cast<uint64_t>(s.compression));
   }
   return util::bytes_hex({static_cast<const std::byte*>(id.bytes), id.size}) + "." +
          util::bytes_hex(std::as_bytes(std::span(&h, 1))) + std::string(kSuffix);
@@ -146,51 +119,6 @@ std::optional<CachedCopy> open_copy(int dir, const std::string& name, const GElf
   return CachedCopy{fd.release(), elf, false};
 }
 
-// Removes the least recently used copies of `dir` until `incoming` more bytes fit in `cap`,
-// and temporary files whose writer is long gone.
-void make_room(int dir, uint64_t incoming, uint64_t cap) {
-  const int list_fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (list_fd < 0) return;
-  DIR* d = ::fdopendir(list_fd);
-  if (d == nullptr) {
-    ::close(list_fd);
-    return;
-  }
-  struct Entry {
-    std::string name;
-    uint64_t size;
-    struct timespec mtime;
-  };
-  std::vector<Entry> copies;
-  uint64_t total = 0;
-  const time_t now = std::time(nullptr);
-  std::size_t seen = 0;
-  for (const dirent* e = ::readdir(d); e != nullptr && ++seen <= kMaxEntries; e = ::readdir(d)) {
-    const std::string_view name(e->d_name);
-    struct stat st;
-    if (::fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
-      continue;
-    }
-    if (name.starts_with(kTempPrefix)) {
-      if (now - st.st_mtime > kStaleTempSeconds) ::unlinkat(dir, e->d_name, 0);
-      continue;
-    }
-    if (!name.ends_with(kSuffix)) continue;
-    copies.push_back(Entry{std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
-    total += static_cast<uint64_t>(st.st_size);
-  }
-  ::closedir(d);
-  if (total + incoming <= cap) return;
-  std::sort(copies.begin(), copies.end(), [](const Entry& a, const Entry& b) {
-    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
-                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
-  });
-  for (const Entry& c : copies) {
-    if (total + incoming <= cap) break;
-    if (::unlinkat(dir, c.name.c_str(), 0) == 0) total -= c.size;
-  }
-}
-
 // Writes the copy of `source` under a temporary name, makes room for it and renames it into
 // place; then opens it as any later process will.
 std::optional<CachedCopy> make_copy(int dir, const std::string& name, Elf* source,
@@ -207,7 +135,7 @@ std::optional<CachedCopy> make_copy(int dir, const std::string& name, Elf* sourc
     return std::nullopt;
   }
   static std::atomic<uint32_t> serial{0};
-  const std::string temp = std::string(kTempPrefix) + name + "." + std::to_string(::getpid()) +
+  const std::string temp = std::string(kCacheTempPrefix) + name + "." + std::to_string(::getpid()) +
                            "." + std::to_string(serial++);
   uint64_t written = 0;
   {
@@ -219,7 +147,7 @@ std::optional<CachedCopy> make_copy(int dir, const std::string& name, Elf* sourc
     ::unlinkat(dir, temp.c_str(), 0);
     return std::nullopt;
   }
-  make_room(dir, written, limits.max_debug_cache_bytes);
+  make_room(dir, kSuffix, written, limits.max_debug_cache_bytes);
   if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
     ::unlinkat(dir, temp.c_str(), 0);
     return std::nullopt;

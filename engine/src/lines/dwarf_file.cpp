@@ -93,6 +93,7 @@ struct DwarfOpener {
     const void* id = nullptr;
     const ssize_t id_len = dwelf_dwarf_gnu_debugaltlink(f.dwarf_, &name, &id);
     if (id_len <= 0 || name == nullptr) return;
+    f.names_alt_ = true;
     const std::string hex =
         util::bytes_hex({static_cast<const std::byte*>(id), static_cast<std::size_t>(id_len)});
     for (const std::string& path : dwz_alt_candidates(f.path_, name, hex)) {

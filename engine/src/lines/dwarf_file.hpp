@@ -32,6 +32,10 @@ class DwarfFile {
   // image's own bytes.
   int fd() const { return fd_; }
   Dwarf* alt_dwarf() const { return alt_ ? alt_->dwarf_ : nullptr; }
+  // Whether the file names a dwz file (.gnu_debugaltlink), and the path of the one attached
+  // ("" when none was found): answers without it lack what it holds.
+  bool names_alt() const { return names_alt_; }
+  std::string alt_path() const { return alt_ ? alt_->path_ : std::string(); }
 
  private:
   friend struct DwarfOpener;
@@ -40,6 +44,7 @@ class DwarfFile {
   Dwarf* dwarf_ = nullptr;
   std::string path_;
   std::unique_ptr<DwarfFile> alt_;  // the dwz file (.gnu_debugaltlink), set as dwarf_'s alt
+  bool names_alt_ = false;
 };
 
 struct OpenedDwarf {

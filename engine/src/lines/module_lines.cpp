@@ -15,11 +15,6 @@ constexpr std::size_t kMemoEntries = 1u << 16;
 
 }  // namespace
 
-ModuleLines::ModuleLines(OpenedDwarf opened)
-    : file_(std::move(opened.file)), problem_(std::move(opened.problem)) {
-  if (file_) units_ = std::make_unique<UnitIndex>(file_->dwarf());
-}
-
 std::string ModuleLines::problem() const {
   std::lock_guard<std::mutex> lock(mu_);
   return problem_;
@@ -30,14 +25,60 @@ std::size_t ModuleLines::sparse_answers() const {
   return sparse_answers_;
 }
 
+std::size_t ModuleLines::persisted_answers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return answers_ ? answers_->hits() : 0;
+}
+
+bool ModuleLines::dwarf_opened() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return opened_;
+}
+
+AnswerCache* ModuleLines::answers(const Limits& limits) {
+  if (!answers_read_) {
+    answers_read_ = true;
+    answers_ = AnswerCache::open(image_, limits);
+  }
+  return answers_.get();
+}
+
+bool ModuleLines::open_dwarf(const Limits& limits) {
+  if (!opened_) {
+    opened_ = true;
+    OpenedDwarf opened = open_image_dwarf(image_, limits);
+    file_ = std::move(opened.file);
+    problem_ = std::move(opened.problem);
+    if (file_) {
+      units_ = std::make_unique<UnitIndex>(file_->dwarf());
+      if (answers_) answers_->bind(*file_);
+    }
+  }
+  return file_ != nullptr;
+}
+
 void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limits,
                           std::size_t min_ranges) {
-  if (!file_) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (full_searched_ || sparse_) return;
-  std::vector<uint64_t> units;
+  // The pcs kept by an earlier process are answered now: the DWARF is opened only for the
+  // others, and not at all when there are none.
+  AnswerCache* kept = answers(limits);
+  std::vector<uint64_t> asked;
   for (uint64_t pc : link_pcs) {
     if (memo_.count(pc) != 0) continue;
+    if (kept != nullptr) {
+      if (auto got = kept->find(pc)) {
+        if (memo_.size() >= kMemoEntries) memo_.clear();
+        memo_.emplace(pc, std::move(*got));
+        continue;
+      }
+    }
+    asked.push_back(pc);
+  }
+  if (asked.empty() || !open_dwarf(limits)) return;
+  if (full_searched_ || sparse_) return;
+  std::vector<uint64_t> units;
+  for (uint64_t pc : asked) {
     if (auto unit = units_->table_offset(pc, limits)) units.push_back(*unit);
   }
   if (units.empty()) return;
@@ -49,9 +90,17 @@ void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limi
 }
 
 std::optional<SourceInfo> ModuleLines::lookup(uint64_t link_pc, const Limits& limits) {
-  if (!file_) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = memo_.find(link_pc); it != memo_.end()) return it->second;
+  AnswerCache* kept = answers(limits);
+  if (kept != nullptr) {
+    if (auto got = kept->find(link_pc)) {
+      if (memo_.size() >= kMemoEntries) memo_.clear();
+      memo_.emplace(link_pc, *got);
+      return std::move(*got);
+    }
+  }
+  if (!open_dwarf(limits)) return std::nullopt;
   DwarfLookup got;
   bool answered = false;
   if (sparse_) {
@@ -68,15 +117,17 @@ std::optional<SourceInfo> ModuleLines::lookup(uint64_t link_pc, const Limits& li
     got = lookup_dwarf(*units_, link_pc, limits);
   }
   if (!got.problem.empty() && problem_.empty()) problem_ = file_->path() + ": " + got.problem;
+  // Kept for later processes only when nothing went wrong in this file: a problem is said by
+  // every run that meets it.
+  if (kept != nullptr && problem_.empty()) kept->add(link_pc, got.info);
   if (memo_.size() >= kMemoEntries) memo_.clear();
   memo_.emplace(link_pc, got.info);
   return std::move(got.info);
 }
 
-ModuleLines* module_lines(const Image& image, const Limits& limits) {
-  ImageCache* held = image.lines_cache([&]() -> std::unique_ptr<ImageCache> {
-    return std::make_unique<ModuleLines>(open_image_dwarf(image, limits));
-  });
+ModuleLines* module_lines(const Image& image) {
+  ImageCache* held = image.lines_cache(
+      [&]() -> std::unique_ptr<ImageCache> { return std::make_unique<ModuleLines>(image); });
   // Only this area makes the lines cache: the type is known.
   return static_cast<ModuleLines*>(held);
 }

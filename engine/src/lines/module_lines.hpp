@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// An image's line index: its DWARF opened on the first lookup of a pc in it, kept with the
-// image (Image::lines_cache(), so an ImageStore shares it across targets: triage's workers
-// open libc's debug file once), answers memoised per pc. An image without DWARF is
-// remembered as such: nothing is opened twice.
+// An image's line index, kept with the image (Image::lines_cache(), so an ImageStore shares it
+// across targets: triage's workers open libc's debug file once), answers memoised per pc. A pc
+// is answered from the persistent answers of an earlier process (answer_cache.hpp) when they
+// hold it; the DWARF is opened on the first pc they do not hold, and what it answers is added
+// to them. An image without DWARF is remembered as such: nothing is opened twice.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "ehbt/image.hpp"
 #include "ehbt/limits.hpp"
 #include "ehbt/source_location.hpp"
+#include "lines/answer_cache.hpp"
 #include "lines/dwarf_file.hpp"
 #include "lines/sparse_dwarf.hpp"
 #include "lines/unit_index.hpp"
@@ -25,9 +27,8 @@ namespace ehbt::lines {
 
 class ModuleLines final : public ImageCache {
  public:
-  ModuleLines(OpenedDwarf opened);
-
-  bool has_dwarf() const { return file_ != nullptr; }
+  // `image` outlives this index: the index is kept in the image's own cache.
+  explicit ModuleLines(const Image& image) : image_(image) {}
   // Why the DWARF could not be opened, or the first lookup that found it malformed; "" when
   // nothing went wrong. Reports say it once per module.
   std::string problem() const;
@@ -43,11 +44,23 @@ class ModuleLines final : public ImageCache {
   static constexpr std::size_t kSparseMinRanges = 256;
   void prepare(std::span<const uint64_t> link_pcs, const Limits& limits,
                std::size_t min_ranges = kSparseMinRanges);
-  // Lookups answered through the sparse handle (for tests).
+  // Lookups answered through the sparse handle, and from persistent answers (for tests).
   std::size_t sparse_answers() const;
+  std::size_t persisted_answers() const;
+  // Whether the DWARF was opened (for tests: not when persistent answers held every pc).
+  bool dwarf_opened() const;
 
  private:
+  // The persistent answers, read on first use.
+  AnswerCache* answers(const Limits& limits);
+  // The DWARF, opened on first use; false when there is none.
+  bool open_dwarf(const Limits& limits);
+
+  const Image& image_;
   mutable std::mutex mu_;  // libdw's lazily read tables are not safe to share between threads
+  bool answers_read_ = false;
+  std::unique_ptr<AnswerCache> answers_;
+  bool opened_ = false;
   std::unique_ptr<DwarfFile> file_;
   std::unique_ptr<UnitIndex> units_;
   // Declared after file_: it refers to file_'s alt handle and goes first.
@@ -58,7 +71,8 @@ class ModuleLines final : public ImageCache {
   std::unordered_map<uint64_t, std::optional<SourceInfo>> memo_;
 };
 
-// The image's index, opened now if this is the first call for it.
-ModuleLines* module_lines(const Image& image, const Limits& limits);
+// The image's index, made now if this is the first call for it (nothing is read before its
+// first prepare() or lookup()).
+ModuleLines* module_lines(const Image& image);
 
 }  // namespace ehbt::lines

@@ -31,7 +31,7 @@ void prepare_sources(const Module& module, std::span<const uint64_t> link_pcs,
                      const Limits& limits) {
   // Go's pcs are answered from .gopclntab; its DWARF (cgo's C code) is left as it was.
   if (!module.image || elf::go_pclntab(*module.image) != nullptr) return;
-  if (ModuleLines* dwarf = module_lines(*module.image, limits)) dwarf->prepare(link_pcs, limits);
+  if (ModuleLines* dwarf = module_lines(*module.image)) dwarf->prepare(link_pcs, limits);
 }
 
 std::optional<SourceInfo> lookup_source(const Module& module, uint64_t link_pc,
@@ -46,7 +46,7 @@ std::optional<SourceInfo> lookup_source(const Module& module, uint64_t link_pc,
     }
   }
   // DWARF: the module's own, else its separate debug file's (with a dwz file).
-  ModuleLines* dwarf = module_lines(*module.image, limits);
+  ModuleLines* dwarf = module_lines(*module.image);
   if (dwarf == nullptr) return std::nullopt;
   std::optional<SourceInfo> info = dwarf->lookup(link_pc, limits);
   if (problem != nullptr) *problem = dwarf->problem();
