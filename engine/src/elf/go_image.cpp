@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "elf/image_impl.hpp"
 #include "util/byte_reader.hpp"
@@ -90,8 +91,17 @@ std::optional<uint64_t> find_gofunc(const Image& image, const GoPclntab& table, 
     std::memcpy(&v, p, 4);
     return v == first32;
   };
-  for (const Segment& seg : image.segments()) {
-    if ((seg.flags & PF_X) != 0 || seg.offset >= file.size()) continue;
+  // runtime.firstmoduledata is a variable (.noptrdata): the writable segments are searched
+  // first, the read-only ones (the table itself, hundreds of KB) only when they hold none.
+  std::vector<const Segment*> order;
+  for (bool writable : {true, false}) {
+    for (const Segment& seg : image.segments()) {
+      if ((seg.flags & PF_X) == 0 && ((seg.flags & PF_W) != 0) == writable) order.push_back(&seg);
+    }
+  }
+  for (const Segment* seg_ptr : order) {
+    const Segment& seg = *seg_ptr;
+    if (seg.offset >= file.size()) continue;
     const uint64_t size = std::min<uint64_t>(seg.filesz, file.size() - seg.offset);
     const std::span<const std::byte> bytes = file.subspan(seg.offset, size);
     for (uint64_t at = 0; at + record <= bytes.size() && budget > 0; at += w, budget -= w) {
