@@ -79,7 +79,7 @@ void AnswerCache::load(int dir) {
   struct stat st;
   // Appends stop at cap_; concurrent writers may pass it by a few records.
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-      static_cast<uint64_t>(st.st_size) > 2 * cap_) {
+      static_cast<uint64_t>(st.st_size) / 2 > cap_) {
     return;
   }
   bytes_.resize(static_cast<std::size_t>(st.st_size));
