@@ -43,6 +43,20 @@ AnswerCache* ModuleLines::answers(const Limits& limits) {
   return answers_.get();
 }
 
+const std::optional<SourceInfo>* ModuleLines::remember(uint64_t pc,
+                                                       std::optional<SourceInfo> info) {
+  if (memo_.size() >= kMemoEntries) memo_.clear();
+  return &memo_.insert_or_assign(pc, std::move(info)).first->second;
+}
+
+const std::optional<SourceInfo>* ModuleLines::known(uint64_t pc, const Limits& limits) {
+  if (auto it = memo_.find(pc); it != memo_.end()) return &it->second;
+  AnswerCache* kept = answers(limits);
+  if (kept == nullptr) return nullptr;
+  std::optional<std::optional<SourceInfo>> got = kept->find(pc);
+  return got ? remember(pc, std::move(*got)) : nullptr;
+}
+
 bool ModuleLines::open_dwarf(const Limits& limits) {
   if (!opened_) {
     opened_ = true;
@@ -62,18 +76,9 @@ void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limi
   std::lock_guard<std::mutex> lock(mu_);
   // The pcs kept by an earlier process are answered now: the DWARF is opened only for the
   // others, and not at all when there are none.
-  AnswerCache* kept = answers(limits);
   std::vector<uint64_t> asked;
   for (uint64_t pc : link_pcs) {
-    if (memo_.count(pc) != 0) continue;
-    if (kept != nullptr) {
-      if (auto got = kept->find(pc)) {
-        if (memo_.size() >= kMemoEntries) memo_.clear();
-        memo_.emplace(pc, std::move(*got));
-        continue;
-      }
-    }
-    asked.push_back(pc);
+    if (known(pc, limits) == nullptr) asked.push_back(pc);
   }
   if (asked.empty() || !open_dwarf(limits)) return;
   if (full_searched_ || sparse_) return;
@@ -91,15 +96,7 @@ void ModuleLines::prepare(std::span<const uint64_t> link_pcs, const Limits& limi
 
 std::optional<SourceInfo> ModuleLines::lookup(uint64_t link_pc, const Limits& limits) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = memo_.find(link_pc); it != memo_.end()) return it->second;
-  AnswerCache* kept = answers(limits);
-  if (kept != nullptr) {
-    if (auto got = kept->find(link_pc)) {
-      if (memo_.size() >= kMemoEntries) memo_.clear();
-      memo_.emplace(link_pc, *got);
-      return std::move(*got);
-    }
-  }
+  if (const std::optional<SourceInfo>* hit = known(link_pc, limits)) return *hit;
   if (!open_dwarf(limits)) return std::nullopt;
   DwarfLookup got;
   bool answered = false;
@@ -119,10 +116,8 @@ std::optional<SourceInfo> ModuleLines::lookup(uint64_t link_pc, const Limits& li
   if (!got.problem.empty() && problem_.empty()) problem_ = file_->path() + ": " + got.problem;
   // Kept for later processes only when nothing went wrong in this file: a problem is said by
   // every run that meets it.
-  if (kept != nullptr && problem_.empty()) kept->add(link_pc, got.info);
-  if (memo_.size() >= kMemoEntries) memo_.clear();
-  memo_.emplace(link_pc, got.info);
-  return std::move(got.info);
+  if (answers_ != nullptr && problem_.empty()) answers_->add(link_pc, got.info);
+  return *remember(link_pc, std::move(got.info));
 }
 
 ModuleLines* module_lines(const Image& image) {

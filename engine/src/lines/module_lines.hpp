@@ -53,6 +53,11 @@ class ModuleLines final : public ImageCache {
  private:
   // The persistent answers, read on first use.
   AnswerCache* answers(const Limits& limits);
+  // The answer memoised for `pc`, else the one kept by an earlier process (then memoised
+  // too); null when neither has it. Valid until the next remember().
+  const std::optional<SourceInfo>* known(uint64_t pc, const Limits& limits);
+  // Memoises the answer of `pc` (the memo starts over when full); a pointer to it.
+  const std::optional<SourceInfo>* remember(uint64_t pc, std::optional<SourceInfo> info);
   // The DWARF, opened on first use; false when there is none.
   bool open_dwarf(const Limits& limits);
 
