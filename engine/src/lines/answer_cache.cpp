@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <ctime>
 #include <span>
@@ -142,6 +141,7 @@ void AnswerCache::bind(const DwarfFile& file) {
     want_.alt = FileIdentity::of(alt);
     if (!want_.alt) return;
   }
+  header_ = answer_file_start(want_);
   bound_ = true;
 }
 
@@ -159,12 +159,11 @@ void AnswerCache::add(uint64_t pc, const std::optional<SourceInfo>& info) {
     struct stat st;
     // Appended to only while it starts with this header: another process may have replaced
     // it since it was read (with another dwz file, say).
-    const std::string header = answer_file_start(want_);
-    std::string found(header.size(), '\0');
+    std::string found(header_.size(), '\0');
     if (fd.get() >= 0 && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) &&
         st.st_uid == ::geteuid() &&
         ::pread(fd.get(), found.data(), found.size(), 0) == static_cast<ssize_t>(found.size()) &&
-        found == header) {
+        found == header_) {
       if (static_cast<uint64_t>(st.st_size) + record.size() > cap_) {
         full_ = true;
       } else if (::write(fd.get(), record.data(), record.size()) !=
@@ -195,29 +194,13 @@ void AnswerCache::add(uint64_t pc, const std::optional<SourceInfo>& info) {
 }
 
 bool AnswerCache::replace(int dir, const std::string& records) {
-  const std::string content = answer_file_start(want_) + records;
-  if (content.size() > cap_) return false;
-  static std::atomic<uint32_t> serial{0};
-  const std::string temp = std::string(kCacheTempPrefix) + name_ + "." +
-                           std::to_string(::getpid()) + "." + std::to_string(serial++);
-  {
-    util::UniqueFd out(
-        ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (out.get() < 0) return false;
-    if (::write(out.get(), content.data(), content.size()) !=
-        static_cast<ssize_t>(content.size())) {
-      ::unlinkat(dir, temp.c_str(), 0);
-      return false;
-    }
-  }
+  const std::string content = header_ + records;
   const uint64_t dir_cap =
       cap_ > UINT64_MAX / kAnswerFilesPerCap ? UINT64_MAX : cap_ * kAnswerFilesPerCap;
-  make_room(dir, kSuffix, content.size(), dir_cap);
-  if (::renameat(dir, temp.c_str(), dir, name_.c_str()) != 0) {
-    ::unlinkat(dir, temp.c_str(), 0);
-    return false;
-  }
-  return true;
+  return place_cache_file(dir, name_, kSuffix, cap_, dir_cap, [&](int out) -> uint64_t {
+    const ssize_t n = ::write(out, content.data(), content.size());
+    return n == static_cast<ssize_t>(content.size()) ? content.size() : 0;
+  });
 }
 
 }  // namespace ehbt::lines

@@ -65,12 +65,13 @@ class AnswerCache {
 
  private:
   void load(int dir);
-  // Writes header, `records` under a temporary name and renames it into place.
+  // Puts a file of header_ and `records` in place (place_cache_file).
   bool replace(int dir, const std::string& records);
 
   std::string dir_root_;   // ehbt_cache_dir()
   std::string name_;       // "<build-id>.<key>.lines"
   AnswerFileHeader want_;  // what the file must say (`alt` decided by bind())
+  std::string header_;     // answer_file_start(want_), made by bind()
   uint64_t cap_ = 0;       // max_line_answers_bytes
   uint32_t max_inlined_ = 0;
   std::string bytes_;  // the file as read

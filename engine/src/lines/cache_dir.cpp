@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
@@ -115,6 +116,28 @@ void make_room(int dir, std::string_view suffix, uint64_t incoming, uint64_t cap
     if (total + incoming <= cap) break;
     if (::unlinkat(dir, c.name.c_str(), 0) == 0) total -= c.size;
   }
+}
+
+bool place_cache_file(int dir, const std::string& name, std::string_view suffix, uint64_t max_bytes,
+                      uint64_t dir_cap, const std::function<uint64_t(int fd)>& write) {
+  static std::atomic<uint32_t> serial{0};
+  const std::string temp = std::string(kCacheTempPrefix) + name + "." + std::to_string(::getpid()) +
+                           "." + std::to_string(serial++);
+  const int out =
+      ::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) return false;
+  const uint64_t written = write(out);
+  ::close(out);
+  if (written == 0 || written > max_bytes) {
+    ::unlinkat(dir, temp.c_str(), 0);
+    return false;
+  }
+  make_room(dir, suffix, written, dir_cap);
+  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
+    ::unlinkat(dir, temp.c_str(), 0);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace ehbt::lines

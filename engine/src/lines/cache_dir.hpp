@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,14 @@ int open_private_dir(const std::string& root, const char* sub);
 
 // What a cache file is written as before it is renamed into place: "<prefix><name>.<pid>.<n>".
 inline constexpr std::string_view kCacheTempPrefix = ".tmp.";
+
+// Puts cache file `name` into `dir` whole, so that concurrent readers never see part of it:
+// `write` fills a new temporary file (mode 0600) and returns the bytes it wrote (0: failed);
+// one over `max_bytes` is dropped; then room is made among the files ending in `suffix`
+// (make_room, up to `dir_cap`) and the file is renamed to `name`. False when a step fails;
+// no temporary file is left then.
+bool place_cache_file(int dir, const std::string& name, std::string_view suffix, uint64_t max_bytes,
+                      uint64_t dir_cap, const std::function<uint64_t(int fd)>& write);
 
 // Removes the least recently modified files of `dir` whose names end in `suffix` until
 // `incoming` more bytes fit in `cap`, and temporary files (kCacheTempPrefix) whose writer is

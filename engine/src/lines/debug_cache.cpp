@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <ctime>
 #include <span>
@@ -134,22 +133,9 @@ std::optional<CachedCopy> make_copy(int dir, const std::string& name, Elf* sourc
       static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < kept + kFreeReserve) {
     return std::nullopt;
   }
-  static std::atomic<uint32_t> serial{0};
-  const std::string temp = std::string(kCacheTempPrefix) + name + "." + std::to_string(::getpid()) +
-                           "." + std::to_string(serial++);
-  uint64_t written = 0;
-  {
-    Fd out(::openat(dir, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (out.get() < 0) return std::nullopt;
-    written = write_uncompressed_copy(source, from, out.get());
-  }
-  if (written == 0 || written > limits.max_debug_cache_bytes) {
-    ::unlinkat(dir, temp.c_str(), 0);
-    return std::nullopt;
-  }
-  make_room(dir, kSuffix, written, limits.max_debug_cache_bytes);
-  if (::renameat(dir, temp.c_str(), dir, name.c_str()) != 0) {
-    ::unlinkat(dir, temp.c_str(), 0);
+  if (!place_cache_file(dir, name, kSuffix, limits.max_debug_cache_bytes,
+                        limits.max_debug_cache_bytes,
+                        [&](int out) { return write_uncompressed_copy(source, from, out); })) {
     return std::nullopt;
   }
   std::optional<CachedCopy> made = open_copy(dir, name, eh, from, id);
