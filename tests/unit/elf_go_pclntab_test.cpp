@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "elf/go_pclntab.hpp"
@@ -313,6 +314,47 @@ TEST(GoPclntab, FrameSizeTableLimitsAndEnds) {
   EXPECT_EQ(t->sp_delta(*f, text + 2 * 38, 39), 8 * (38 % 3));
   EXPECT_FALSE(t->sp_delta(*f, text + 2 * 40, 100));  // past the table's end
   EXPECT_FALSE(t->sp_delta(*f, text - 1, 100));
+}
+
+TEST(GoPclntab, SearchOfALargeTableAndItsProbeBudget) {
+  // 1,000 functions of 0x20 bytes each, and one of size 0 (an entry equal to the next one's),
+  // in both byte orders and both entry widths: every pc finds the function whose
+  // [entry, end) holds it. A search over n entries takes at most ceil(log2(n)) probes.
+  for (const auto& [version, big, ptr] :
+       {std::tuple{Version::Go118, false, 8}, std::tuple{Version::Go118, true, 8},
+        std::tuple{Version::Go116, false, 4}}) {
+    SCOPED_TRACE(std::to_string(big) + " " + std::to_string(ptr));
+    TableBuilder b(version, big, static_cast<uint8_t>(ptr), 1);
+    const uint64_t text = 0x401000;
+    std::vector<FuncSpec> funcs;
+    for (int i = 0; i < 1000; ++i) {
+      funcs.push_back({text + 0x20 * i, "f" + std::to_string(i), {}});
+      if (i == 500) funcs.push_back({text + 0x20 * (i + 1), "empty", {}});
+    }
+    const uint64_t end = text + 0x20 * 1000;
+    const auto bytes = b.build(funcs, end, text);
+    auto t = GoPclntab::parse(bytes, text);
+    ASSERT_TRUE(t);
+    ASSERT_EQ(t->size(), 1001u);
+    for (int i = 0; i < 1000; ++i) {
+      for (uint64_t pc : {text + 0x20 * i, text + 0x20 * i + 0x11, text + 0x20 * i + 0x1f}) {
+        auto f = t->find(pc, 64);
+        ASSERT_TRUE(f) << std::hex << pc;
+        EXPECT_EQ(f->entry, text + 0x20 * i);
+        EXPECT_EQ(f->end, text + 0x20 * (i + 1));
+        EXPECT_EQ(t->name(*f), "f" + std::to_string(i));
+      }
+    }
+    EXPECT_FALSE(t->find(text - 1, 64));
+    EXPECT_FALSE(t->find(end, 64));
+    // 1,001 entries: ten probes always suffice, nine do not for every pc.
+    int nine_failed = 0;
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_TRUE(t->find(text + 0x20 * i + 4, 10));
+      if (!t->find(text + 0x20 * i + 4, 9)) ++nine_failed;
+    }
+    EXPECT_GT(nine_failed, 0);
+  }
 }
 
 TEST(GoPclntab, RandomGarbageAfterAValidMagicNeverCrashes) {

@@ -127,14 +127,19 @@ std::optional<GoPclntab> GoPclntab::parse(std::span<const std::byte> bytes, uint
   return t;
 }
 
+bool GoPclntab::entry_pc(uint64_t index, uint64_t& entry) const {
+  const unsigned w = version_ >= Version::Go118 ? 4 : ptr_size_;
+  if (!read_uint(functab_off_ + index * 2 * w, w, entry)) return false;
+  if (version_ >= Version::Go118) entry += text_start_;
+  return true;
+}
+
 bool GoPclntab::entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const {
   const unsigned w = version_ >= Version::Go118 ? 4 : ptr_size_;
-  const uint64_t off = functab_off_ + index * 2 * w;
   uint64_t rec = 0;
-  if (!read_uint(off, w, entry)) return false;
-  if (version_ >= Version::Go118) entry += text_start_;
+  if (!entry_pc(index, entry)) return false;
   // The end entry (index nfunc) has only its pc.
-  if (index < nfunc_ && !read_uint(off + w, w, rec)) return false;
+  if (index < nfunc_ && !read_uint(functab_off_ + index * 2 * w + w, w, rec)) return false;
   record = func_base_ + rec;
   return true;
 }
@@ -151,26 +156,32 @@ std::optional<GoPclntab::Func> GoPclntab::func(uint64_t index) const {
 }
 
 std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes) const {
-  uint64_t lo = 0, hi = nfunc_;  // the answer is in [lo, hi)
-  uint64_t lo_entry = 0, hi_entry = UINT64_MAX, unused = 0;
-  for (uint32_t probe = 0; lo < hi && probe < max_probes; ++probe) {
+  // The last function whose entry is at or below pc, by a search that reads one entry per
+  // probe; then that function's record, whose end must lie above pc. Every entry read must
+  // lie within the bracket of the entries read before it: where it does not, the table is
+  // not sorted, and nothing it says is trusted.
+  if (nfunc_ == 0) return std::nullopt;
+  uint64_t lo = 0, hi = nfunc_;  // the answer is lo, once hi - lo == 1
+  uint64_t lo_entry = 0, hi_entry = UINT64_MAX;
+  if (!entry_pc(0, lo_entry) || pc < lo_entry) return std::nullopt;
+  uint32_t probe = 0;
+  for (; hi - lo > 1 && probe < max_probes; ++probe) {
     const uint64_t mid = lo + (hi - lo) / 2;
     uint64_t entry = 0;
-    if (!entry_at(mid, entry, unused)) return std::nullopt;
-    // Entries outside the bracket found so far: the table is not sorted; trust none of it.
+    if (!entry_pc(mid, entry)) return std::nullopt;
     if (entry < lo_entry || entry > hi_entry) return std::nullopt;
     if (pc < entry) {
       hi = mid;
       hi_entry = entry;
     } else {
-      auto f = func(mid);
-      if (!f) return std::nullopt;
-      if (pc < f->end) return f;
-      lo = mid + 1;
-      lo_entry = f->end;
+      lo = mid;
+      lo_entry = entry;
     }
   }
-  return std::nullopt;
+  if (hi - lo > 1) return std::nullopt;  // out of probes
+  auto f = func(lo);
+  if (!f || f->entry != lo_entry || f->end > hi_entry || pc >= f->end) return std::nullopt;
+  return f;
 }
 
 std::optional<std::string_view> GoPclntab::name(const Func& f) const {

@@ -90,6 +90,8 @@ class GoPclntab {
   // The NUL-terminated, non-empty string at `at`.
   std::optional<std::string_view> string_at(uint64_t at) const;
   bool entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const;
+  // entry_at without the record: what a search step needs.
+  bool entry_pc(uint64_t index, uint64_t& entry) const;
   // Offset of the _func field that follows the entry (entry pointer or 32-bit offset).
   uint64_t after_entry() const { return version_ >= Version::Go118 ? 4 : ptr_size_; }
 

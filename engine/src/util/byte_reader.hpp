@@ -4,8 +4,10 @@
 // reports failure instead of guessing. Header-only so the CFI evaluator's loop inlines it.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -64,13 +66,34 @@ class ByteReader {
   bool read_uint(unsigned size, uint64_t& out) {
     if (size == 0 || size > 8 || size > remaining()) return false;
     const std::byte* p = bytes_.data() + pos_;
+    pos_ += size;
+    // The common widths as one load each (tables are read a field at a time, and this is
+    // most of what a read costs); the others byte by byte.
+    const bool swap = big_endian_ != (std::endian::native == std::endian::big);
+    if (size == 8) {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      out = swap ? __builtin_bswap64(v) : v;
+      return true;
+    }
+    if (size == 4) {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      out = swap ? __builtin_bswap32(v) : v;
+      return true;
+    }
+    if (size == 2) {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      out = swap ? __builtin_bswap16(v) : v;
+      return true;
+    }
     uint64_t v = 0;
     if (big_endian_) {
       for (unsigned i = 0; i < size; ++i) v = (v << 8) | std::to_integer<uint64_t>(p[i]);
     } else {
       for (unsigned i = size; i-- > 0;) v = (v << 8) | std::to_integer<uint64_t>(p[i]);
     }
-    pos_ += size;
     out = v;
     return true;
   }
