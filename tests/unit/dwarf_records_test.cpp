@@ -8,6 +8,7 @@
 #include <map>
 
 #include "dwarf/cfi.hpp"
+#include "dwarf/record_framing.hpp"
 #include "support/cfi_builder.hpp"
 
 namespace ehbt::dwarf {
@@ -788,6 +789,130 @@ TEST(Records, FdeRangeOverflow) {
   EXPECT_EQ(
       parse_fde(SectionKind::DebugFrame, b.view(), fde, *c, b.format(), Limits{}).error().code,
       ErrorCode::BadLength);
+}
+
+// What the index of a section reads of each FDE (parse_fde_range) is what parse_fde reads: the
+// same range, or the same error, for every FDE shape the index meets and for every body cut
+// short of its range (a record whose length leaves k bytes after the CIE pointer).
+TEST(Records, FdeRangeAgreesWithParseFde) {
+  struct Shape {
+    const char* what;
+    SectionKind kind;
+    bool big_endian;
+    CieSpec cie;
+    FdeSpec fde;
+    bool valid = true;  // false: the whole record is refused too (by both)
+  };
+  std::vector<Shape> shapes;
+  {
+    Shape s{".debug_frame, 8-byte addresses", SectionKind::DebugFrame, false, {}, {}};
+    s.cie.augmentation = "";
+    s.fde.pc_begin = 0x401000;
+    s.fde.pc_range = 0x30;
+    shapes.push_back(s);
+  }
+  {
+    Shape s{".debug_frame v4, 4-byte addresses, 2-byte segment",
+            SectionKind::DebugFrame,
+            false,
+            {},
+            {}};
+    s.cie.version = 4;
+    s.cie.augmentation = "";
+    s.cie.address_size = 4;
+    s.cie.segment_size = 2;
+    s.fde.pc_begin = 0x8000;
+    s.fde.pc_range = 0x10;
+    s.fde.segment = 0x1234;
+    shapes.push_back(s);
+  }
+  {
+    Shape s{".debug_frame, big-endian", SectionKind::DebugFrame, true, {}, {}};
+    s.cie.augmentation = "";
+    s.fde.pc_begin = 0x1000000001234;
+    s.fde.pc_range = 0x44;
+    shapes.push_back(s);
+  }
+  {
+    Shape s{".debug_frame, a range past 2^64", SectionKind::DebugFrame, false, {}, {}};
+    s.cie.augmentation = "";
+    s.fde.pc_begin = 0xfffffffffffffff0;
+    s.fde.pc_range = 0x20;
+    s.valid = false;
+    shapes.push_back(s);
+  }
+  {
+    Shape s{".eh_frame, pcrel|sdata4", SectionKind::EhFrame, false, {}, {}};
+    s.fde.pc_begin = 0x401000;
+    s.fde.pc_range = 0x20;
+    shapes.push_back(s);
+  }
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE(shape.what);
+    CfiBuilder b(shape.kind, 0x2000, shape.big_endian);
+    const uint64_t cie_off = b.cie(shape.cie);
+    const uint64_t fde_off = b.fde(cie_off, shape.fde);
+    const std::vector<std::byte> whole = b.bytes();
+    const Format fmt = b.format();
+    const Limits lim;
+    auto cie = parse_cie(shape.kind, b.view(), cie_off, fmt, lim);
+    ASSERT_TRUE(cie) << to_string(cie.error().code);
+    const uint64_t body_len = whole.size() - fde_off - 8;  // after length and CIE pointer
+    std::optional<uint64_t> range_whole;  // where the range fields end, once read whole
+    for (uint64_t k = 0; k <= body_len; ++k) {
+      SCOPED_TRACE("body bytes " + std::to_string(k));
+      std::vector<std::byte> cut(whole.begin(), whole.begin() + fde_off + 8 + k);
+      CfiBuilder patch(shape.kind, 0x2000, shape.big_endian);
+      patch.bytes() = cut;
+      patch.patch(fde_off, 4, 4 + k);
+      const SectionView sec = patch.view();
+      auto full = parse_fde(shape.kind, sec, fde_off, *cie, fmt, lim);
+      auto header = parse_record_header(shape.kind, sec, fde_off, fmt, lim);
+      ASSERT_TRUE(header) << to_string(header.error().code);
+      auto range = parse_fde_range(shape.kind, sec, *header, *cie, fmt, {}, {});
+      if (!range) {
+        // Cut inside the range fields: parse_fde fails there too, in the same way.
+        ASSERT_FALSE(full);
+        EXPECT_EQ(to_string(range.error().code), to_string(full.error().code));
+        EXPECT_EQ(range.error().where, full.error().where);
+        continue;
+      }
+      if (!range_whole) range_whole = header->body + k;
+      if (full) {
+        EXPECT_EQ(range->pc_begin, full->pc_begin);
+        EXPECT_EQ(range->pc_end, full->pc_end);
+      } else {
+        // What parse_fde read past the range (augmentation data) is cut: not the index's.
+        EXPECT_GE(full.error().where, *range_whole);
+      }
+    }
+    EXPECT_EQ(range_whole.has_value(), shape.valid);
+  }
+  // Checked by hand for the first shape: the whole record gives [0x401000, 0x401030).
+  CfiBuilder b(SectionKind::DebugFrame, 0);
+  CieSpec cs;
+  cs.augmentation = "";
+  const uint64_t cie_off = b.cie(cs);
+  FdeSpec fs;
+  fs.pc_begin = 0x401000;
+  fs.pc_range = 0x30;
+  const uint64_t fde_off = b.fde(cie_off, fs);
+  auto cie = parse_cie(SectionKind::DebugFrame, b.view(), cie_off, b.format(), Limits{});
+  ASSERT_TRUE(cie);
+  auto header = parse_record_header(SectionKind::DebugFrame, b.view(), fde_off, b.format(), {});
+  ASSERT_TRUE(header);
+  auto range =
+      parse_fde_range(SectionKind::DebugFrame, b.view(), *header, *cie, b.format(), {}, {});
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->pc_begin, 0x401000u);
+  EXPECT_EQ(range->pc_end, 0x401030u);
+  // A header that is not this CIE's FDE is refused.
+  RecordHeader other = *header;
+  other.cie_offset += 1;
+  EXPECT_EQ(parse_fde_range(SectionKind::DebugFrame, b.view(), other, *cie, b.format(), {}, {})
+                .error()
+                .code,
+            ErrorCode::BadCie);
 }
 
 TEST(Records, ErrorNamesAndStopReasons) {

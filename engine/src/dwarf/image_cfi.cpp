@@ -165,7 +165,8 @@ struct ImageCfi::Impl {
       if (h.kind == RecordKind::Fde && f->cie_ok) {
         auto cie = cie_at(s, h.cie_offset);
         if (cie) {
-          auto fde = parse_fde(s.kind, s.view, offset, **cie, fmt, limits, bases, indirect);
+          // Only the range: the rest of the record is read when a lookup lands on it.
+          auto fde = parse_fde_range(s.kind, s.view, h, **cie, fmt, bases, indirect);
           if (fde && fde->pc_begin < fde->pc_end) {
             if (s.index.size() >= limits.max_index_entries) {
               s.index.clear();

@@ -17,4 +17,14 @@ Expected<RecordFraming, Error> parse_record_framing(SectionKind kind, SectionVie
                                                     uint64_t offset, Format fmt,
                                                     const Limits& limits);
 
+// The [pc_begin, pc_end) of the FDE framed by `h` (an FDE of `cie`), as parse_fde reads them,
+// without its augmentation data or instructions: what indexing a section needs of each FDE.
+struct FdeRange {
+  uint64_t pc_begin = 0;
+  uint64_t pc_end = 0;
+};
+Expected<FdeRange, Error> parse_fde_range(SectionKind kind, SectionView section,
+                                          const RecordHeader& h, const Cie& cie, Format fmt,
+                                          const Bases& bases, const IndirectReader& indirect);
+
 }  // namespace ehbt::dwarf

@@ -221,6 +221,49 @@ Expected<Cie, Error> parse_cie(SectionKind kind, SectionView section, uint64_t o
   return cie;
 }
 
+namespace {
+
+// Reads an FDE's pc_begin and range from `r`, which is at the record's body.
+Expected<FdeRange, Error> read_fde_range(ByteReader& r, SectionKind kind, uint64_t offset,
+                                         const Cie& cie, util::PointerContext& ctx) {
+  if (cie.segment_size != 0 && !r.skip(cie.segment_size)) {
+    return unexpected(err(ErrorCode::Truncated, r.offset()));
+  }
+  const uint8_t enc = kind == SectionKind::DebugFrame ? eh_pe::absptr : cie.fde_encoding;
+  if (enc == eh_pe::absptr && valid_address_size(cie.address_size)) {
+    // Two plain words of the CIE's address size (every .debug_frame FDE): what the general
+    // decoding below reads for this encoding, without its dispatch (an index reads every FDE).
+    uint64_t begin = 0, range = 0;
+    if (!r.read_uint(cie.address_size, begin) || !r.read_uint(cie.address_size, range)) {
+      return unexpected(err(ErrorCode::Truncated, r.offset()));
+    }
+    if (begin + range < begin) return unexpected(err(ErrorCode::BadLength, offset));
+    return FdeRange{begin, begin + range};
+  }
+  auto begin = util::read_encoded_pointer(r, enc, ctx);
+  if (!begin) return unexpected(from_read_error(begin.error()));
+  // The range is a plain size: the format of the encoding without its application.
+  auto range = util::read_encoded_value(r, enc & eh_pe::format_mask, cie.address_size);
+  if (!range) return unexpected(from_read_error(range.error()));
+  const FdeRange out{*begin, *begin + *range};
+  if (out.pc_end < out.pc_begin) return unexpected(err(ErrorCode::BadLength, offset));
+  return out;
+}
+
+}  // namespace
+
+Expected<FdeRange, Error> parse_fde_range(SectionKind kind, SectionView section,
+                                          const RecordHeader& h, const Cie& cie, Format fmt,
+                                          const Bases& bases, const IndirectReader& indirect) {
+  if (h.kind != RecordKind::Fde || h.cie_offset != cie.offset) {
+    return unexpected(err(ErrorCode::BadCie, h.offset));
+  }
+  ByteReader r = record_reader(section, h.end, fmt);
+  r.seek(h.body);
+  util::PointerContext ctx{cie.address_size, bases.text, bases.data, std::nullopt, &indirect};
+  return read_fde_range(r, kind, h.offset, cie, ctx);
+}
+
 Expected<Fde, Error> parse_fde(SectionKind kind, SectionView section, uint64_t offset,
                                const Cie& cie, Format fmt, const Limits& limits, const Bases& bases,
                                const IndirectReader& indirect) {
@@ -237,19 +280,11 @@ Expected<Fde, Error> parse_fde(SectionKind kind, SectionView section, uint64_t o
   fde.cie_offset = cie.offset;
   fde.section_addr = section.addr;
   fde.end_offset = hdr->end;
-  if (cie.segment_size != 0 && !r.skip(cie.segment_size)) {
-    return unexpected(err(ErrorCode::Truncated, r.offset()));
-  }
-  const uint8_t enc = kind == SectionKind::DebugFrame ? eh_pe::absptr : cie.fde_encoding;
   util::PointerContext ctx{cie.address_size, bases.text, bases.data, std::nullopt, &indirect};
-  auto begin = util::read_encoded_pointer(r, enc, ctx);
-  if (!begin) return unexpected(from_read_error(begin.error()));
-  // The range is a plain size: the format of the encoding without its application.
-  auto range = util::read_encoded_value(r, enc & eh_pe::format_mask, cie.address_size);
-  if (!range) return unexpected(from_read_error(range.error()));
-  fde.pc_begin = *begin;
-  fde.pc_end = *begin + *range;
-  if (fde.pc_end < fde.pc_begin) return unexpected(err(ErrorCode::BadLength, offset));
+  auto range = read_fde_range(r, kind, offset, cie, ctx);
+  if (!range) return unexpected(range.error());
+  fde.pc_begin = range->pc_begin;
+  fde.pc_end = range->pc_end;
 
   if (cie.has_z) {
     auto len = r.read_uleb128();
