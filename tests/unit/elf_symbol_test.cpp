@@ -430,6 +430,56 @@ TEST(ElfSymbol, TableAndQueryMatchTheRuleOnRandomTables) {
   }
 }
 
+// Symbols given in address order with no overlap (how Go's function table feeds the table)
+// take finish()'s short way; the same symbols in another order, or with one overlap among
+// them, take the sweep. Both answer as the oracle at every address.
+TEST(ElfSymbol, OrderedDisjointSymbolsAnswerAsTheSweep) {
+  std::srand(99);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<TestSym> syms;
+    uint64_t at = 0x1000;
+    const int n = 1 + std::rand() % 40;
+    for (int i = 0; i < n; ++i) {
+      TestSym s;
+      at += static_cast<uint64_t>(std::rand() % 3) * 4;  // a gap, or none
+      s.start = at;
+      s.size = std::rand() % 6 == 0 ? 0 : 4 + static_cast<uint64_t>(std::rand() % 8) * 4;
+      at += s.size == 0 ? 1 : s.size;
+      s.name = "f" + std::to_string(i);
+      s.bind = STB_GLOBAL;
+      s.type = STT_FUNC;
+      syms.push_back(s);
+    }
+    // Now and then a last symbol at the very top of the address space (its range saturates).
+    if (round % 10 == 0) syms.push_back({UINT64_MAX - 1, 8, "top", STB_GLOBAL, STT_FUNC});
+    std::vector<TestSym> overlapping = syms;
+    if (overlapping.size() > 1) {
+      TestSym& last = overlapping.back();
+      last.start = overlapping[overlapping.size() - 2].start;  // same start as its neighbour
+      last.name = "alias";
+      last.bind = STB_WEAK;
+    }
+    std::vector<TestSym> shuffled = syms;
+    std::reverse(shuffled.begin(), shuffled.end());
+    for (const std::vector<TestSym>* given : {&syms, &shuffled, &overlapping}) {
+      SymbolTable table;
+      for (const TestSym& s : *given) table.add(s.start, s.size, s.name, s.bind, s.type);
+      table.finish();
+      std::vector<uint64_t> addrs;
+      for (uint64_t a = 0xffc; a <= at + 4; ++a) addrs.push_back(a);
+      for (uint64_t k = 0; k < 4; ++k) addrs.push_back(UINT64_MAX - k);
+      for (uint64_t a : addrs) {
+        auto want = brute_force(*given, a);
+        auto got = table.lookup(a);
+        ASSERT_EQ(want.has_value(), got.has_value()) << round << " " << std::hex << a;
+        if (want) {
+          EXPECT_EQ(got->name, *want) << round << " " << std::hex << a;
+        }
+      }
+    }
+  }
+}
+
 // A query that would compare too many (address, symbol) pairs gives up instead of running on.
 // A query for one address (what symbolize() runs before the table is built) gives the
 // table's answer: aliases, nests and size-0 symbols resolve as in the table.
