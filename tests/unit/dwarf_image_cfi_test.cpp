@@ -340,6 +340,37 @@ TEST(ImageCfi, ForEachFdeReportsAndContinues) {
   EXPECT_EQ(cfi.find_row(0x402008).error().code, ErrorCode::NoEntry);
 }
 
+// The scanned index holds the FDEs that parse whole. One whose range reads but whose
+// augmentation data runs past its record is left out, so a pc in that range has no entry (as
+// for any pc no FDE covers), and the FDEs around it are found.
+TEST(ImageCfi, ScannedIndexLeavesOutAnFdeWhoseAugmentationDataIsCut) {
+  CfiBuilder eh(SectionKind::EhFrame, kEhAddr);
+  const uint64_t cie = eh.cie(CieSpec{});  // zR: every FDE has augmentation data
+  FdeSpec fs;
+  fs.pc_begin = 0x401000;
+  fs.pc_range = 0x10;
+  eh.fde(cie, fs);
+  fs.pc_begin = 0x402000;
+  const uint64_t cut = eh.fde(cie, fs);
+  fs.pc_begin = 0x403000;
+  eh.fde(cie, fs);
+  eh.terminator();
+  // length, CIE pointer, pc_begin, pc_range: then the augmentation data's length.
+  eh.patch(cut + 4 + 4 + 4 + 4, 1, 0x7f);
+  ImageCfi cfi({}, eh.view(), {}, Format{}, Bases{}, Limits{});
+  EXPECT_TRUE(cfi.find_row(0x401008));
+  EXPECT_TRUE(cfi.find_row(0x403008));
+  auto r = cfi.find_row(0x402008);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::NoEntry);
+  // The record itself is refused as a whole.
+  auto whole = parse_cie(SectionKind::EhFrame, eh.view(), cie, Format{}, Limits{});
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(
+      parse_fde(SectionKind::EhFrame, eh.view(), cut, *whole, Format{}, Limits{}).error().code,
+      ErrorCode::Truncated);
+}
+
 // A .debug_frame given by a source (an image's separate debug file, looked up on demand) is
 // asked for once, and only when .eh_frame misses: a pc .eh_frame covers never asks.
 TEST(ImageCfi, DebugFrameSourceAskedOnFirstMissOnly) {

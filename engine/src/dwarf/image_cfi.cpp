@@ -152,6 +152,16 @@ struct ImageCfi::Impl {
     return rec;
   }
 
+  // The range of the FDE framed by `h`, when the FDE parses. One without augmentation data
+  // (every FDE of .debug_frame) parses when its range does, which is then all that is read;
+  // others are parsed whole, as a lookup will.
+  Expected<FdeRange, Error> index_range(const Section& s, const RecordHeader& h, const Cie& cie) {
+    if (!cie.has_z) return parse_fde_range(s.kind, s.view, h, cie, fmt, bases, indirect);
+    auto fde = parse_fde(s.kind, s.view, h.offset, cie, fmt, limits, bases, indirect);
+    if (!fde) return unexpected(fde.error());
+    return FdeRange{fde->pc_begin, fde->pc_end};
+  }
+
   // One linear scan: every FDE that parses goes into the index; records that do not are
   // skipped where their length allows.
   Expected<void, Error> build_index(Section& s) {
@@ -165,8 +175,7 @@ struct ImageCfi::Impl {
       if (h.kind == RecordKind::Fde && f->cie_ok) {
         auto cie = cie_at(s, h.cie_offset);
         if (cie) {
-          // Only the range: the rest of the record is read when a lookup lands on it.
-          auto fde = parse_fde_range(s.kind, s.view, h, **cie, fmt, bases, indirect);
+          auto fde = index_range(s, h, **cie);
           if (fde && fde->pc_begin < fde->pc_end) {
             if (s.index.size() >= limits.max_index_entries) {
               s.index.clear();
