@@ -128,14 +128,14 @@ std::optional<GoPclntab> GoPclntab::parse(std::span<const std::byte> bytes, uint
 }
 
 bool GoPclntab::entry_pc(uint64_t index, uint64_t& entry) const {
-  const unsigned w = version_ >= Version::Go118 ? 4 : ptr_size_;
+  const unsigned w = functab_word();
   if (!read_uint(functab_off_ + index * 2 * w, w, entry)) return false;
   if (version_ >= Version::Go118) entry += text_start_;
   return true;
 }
 
 bool GoPclntab::entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const {
-  const unsigned w = version_ >= Version::Go118 ? 4 : ptr_size_;
+  const unsigned w = functab_word();
   uint64_t rec = 0;
   if (!entry_pc(index, entry)) return false;
   // The end entry (index nfunc) has only its pc.

@@ -92,8 +92,11 @@ class GoPclntab {
   bool entry_at(uint64_t index, uint64_t& entry, uint64_t& record) const;
   // entry_at without the record: what a search step needs.
   bool entry_pc(uint64_t index, uint64_t& entry) const;
-  // Offset of the _func field that follows the entry (entry pointer or 32-bit offset).
-  uint64_t after_entry() const { return version_ >= Version::Go118 ? 4 : ptr_size_; }
+  // Bytes of each of the two words of a function-table entry (pc, record): 32-bit offsets
+  // from 1.18 on, pointers before.
+  unsigned functab_word() const { return version_ >= Version::Go118 ? 4 : ptr_size_; }
+  // Offset of the _func field that follows the entry, which is a word of the same kind.
+  uint64_t after_entry() const { return functab_word(); }
 
   std::span<const std::byte> bytes_;
   Version version_ = Version::Go118;
