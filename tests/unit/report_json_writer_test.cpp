@@ -49,9 +49,8 @@ TEST(ReportJsonWriter, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(json_quote("\xf5\x80\x80\x80"), R"("\u00f5\u0080\u0080\u0080")");
 }
 
-// The quoting scans eight bytes at a time: every character that needs escaping, and a
-// multi-byte UTF-8 sequence, at every position of strings longer than two words, with the
-// escape written by hand for each.
+// Every character that needs escaping, and a multi-byte UTF-8 sequence, at every position of
+// strings longer than two eight-byte words, with the escape written by hand for each.
 TEST(ReportJsonWriter, EscapesAtEveryPositionOfALongString) {
   const std::string base = "abcdefghijklmnopqrstuvwx";  // 24 plain characters
   const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
@@ -73,10 +72,99 @@ TEST(ReportJsonWriter, EscapesAtEveryPositionOfALongString) {
   }
 }
 
+// What RFC 8259 and the writer's rule for other bytes make of one byte standing alone (not
+// part of a UTF-8 sequence), written out here from the rule rather than taken from the code.
+std::string escaped_alone(unsigned char c) {
+  switch (c) {
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    case '\b':
+      return "\\b";
+    case '\f':
+      return "\\f";
+    default:
+      break;
+  }
+  if (c >= 0x20 && c < 0x80) return std::string(1, static_cast<char>(c));
+  static const char digits[] = "0123456789abcdef";
+  return std::string("\\u00") + digits[c >> 4] + digits[c & 0xf];
+}
+
+// The writer copies a value or key into its piece while it checks it, eight bytes at a time
+// where there are eight (the last eight overlapping), byte by byte below that, and leaves
+// pieces longer than its buffer to json_quote: every byte value at every position of strings
+// of every size across those paths, as a value and as a key, in both layouts.
+TEST(ReportJsonWriter, WriterEscapesEveryByteAtEveryPositionOfEverySize) {
+  const std::string letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string base;
+  while (base.size() < 140) base += letters;
+  for (std::size_t size : {1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 25, 121, 122, 123, 124, 125, 140}) {
+    for (std::size_t at = 0; at < size; ++at) {
+      for (int c = 0; c < 256; ++c) {
+        if (at != 0 && at != size - 1 && at % 7 != 3 && c % 5 != 0) continue;  // keep it quick
+        std::string in = base.substr(0, size);
+        in[at] = static_cast<char>(c);
+        const std::string quoted = "\"" + base.substr(0, at) +
+                                   escaped_alone(static_cast<unsigned char>(c)) +
+                                   base.substr(at + 1, size - at - 1) + "\"";
+        std::string out;
+        JsonWriter w(out);
+        w.begin_object(true).field(in, in).field("x", in).end_object();
+        ASSERT_EQ(out, "{" + quoted + ": " + quoted + ", \"x\": " + quoted + "}")
+            << "byte " << c << " at " << at << " of " << size;
+        std::string compact;
+        JsonWriter wc(compact, /*compact=*/true);
+        wc.begin_array().value(in).value(in).end_array();
+        ASSERT_EQ(compact, "[" + quoted + "," + quoted + "]")
+            << "byte " << c << " at " << at << " of " << size;
+      }
+    }
+  }
+}
+
+// Each kind of value after each kind in a one-line container, in an indented one and after a
+// key: the separator written in front of each piece.
+TEST(ReportJsonWriter, SeparatesEveryKindOfValue) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("a").begin_array(true).value("s").address(uint64_t{16}).null().value(int64_t{-3});
+  w.value(uint64_t{7}).value(true).value("").address(std::nullopt).end_array();
+  w.key("b").begin_array().address(uint64_t{0}).value("t").null().value(int64_t{0}).end_array();
+  w.address_field("c", uint64_t{0x7fffffffe000}).field("d", "").end_object();
+  EXPECT_EQ(out,
+            "{\n"
+            "  \"a\": [\"s\", \"0x10\", null, -3, 7, true, \"\", null],\n"
+            "  \"b\": [\n"
+            "    \"0x0\",\n"
+            "    \"t\",\n"
+            "    null,\n"
+            "    0\n"
+            "  ],\n"
+            "  \"c\": \"0x7fffffffe000\",\n"
+            "  \"d\": \"\"\n"
+            "}");
+}
+
 TEST(ReportJsonWriter, HexIsLowercaseWithPrefixAndNoPadding) {
   EXPECT_EQ(hex(0), "0x0");
   EXPECT_EQ(hex(0xABCDEF), "0xabcdef");
   EXPECT_EQ(hex(UINT64_MAX), "0xffffffffffffffff");
+  // Every number of digits, and its boundaries.
+  EXPECT_EQ(hex(0xf), "0xf");
+  EXPECT_EQ(hex(0x10), "0x10");
+  EXPECT_EQ(hex(0x8000000000000000), "0x8000000000000000");
+  EXPECT_EQ(hex(0x123456789abcdef), "0x123456789abcdef");
+  std::string digits = "1";
+  for (uint64_t v = 1; v != 0; v <<= 4, digits += "0") EXPECT_EQ(hex(v), "0x" + digits);
 }
 
 TEST(ReportJsonWriter, WritesNestedContainers) {

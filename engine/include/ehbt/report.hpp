@@ -227,10 +227,17 @@ class DocumentEvents {
   virtual void unsigned_integer(uint64_t v) = 0;
   virtual void boolean(bool v) = 0;
   virtual void null() = 0;
+  // An address, whose value in the document is the string "0x" and lowercase hex digits
+  // without padding. By default handed to string(); a writer may render it without making
+  // that string first (a frame has four).
+  virtual void address(uint64_t v);
   // After each frame's object: where a writer of text may hand out what it has so far.
   virtual void after_frame() {}
 };
 void render_document(const BacktraceReport& report, DocumentEvents& events);
+// The text of an address in the document ("0x" and lowercase hex digits, no padding), written
+// at `out`; returns its length (at most 18).
+std::size_t document_address(char (&out)[18], uint64_t v);
 // `s` as a JSON reader reads it back from the document: `s` itself where it is valid UTF-8,
 // each byte outside a valid sequence as the code point of the same value (U+0080-U+00FF),
 // encoded in UTF-8. Always valid UTF-8.

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,15 @@ class DictBuilder final : public report::DocumentEvents {
   void unsigned_integer(uint64_t v) override { add(pyb::int_(v)); }
   void boolean(bool v) override { add(pyb::bool_(v)); }
   void null() override { add(pyb::none()); }
+  // ASCII by construction: written straight into a new str, with no std::string between.
+  void address(uint64_t v) override {
+    char buf[18];
+    const std::size_t n = report::document_address(buf, v);
+    PyObject* o = PyUnicode_New(static_cast<Py_ssize_t>(n), 127);
+    if (o == nullptr) throw pyb::error_already_set();
+    std::memcpy(PyUnicode_1BYTE_DATA(o), buf, n);
+    add(pyb::reinterpret_steal<pyb::object>(o));
+  }
 
   pyb::object result() { return std::move(root_); }
 

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "ehbt/report.hpp"
-#include "util/hex.hpp"
 
 namespace ehbt::report {
 
@@ -61,8 +60,11 @@ class DocumentWriter {
     events_.null();
     return *this;
   }
-  // An address: "0x" and lowercase hex digits (util::hex), as every document writes one.
-  DocumentWriter& address(uint64_t v) { return value(util::hex(v)); }
+  // An address: "0x" and lowercase hex digits (DocumentEvents::address).
+  DocumentWriter& address(uint64_t v) {
+    events_.address(v);
+    return *this;
+  }
   DocumentWriter& address(std::optional<uint64_t> v) { return v ? address(*v) : null(); }
   DocumentWriter& value(const std::optional<std::string>& s) { return s ? value(*s) : null(); }
   DocumentWriter& value(std::optional<bool> v) { return v ? value(*v) : null(); }

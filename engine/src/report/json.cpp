@@ -3,6 +3,7 @@
 #include "ehbt/report.hpp"
 #include "report/document_writer.hpp"
 #include "report/json_writer.hpp"
+#include "util/hex.hpp"
 
 namespace ehbt::report {
 namespace {
@@ -44,6 +45,7 @@ class JsonEvents final : public DocumentEvents {
   void unsigned_integer(uint64_t v) override { w_.value(v); }
   void boolean(bool v) override { w_.value(v); }
   void null() override { w_.null(); }
+  void address(uint64_t v) override { w_.address(v); }
   void after_frame() override {
     if (out_.size() >= kRenderChunk) sink_(out_);
   }
@@ -60,6 +62,15 @@ class JsonEvents final : public DocumentEvents {
 };
 
 }  // namespace
+
+void DocumentEvents::address(uint64_t v) {
+  char text[18];
+  string(std::string_view(text, document_address(text, v)));
+}
+
+std::size_t document_address(char (&out)[18], uint64_t v) {
+  return util::write_hex(out, v);
+}
 
 std::string render_json(const BacktraceReport& r, const JsonOptions& options) {
   std::string out;

@@ -3,10 +3,10 @@
 #include "report/json_writer.hpp"
 
 #include <array>
+#include <charconv>
 #include <cstring>
 
 #include "ehbt/report.hpp"
-#include "report/numbers.hpp"
 
 namespace ehbt::report {
 namespace {
@@ -54,6 +54,19 @@ constexpr auto kPlain = [] {
 }();
 bool plain(unsigned char c) {
   return kPlain[c];
+}
+
+// Whether all eight bytes of `w` are plain(): none has its top bit set, is below 0x20, or is
+// '"' or '\\'. A byte b of x has b == 0 exactly where (x - 0x01..) & ~x & 0x80.. has its top
+// bit, and b < 0x20 where (x - 0x20..) & ~x & 0x80.. has (for bytes below 0x80); a borrow
+// only runs into a byte above one that is flagged already, so the word's answer is exact.
+bool plain_word(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kTops = 0x8080808080808080ull;
+  auto zero_byte = [](uint64_t x) { return (x - kOnes) & ~x & kTops; };
+  const uint64_t bad = (w & kTops) | ((w - 0x20 * kOnes) & ~w & kTops) |
+                       zero_byte(w ^ ('"' * kOnes)) | zero_byte(w ^ ('\\' * kOnes));
+  return bad == 0;
 }
 
 }  // namespace
@@ -213,33 +226,91 @@ JsonWriter& JsonWriter::end_array() {
   return *this;
 }
 
-JsonWriter& JsonWriter::key(std::string_view k) {
-  before_value();
-  append_json_quoted(out_, k);
-  if (compact_) {
-    out_ += ':';
+// A piece is written with the separator that goes before it in one append: a frame's line
+// holds a dozen short values, and appending the separator, the quotes and the text one by one
+// cost more than finding out what to write. `piece` has kSeparatorRoom bytes free before it.
+void JsonWriter::emit(char* piece, char* end) {
+  if (after_key_) {
+    after_key_ = false;
+  } else if (!levels_.empty()) {
+    Level& level = levels_.back();
+    if (!level.one_line) {
+      before_value();  // a newline and indentation first
+    } else {
+      if (!level.empty) {
+        if (!compact_) *--piece = ' ';
+        *--piece = ',';
+      }
+      level.empty = false;
+    }
+  }
+  out_.append(piece, static_cast<std::size_t>(end - piece));
+}
+
+bool JsonWriter::emit_plain(std::string_view s, bool as_key) {
+  char buf[kPieceRoom];
+  if (s.size() + 4 + kSeparatorRoom > sizeof buf) return false;
+  char* const piece = buf + kSeparatorRoom;
+  char* p = piece;
+  *p++ = '"';
+  // Copied while it is checked: nearly every name and path has nothing to escape. Eight
+  // bytes at a time, the last eight overlapping the ones before when the size is not a
+  // multiple of eight; byte by byte when shorter (most keys).
+  const std::size_t n = s.size();
+  if (n >= 8) {
+    for (std::size_t i = 0;; i += 8) {
+      const std::size_t at = i + 8 <= n ? i : n - 8;
+      uint64_t word;
+      std::memcpy(&word, s.data() + at, 8);
+      if (!plain_word(word)) return false;
+      std::memcpy(p + at, &word, 8);
+      if (at + 8 == n) break;
+    }
+    p += n;
   } else {
-    out_.append(": ", 2);
+    for (char c : s) {
+      if (!plain(static_cast<unsigned char>(c))) return false;
+      *p++ = c;
+    }
+  }
+  *p++ = '"';
+  if (as_key) {
+    *p++ = ':';
+    if (!compact_) *p++ = ' ';
+  }
+  emit(piece, p);
+  return true;
+}
+
+JsonWriter& JsonWriter::key(std::string_view k) {
+  if (!emit_plain(k, true)) {
+    before_value();
+    append_json_quoted(out_, k);
+    out_.append(compact_ ? ":" : ": ");
   }
   after_key_ = true;
   return *this;
 }
 
 JsonWriter& JsonWriter::value(std::string_view s) {
-  before_value();
-  append_json_quoted(out_, s);
+  if (!emit_plain(s, false)) {
+    before_value();
+    append_json_quoted(out_, s);
+  }
   return *this;
 }
 
 JsonWriter& JsonWriter::value(int64_t v) {
-  before_value();
-  append_decimal(out_, v);
+  char buf[kSeparatorRoom + 24];
+  char* const piece = buf + kSeparatorRoom;
+  emit(piece, std::to_chars(piece, buf + sizeof buf, v).ptr);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(uint64_t v) {
-  before_value();
-  append_decimal(out_, v);
+  char buf[kSeparatorRoom + 24];
+  char* const piece = buf + kSeparatorRoom;
+  emit(piece, std::to_chars(piece, buf + sizeof buf, v).ptr);
   return *this;
 }
 
@@ -250,16 +321,20 @@ JsonWriter& JsonWriter::value(bool v) {
 }
 
 JsonWriter& JsonWriter::null() {
-  before_value();
-  out_ += "null";
+  char buf[kSeparatorRoom + 4] = {0, 0, 'n', 'u', 'l', 'l'};
+  emit(buf + kSeparatorRoom, buf + sizeof buf);
   return *this;
 }
 
 JsonWriter& JsonWriter::address(uint64_t v) {
-  before_value();
-  out_ += '"';
-  util::append_hex(out_, v);
-  out_ += '"';
+  char buf[kSeparatorRoom + 20];
+  char* const piece = buf + kSeparatorRoom;
+  char text[18];
+  const std::size_t n = util::write_hex(text, v);
+  piece[0] = '"';
+  std::memcpy(piece + 1, text, n);
+  piece[n + 1] = '"';
+  emit(piece, piece + n + 2);
   return *this;
 }
 

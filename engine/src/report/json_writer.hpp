@@ -76,6 +76,14 @@ class JsonWriter {
     bool one_line = false;
   };
   void open(char bracket, bool one_line);
+  // The separator before a value (nothing, ", " or ","; or before_value()'s newline) and then
+  // [piece, end) in one append. piece[-kSeparatorRoom] .. piece[-1] are free for it.
+  static constexpr std::size_t kSeparatorRoom = 2;
+  void emit(char* piece, char* end);
+  // `s` quoted (and followed by the colon of a key when `as_key`), when `s` needs no escaping
+  // and all fits in kPieceRoom; false (nothing written) otherwise.
+  static constexpr std::size_t kPieceRoom = 128;
+  bool emit_plain(std::string_view s, bool as_key);
   std::string& out_;
   std::vector<Level> levels_;
   bool compact_ = false;

@@ -3,6 +3,8 @@
 // of rendering a frame.
 #include "util/hex.hpp"
 
+#include <bit>
+
 namespace ehbt::util {
 namespace {
 
@@ -10,17 +12,21 @@ constexpr char kDigits[] = "0123456789abcdef";
 
 }  // namespace
 
+std::size_t write_hex(char (&out)[18], uint64_t v) {
+  // One digit for 0, else one per nibble up to the highest set bit.
+  const std::size_t digits = v == 0 ? 1 : (static_cast<std::size_t>(std::bit_width(v)) + 3) / 4;
+  out[0] = '0';
+  out[1] = 'x';
+  for (std::size_t i = digits + 1; i >= 2; --i) {
+    out[i] = kDigits[v & 0xf];
+    v >>= 4;
+  }
+  return digits + 2;
+}
+
 void append_hex(std::string& out, uint64_t v) {
   char buf[18];
-  char* end = buf + sizeof buf;
-  char* p = end;
-  do {
-    *--p = kDigits[v & 0xf];
-    v >>= 4;
-  } while (v != 0);
-  *--p = 'x';
-  *--p = '0';
-  out.append(p, static_cast<std::size_t>(end - p));
+  out.append(buf, write_hex(buf, v));
 }
 
 void append_hex16(std::string& out, uint64_t v) {
