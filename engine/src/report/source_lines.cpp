@@ -3,6 +3,8 @@
 #include "report/source_lines.hpp"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
 #include "lines/source_lookup.hpp"
 
@@ -23,6 +25,13 @@ void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
                    [](const PendingLine& a, const PendingLine& b) { return a.module < b.module; });
   std::string problem, said;
   std::vector<uint64_t> pcs;
+  // What the first frame at a pc got: the frame that holds it, and the problem said.
+  struct Answer {
+    const FrameLine* line;
+    bool found;
+    std::string said;
+  };
+  std::unordered_map<uint64_t, Answer> answered;
   for (std::size_t i = 0; i < pending.size();) {
     const Module& module = *pending[i].module;
     problem.clear();
@@ -32,15 +41,29 @@ void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
       pcs.push_back(pending[end].link_pc);
     }
     lines::prepare_sources(module, pcs, limits);
+    // A recursion repeats one pc in hundreds of frames: each pc is looked up once, and a
+    // frame at a pc seen before gets a copy of the first one's answer (and its problem).
+    answered.clear();
     std::size_t j = i;
     for (; j < end; ++j) {
       const PendingLine& p = pending[j];
+      FrameLine& line = report.threads[p.thread].frames[p.frame];
+      auto [seen, first] = answered.try_emplace(p.link_pc, Answer{&line, false, {}});
+      if (!first) {
+        const Answer& a = seen->second;
+        if (!a.said.empty()) problem = a.said;
+        if (a.found) {
+          line.location = a.line->location;
+          line.inlined = a.line->inlined;
+        }
+        continue;
+      }
       // A Go module answers from .gopclntab and, for its C code, DWARF: the DWARF's problem
       // is kept when a later frame's answer came from .gopclntab.
       std::optional<SourceInfo> info = lines::lookup_source(module, p.link_pc, limits, &said);
-      if (!said.empty()) problem = said;
+      if (!said.empty()) problem = seen->second.said = said;
       if (!info) continue;
-      FrameLine& line = report.threads[p.thread].frames[p.frame];
+      seen->second.found = true;
       line.location = std::move(info->location);
       line.inlined = std::move(info->inlined);
     }
