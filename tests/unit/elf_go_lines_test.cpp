@@ -20,6 +20,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ehbt/image.hpp"
@@ -354,6 +355,62 @@ TEST_F(GoLines, CorruptTablesGiveNothingOrAnswers) {
     bytes[i] ^= std::byte{0x5a};
   }
   EXPECT_GT(answered, 0u);
+}
+
+// The stripped build has no symbols but those made from Go's table. A one-shot lookup of a few
+// pcs (symbolize_all before the image's table exists) refuses most functions from their
+// entries alone; its answers are the table's (symbolize, which builds it), also under a symbol
+// cap that ends the table early.
+TEST_F(GoLines, SymbolQueriesOfGoFunctionsAnswerAsTheTable) {
+  auto probe = open("goinline.stripped");
+  ASSERT_TRUE(probe);
+  const GoPclntab* table = go_pclntab(*probe);
+  ASSERT_NE(table, nullptr);
+  ASSERT_GT(table->size(), 1000u);
+  auto pcs_of = [table](uint64_t i) -> std::vector<uint64_t> {
+    auto f = table->func(i);
+    if (!f || f->end == f->entry) return {};
+    return {f->entry, f->entry + (f->end - f->entry) / 2, f->end - 1};
+  };
+  // Of every 31st function one pc, in turn its entry, one inside it and its last byte (a
+  // function is wanted when any pc it holds is asked), and past the last function; under a cap
+  // of 500, two functions on either side of it (few pcs, so that the query does not give up
+  // for the work its cap allows and build the table after all); under a cap of one, the first
+  // function and another.
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < table->size(); i += 31) {
+    const std::vector<uint64_t> pcs = pcs_of(i);
+    if (!pcs.empty()) all.push_back(pcs[(i / 31) % 3]);
+  }
+  all.push_back(*table->entry(table->size()) + 16);
+  std::vector<uint64_t> around_500 = pcs_of(10), around_1 = pcs_of(0);
+  for (uint64_t pc : pcs_of(800)) around_500.push_back(pc);
+  for (uint64_t pc : pcs_of(5)) around_1.push_back(pc);
+  for (const auto& [cap, pcs, want_named] :
+       {std::tuple{Limits{}.max_symbols, all, all.size() - 1},
+        std::tuple{500u, around_500, std::size_t{3}}, std::tuple{1u, around_1, std::size_t{3}}}) {
+    SCOPED_TRACE(cap);
+    ASSERT_EQ(pcs.size(), cap == Limits{}.max_symbols ? pcs.size() : 6u);
+    Limits limits;
+    limits.max_symbols = cap;
+    auto queried = Image::open((*dir_ / "goinline.stripped").string(), limits);
+    auto tabled = Image::open((*dir_ / "goinline.stripped").string(), limits);
+    ASSERT_TRUE(queried && tabled);
+    const std::vector<std::optional<Symbol>> got = (*queried)->symbolize_all(pcs);
+    ASSERT_EQ(got.size(), pcs.size());
+    std::size_t named = 0;
+    for (std::size_t k = 0; k < pcs.size(); ++k) {
+      const std::optional<Symbol> want = (*tabled)->symbolize(pcs[k]);
+      ASSERT_EQ(got[k].has_value(), want.has_value()) << std::hex << pcs[k];
+      if (!want) continue;
+      ++named;
+      EXPECT_EQ(got[k]->name, want->name) << std::hex << pcs[k];
+      EXPECT_EQ(got[k]->start, want->start) << std::hex << pcs[k];
+      EXPECT_EQ(got[k]->size, want->size) << std::hex << pcs[k];
+    }
+    // The cap decides how far the table reaches: all of it, its first 500 functions, one.
+    EXPECT_EQ(named, want_named);
+  }
 }
 
 }  // namespace

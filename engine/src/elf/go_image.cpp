@@ -122,14 +122,17 @@ std::optional<uint64_t> find_gofunc(const Image& image, const GoPclntab& table, 
 
 const GoPclntab* go_pclntab(const Image& image) {
   auto& im = ImageLoader::impl(image);
-  std::call_once(im.go_once, [&image, &im] {
-    if (!im.gopclntab_section.empty()) {
-      im.go = GoPclntab::parse(im.gopclntab_section.bytes, im.text_addr);
-      im.go_addr = im.gopclntab_section.addr;
-    } else if (!im.has_section_headers && !im.file.empty()) {
-      im.go = search_segments(image, im.file, im.text_addr, im.limits, im.go_addr);
-    }
-  });
+  if (!im.go_known.load(std::memory_order_acquire)) {
+    std::call_once(im.go_once, [&image, &im] {
+      if (!im.gopclntab_section.empty()) {
+        im.go = GoPclntab::parse(im.gopclntab_section.bytes, im.text_addr);
+        im.go_addr = im.gopclntab_section.addr;
+      } else if (!im.has_section_headers && !im.file.empty()) {
+        im.go = search_segments(image, im.file, im.text_addr, im.limits, im.go_addr);
+      }
+      im.go_known.store(true, std::memory_order_release);
+    });
+  }
   return im.go ? &*im.go : nullptr;
 }
 
@@ -150,11 +153,24 @@ std::size_t add_go_symbols(const Image& image, SymbolSink& sink, const Limits& l
   const uint64_t count = std::min<uint64_t>(go->size(), limits.max_symbols);
   sink.reserve(count);
   std::size_t added = 0;
+  // Each function counts once towards the sink's cap, usable or not. One the sink cannot want
+  // (a query's addresses lie elsewhere) is refused from its entry and the next one's alone,
+  // before its record and its name are read: a query for a few pcs refuses nearly all.
+  std::optional<uint64_t> entry = go->entry(0);
   for (uint64_t i = 0; i < count && !sink.full(); ++i) {
+    const std::optional<uint64_t> next = go->entry(i + 1);
+    const bool refused = entry && next && *next >= *entry && !sink.wants(*entry, *next - *entry);
+    entry = next;
+    if (refused) {
+      sink.skip();
+      continue;
+    }
     auto f = go->func(i);
-    if (!f) continue;
-    auto name = go->name(*f);
-    if (!name) continue;
+    auto name = f ? go->name(*f) : std::nullopt;
+    if (!name) {
+      sink.skip();
+      continue;
+    }
     // The name is a view into the image's own bytes, which outlive the sink.
     if (sink.add(f->entry, f->end - f->entry, *name, STB_LOCAL, STT_FUNC)) ++added;
   }

@@ -44,6 +44,12 @@ class GoPclntab {
 
   // The i-th function of the table (sorted by entry), or nothing when its entry is unreadable.
   std::optional<Func> func(uint64_t index) const;
+  // The i-th function's entry alone (func() without its record: index == size() is the end
+  // of the last function), or nothing when it is unreadable.
+  std::optional<uint64_t> entry(uint64_t index) const {
+    uint64_t pc = 0;
+    return entry_pc(index, pc) ? std::optional<uint64_t>(pc) : std::nullopt;
+  }
   // The function whose [entry, end) holds pc: a binary search of at most `max_probes` steps
   // that also checks the table is sorted where it looks.
   std::optional<Func> find(uint64_t pc, uint32_t max_probes) const;

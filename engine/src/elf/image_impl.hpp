@@ -110,6 +110,9 @@ struct Image::Impl {
   // DWARF is in its debug file). False when not known.
   bool no_debug_info = false;
   std::once_flag go_once;
+  // Set once `go` is final: every step of a walk asks for the table, and call_once costs more
+  // than this load on every call.
+  std::atomic<bool> go_known{false};
   std::optional<elf::GoPclntab> go;
   uint64_t go_addr = 0;  // the table's link-time address
   // Go 1.18+: moduledata.gofunc, the base of funcdata offsets (inline trees), found on first

@@ -28,6 +28,12 @@
 namespace ehbt::unwind {
 namespace {
 
+// The module's Go function table, or null (no file, or no table in it).
+const elf::GoPclntab* go_table(const Module& module) {
+  const Image* image = module.image.get();
+  return image != nullptr ? elf::go_pclntab(*image) : nullptr;
+}
+
 arch::RecoverFailure not_applicable(const char* why) {
   return arch::RecoverFailure{arch::RecoverError::NotApplicable, 0, 0, why};
 }
@@ -65,8 +71,7 @@ struct GoFrame {
 
 Expected<GoFrame, arch::RecoverFailure> locate(const Frame& frame, const Module& module,
                                                const Limits& limits) {
-  const Image* image = module.image.get();
-  const elf::GoPclntab* go = image != nullptr ? elf::go_pclntab(*image) : nullptr;
+  const elf::GoPclntab* go = go_table(module);
   if (go == nullptr) return unexpected(not_applicable("no Go function table"));
   const uint64_t pc = module.to_link(frame.lookup_pc());
   auto func = go->find(pc, limits.max_search_probes);
@@ -76,6 +81,30 @@ Expected<GoFrame, arch::RecoverFailure> locate(const Frame& frame, const Module&
   out.delta = go->sp_delta(*func, pc, limits.max_go_pcvalue_steps);
   return out;
 }
+
+}  // namespace
+
+std::optional<uint64_t> go_function_start(const Frame& frame, const Module& module,
+                                          const Limits& limits) {
+  const elf::GoPclntab* go = go_table(module);
+  if (go == nullptr) return std::nullopt;
+  auto func = go->find(module.to_link(frame.lookup_pc()), limits.max_search_probes);
+  if (!func) return std::nullopt;
+  return func->entry + module.bias;
+}
+
+std::optional<uint64_t> go_function_size_at(const ModuleSet& modules, uint64_t addr,
+                                            const Limits& limits) {
+  const Module* module = modules.find(addr);
+  const elf::GoPclntab* go = module != nullptr ? go_table(*module) : nullptr;
+  if (go == nullptr) return std::nullopt;
+  const uint64_t link = module->to_link(addr);
+  auto func = go->find(link, limits.max_search_probes);
+  if (!func || func->entry != link) return std::nullopt;
+  return func->end - func->entry;
+}
+
+namespace {
 
 arch::Recovered outermost(Arch arch, uint64_t cfa) {
   // No caller (pc 0), as Go's traceback ends here; the frame's CFA is still its caller's sp.
@@ -191,8 +220,7 @@ bool go_sigpanic_frame(const Frame& frame, const Module& module, const Limits& l
 bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra,
                        const Limits& limits) {
   if (go_sigpanic_frame(frame, module, limits)) return true;
-  const Image* image = module.image.get();
-  const elf::GoPclntab* go = image != nullptr ? elf::go_pclntab(*image) : nullptr;
+  const elf::GoPclntab* go = go_table(module);
   if (go == nullptr || !module.contains(ra)) return false;
   auto func = go->find(module.to_link(ra), limits.max_search_probes);
   return func && go->name(*func).value_or(std::string_view()) == "runtime.goexit";

@@ -27,6 +27,18 @@ arch::RecoverResult go_step(const Frame& frame, const Module& module, Memory& me
 // its stack (unwind/validate.hpp).
 bool go_planted_return(const Frame& frame, const Module& module, uint64_t ra, const Limits& limits);
 
+// The target address where the Go function that holds the frame's lookup pc starts, by one
+// search of Go's table (no symbol table is built for it: a stripped Go binary has none but
+// the one made from that table, of every function), or nothing outside Go functions.
+std::optional<uint64_t> go_function_start(const Frame& frame, const Module& module,
+                                          const Limits& limits);
+
+// The size of the Go function that starts exactly at target address `addr` (its entry to the
+// next function's), by one search of Go's table in the module holding `addr`; nothing when no
+// Go function starts there.
+std::optional<uint64_t> go_function_size_at(const ModuleSet& modules, uint64_t addr,
+                                            const Limits& limits);
+
 // Whether `frame` is runtime.sigpanic (Go's table names it in `module`): its caller's pc is the
 // faulting pc Go's signal handler pushed as a return address, the instruction that faulted,
 // not one after a call (looked up as is: Frame::planted), in Go code or, on a cgo call, in C.

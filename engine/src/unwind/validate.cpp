@@ -9,6 +9,7 @@
 
 #include "arch/call_site.hpp"
 #include "unwind/code_bytes.hpp"
+#include "unwind/go_step.hpp"
 #include "util/hex.hpp"
 
 namespace ehbt::unwind {
@@ -31,6 +32,15 @@ std::optional<Symbol> function_at(const ModuleSet& modules, uint64_t addr) {
   return sym;
 }
 
+// Whether a PLT stub starts at `addr`. Where a Go function starts, none does: Go's table says
+// so with one search, where a symbol lookup in a stripped Go binary builds the image's whole
+// table (of every function in Go's table).
+bool plt_stub_at(const ScanContext& ctx, uint64_t addr) {
+  if (go_function_size_at(ctx.modules, addr, ctx.limits)) return false;
+  auto sym = function_at(ctx.modules, addr);
+  return sym && is_plt_symbol(sym->name);
+}
+
 // Whether the function at `from` reaches `callee` by direct unconditional jumps, at most
 // Limits::max_tail_jumps of them, searching each function's body (its symbol's size, else
 // Limits::max_tail_jump_bytes) for a jump out of it.
@@ -46,8 +56,11 @@ bool reaches_by_tail_jumps(const ScanContext& ctx, uint64_t from, uint64_t calle
       // The body: the symbol's size; without one, as far as the cap (every jump is then a
       // candidate: where the function ends is unknown).
       uint64_t size = ctx.limits.max_tail_jump_bytes, inside = 0;
-      if (auto sym = function_at(ctx.modules, start); sym && sym->size != 0)
+      if (auto go = go_function_size_at(ctx.modules, start, ctx.limits); go && *go != 0) {
+        size = inside = std::min<uint64_t>(*go, size);  // as a symbol made from Go's table
+      } else if (auto sym = function_at(ctx.modules, start); sym && sym->size != 0) {
         size = inside = std::min<uint64_t>(sym->size, size);
+      }
       body.assign(size, std::byte{0});
       body.resize(code.read(start, body));
       for (std::size_t off = 0; off < body.size(); off += align) {
@@ -134,8 +147,7 @@ std::optional<Disproof> prove_target(const ScanContext& ctx, const Callee& calle
   }
   const uint64_t target = *call.target;
   if (callee.function_start && target == *callee.function_start) return std::nullopt;
-  if (auto sym = function_at(ctx.modules, target); sym && is_plt_symbol(sym->name))
-    return std::nullopt;
+  if (plt_stub_at(ctx, target)) return std::nullopt;
   if (!callee.function_start) return disprove_unnamed_callee(ctx, callee, call);
   // A direct call into another module than the callee's (not to a PLT stub, checked above)
   // cannot lead to it: leaving a module for another takes an import (a PLT stub or a pointer

@@ -2,6 +2,7 @@
 #include "unwind/strategies/step_context.hpp"
 
 #include "unwind/describe.hpp"
+#include "unwind/go_step.hpp"
 #include "unwind/scan_step.hpp"
 #include "unwind/step.hpp"
 #include "unwind/validate.hpp"
@@ -16,12 +17,15 @@ const arch::CodeHint& StepContext::code_hint() {
   arch::CodeHint& hint = hint_.emplace();
   hint.limits = limits;
   if (image == nullptr) return hint;
-  hint.find_function_start_with(
-      [&frame = frame, module = module, image = image]() -> std::optional<uint64_t> {
-        if (auto sym = image->symbolize(module->to_link(frame.lookup_pc())))
-          return sym->start + module->bias;
-        return std::nullopt;
-      });
+  hint.find_function_start_with([&frame = frame, module = module, image = image,
+                                 &limits = limits]() -> std::optional<uint64_t> {
+    // In a Go function, Go's table says where it starts, as the symbol made from that table
+    // would: one search instead of a symbol lookup that may build the image's whole table.
+    if (auto start = go_function_start(frame, *module, limits)) return start;
+    if (auto sym = image->symbolize(module->to_link(frame.lookup_pc())))
+      return sym->start + module->bias;
+    return std::nullopt;
+  });
   return hint;
 }
 
