@@ -23,18 +23,23 @@ int open_private_dir(const std::string& root, const char* sub);
 
 // What a cache file is written as before it is renamed into place: "<prefix><name>.<pid>.<n>".
 inline constexpr std::string_view kCacheTempPrefix = ".tmp.";
+// The usage ledger of a directory's files ending in SUFFIX: "<SUFFIX><this>" in it.
+inline constexpr std::string_view kLedgerSuffix = ".usage";
 
 // Puts cache file `name` into `dir` whole, so that concurrent readers never see part of it:
 // `write` fills a new temporary file (mode 0600) and returns the bytes it wrote (0: failed);
-// one over `max_bytes` is dropped; then room is made among the files ending in `suffix`
-// (make_room, up to `dir_cap`) and the file is renamed to `name`. False when a step fails;
-// no temporary file is left then.
+// one over `max_bytes` is dropped; then, under the lock of the directory's usage ledger
+// (SUFFIX.usage: the bytes its files ending in `suffix` hold, as counted by the writers since
+// the last scan), room is made among those files (make_room, up to `dir_cap`) where the
+// ledger does not say the file fits, and the file is renamed to `name`. False when a step
+// fails or the ledger stays locked by another writer; no temporary file is left then.
 bool place_cache_file(int dir, const std::string& name, std::string_view suffix, uint64_t max_bytes,
                       uint64_t dir_cap, const std::function<uint64_t(int fd)>& write);
 
 // Removes the least recently modified files of `dir` whose names end in `suffix` until
 // `incoming` more bytes fit in `cap`, and temporary files (kCacheTempPrefix) whose writer is
-// long gone. Users touch what they use, so modification time orders use.
-void make_room(int dir, std::string_view suffix, uint64_t incoming, uint64_t cap);
+// long gone. Users touch what they use, so modification time orders use. Returns the bytes
+// the files ending in `suffix` hold afterwards (UINT64_MAX: the directory cannot be read).
+uint64_t make_room(int dir, std::string_view suffix, uint64_t incoming, uint64_t cap);
 
 }  // namespace ehbt::lines
