@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -71,7 +72,8 @@ class CacheDir : public ::testing::Test {
     s << in.rdbuf();
     return s.str();
   }
-  // The bytes the ledger holds ("ehbt-cache-usage 1 BYTES TIME\n"), -1 when it says nothing.
+  // The bytes the ledger holds ("ehbt-cache-usage 1 BYTES TIME CHECK\n"), -1 when it says
+  // nothing.
   long long ledger_bytes() const {
     std::istringstream in(ledger_text());
     std::string magic, version;
@@ -80,10 +82,21 @@ class CacheDir : public ::testing::Test {
     return bytes;
   }
   void write_ledger(const std::string& text) const { std::ofstream(ledger()) << text; }
+  // The record of a ledger of `bytes` last scanned at `when`, as the format says: both in 20
+  // digits, then FNV-1a (32 bits) of the two and the space between them in 8 hex digits.
+  static std::string record(uint64_t bytes, long long when) {
+    char fields[64];
+    std::snprintf(fields, sizeof fields, "%020llu %020lld", static_cast<unsigned long long>(bytes),
+                  when);
+    uint32_t h = 2166136261u;
+    for (const char* p = fields; *p != 0; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+    char out[128];
+    std::snprintf(out, sizeof out, "ehbt-cache-usage 1 %s %08x\n", fields, h);
+    return out;
+  }
   // A ledger of `bytes`, last scanned `age` seconds ago.
   void write_ledger(uint64_t bytes, long age) const {
-    write_ledger("ehbt-cache-usage 1 " + std::to_string(bytes) + " " +
-                 std::to_string(std::time(nullptr) - age) + "\n");
+    write_ledger(record(bytes, std::time(nullptr) - age));
   }
   // A file written behind the ledger's back (by an older ehbt, say), `age` seconds old.
   void plant(const std::string& name, std::size_t size, int age) const {
@@ -142,23 +155,36 @@ TEST_F(CacheDir, AFullLedgerMakesRoomByTheDirectorysOwnCount) {
 }
 
 // Damage of every kind is no ledger: the write scans, finds the planted file and writes the
-// ledger anew.
+// ledger anew, whole, so that the write after it is spared the scan again.
 TEST_F(CacheDir, ADamagedLedgerIsCountedAgain) {
-  const std::string now = std::to_string(std::time(nullptr));
+  const long long now = std::time(nullptr);
+  const std::string good = record(100, now);
+  std::string flipped = good, torn = good, other = good;
+  flipped[30] = flipped[30] == '1' ? '2' : '1';           // a digit of BYTES: the check fails
+  torn.replace(19, 20, record(999, now).substr(19, 20));  // another writer's BYTES, half done
+  other[17] = '2';                                        // another version
   for (const std::string& bad :
-       {std::string(), std::string("ehbt-cache-usage 1 100"), "ehbt-cache-usage 1 100 " + now,
-        "ehbt-cache-usage 2 100 " + now + "\n", "ehbt-cache-usage 1 -100 " + now + "\n",
-        "ehbt-cache-usage 1 100 " + now + "\nmore\n", "ehbt-cache-usage 1 1e3 " + now + "\n",
-        "ehbt-cache-usage 1 99999999999999999999999 " + now + "\n",
-        "ehbt-cache-usage 1  100 " + now + "\n", std::string(200, '7'),
-        "ehbt-cache-usage 1 100 " + std::to_string(std::time(nullptr) + 100000) + "\n"}) {
+       {std::string(), good.substr(0, good.size() - 1), good + "more\n", good.substr(1), flipped,
+        torn, other, std::string(good.size(), '7'), std::string(200, '7'),
+        record(100, now + 100000),  // scanned in the future: the clock went back
+        record(100, now - 601)}) {  // counted more than ten minutes ago
     SCOPED_TRACE(bad);
     for (const auto& [n, s] : files()) fs::remove(dir() / n);
     plant("planted.t", 123, 10);
     write_ledger(bad);
     ASSERT_TRUE(place("a.t", 7, 100000));
     EXPECT_EQ(ledger_bytes(), 130) << "the planted file was not counted: no scan";
+    EXPECT_EQ(fs::file_size(ledger()), good.size());
+    plant("late.t", 1000, 10);
+    ASSERT_TRUE(place("b.t", 3, 100000));
+    EXPECT_EQ(ledger_bytes(), 133) << "the repaired ledger was not believed";
   }
+  // The good record itself is believed: the planted file stays uncounted.
+  for (const auto& [n, s] : files()) fs::remove(dir() / n);
+  plant("planted.t", 123, 10);
+  write_ledger(good);
+  ASSERT_TRUE(place("a.t", 7, 100000));
+  EXPECT_EQ(ledger_bytes(), 107);
 }
 
 // Writers in four processes at once, each of many files: the lock keeps the ledger the sum of

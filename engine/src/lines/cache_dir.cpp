@@ -50,6 +50,14 @@ constexpr time_t kRescanSeconds = 600;
 // How long a writer waits for the ledger's lock before it goes without writing this file.
 constexpr int kLedgerWaitMs = 2000;
 constexpr char kLedgerMagic[] = "ehbt-cache-usage 1";
+// The magic, a space, 20 digits, a space, 20 digits, a space, 8 hex digits, a newline.
+constexpr std::size_t kRecordSize = sizeof kLedgerMagic - 1 + 1 + 20 + 1 + 20 + 1 + 8 + 1;
+
+uint32_t fnv1a(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return h;
+}
 
 std::string ledger_name(std::string_view suffix) {
   return std::string(suffix) + std::string(kLedgerSuffix);
@@ -80,26 +88,31 @@ class Ledger {
       fd_ = -1;
       return;
     }
-    char buf[96];
-    const ssize_t n = ::pread(fd_, buf, sizeof buf, 0);
-    if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) return;
-    // "ehbt-cache-usage 1 <bytes> <unix time of the last scan>\n", nothing else.
-    std::string_view text(buf, static_cast<std::size_t>(n));
+    whole_ = st.st_size == static_cast<off_t>(kRecordSize);
+    char buf[kRecordSize + 1];
+    if (::pread(fd_, buf, sizeof buf, 0) != static_cast<ssize_t>(kRecordSize)) return;
+    // "ehbt-cache-usage 1 BYTES TIME CHECK\n": BYTES (what the files hold) and TIME (of the
+    // last scan, in seconds since the epoch) in 20 decimal digits, CHECK the FNV-1a hash of
+    // "BYTES TIME" in 8 hex digits, so that a record another writer left half written (the
+    // record is rewritten in place) is no record.
+    const std::string_view text(buf, kRecordSize);
     const std::string_view magic(kLedgerMagic);
-    if (!text.starts_with(magic) || text.size() < magic.size() + 1 || text[magic.size()] != ' ' ||
-        !text.ends_with('\n')) {
+    const std::size_t at = magic.size() + 1;
+    if (!text.starts_with(magic) || text[magic.size()] != ' ' || text[at + 20] != ' ' ||
+        text[at + 41] != ' ' || text.back() != '\n') {
       return;
     }
-    text = text.substr(magic.size() + 1, text.size() - magic.size() - 2);
-    const std::size_t space = text.find(' ');
-    if (space == std::string_view::npos) return;
-    uint64_t bytes = 0;
-    int64_t scanned = 0;
-    const std::string_view b = text.substr(0, space), t = text.substr(space + 1);
+    const std::string_view fields = text.substr(at, 41);
+    uint64_t bytes = 0, scanned = 0;
+    uint32_t check = 0;
+    const std::string_view b = fields.substr(0, 20), t = fields.substr(21, 20);
+    const std::string_view c = text.substr(at + 42, 8);
     const auto rb = std::from_chars(b.data(), b.data() + b.size(), bytes);
     const auto rt = std::from_chars(t.data(), t.data() + t.size(), scanned);
-    if (b.empty() || t.empty() || rb.ec != std::errc() || rb.ptr != b.data() + b.size() ||
-        rt.ec != std::errc() || rt.ptr != t.data() + t.size()) {
+    const auto rc = std::from_chars(c.data(), c.data() + c.size(), check, 16);
+    if (rb.ptr != b.data() + b.size() || rt.ptr != t.data() + t.size() ||
+        rc.ptr != c.data() + c.size() || check != fnv1a(fields) ||
+        scanned > static_cast<uint64_t>(INT64_MAX)) {
       return;
     }
     bytes_ = bytes;
@@ -118,19 +131,23 @@ class Ledger {
     return bytes_;
   }
   time_t scanned() const { return scanned_; }
+  // Rewritten in place, the same size every time: truncating and appending made ext4 flush
+  // the file on close (its guard for files replaced that way), a third of a millisecond.
   void write(uint64_t bytes, time_t scanned) {
-    char buf[96];
-    const int n =
-        std::snprintf(buf, sizeof buf, "%s %llu %lld\n", kLedgerMagic,
-                      static_cast<unsigned long long>(bytes), static_cast<long long>(scanned));
-    if (n <= 0 || ::ftruncate(fd_, 0) != 0) return;
-    if (::pwrite(fd_, buf, static_cast<std::size_t>(n), 0) != n) {
-      (void)::ftruncate(fd_, 0);  // half a line is no ledger: the next writer scans
+    char fields[42];
+    std::snprintf(fields, sizeof fields, "%020llu %020llu", static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(std::max<time_t>(scanned, 0)));
+    char record[kRecordSize + 1];
+    std::snprintf(record, sizeof record, "%s %s %08x\n", kLedgerMagic, fields,
+                  fnv1a(std::string_view(fields, 41)));
+    if (::pwrite(fd_, record, kRecordSize, 0) == static_cast<ssize_t>(kRecordSize) && !whole_) {
+      (void)::ftruncate(fd_, kRecordSize);  // new, or damaged: once
     }
   }
 
  private:
   int fd_ = -1;
+  bool whole_ = false;  // the file is one record long
   std::optional<uint64_t> bytes_;
   time_t scanned_ = 0;
 };
