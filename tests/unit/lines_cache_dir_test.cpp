@@ -4,11 +4,14 @@
 // several processes at once, and the room made when a file does not fit.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +23,18 @@
 #include <string>
 
 #include "lines/cache_dir.hpp"
+
+// flock(2) as this test binary sees it: the system's, or, while `no_locks` is set, the answer
+// of a file system without locks (NFS mounted nolock). Defined here, it is the one the cache
+// code linked into this binary calls.
+static std::atomic<bool> no_locks{false};
+extern "C" int flock(int fd, int operation) {
+  if (no_locks.load()) {
+    errno = ENOLCK;
+    return -1;
+  }
+  return static_cast<int>(::syscall(SYS_flock, fd, operation));
+}
 
 namespace ehbt::lines {
 namespace {
@@ -230,6 +245,23 @@ TEST_F(CacheDir, ALedgerLockedTooLongIsGoneWithout) {
   }
   EXPECT_TRUE(place("b.t", 10, 1000));
   EXPECT_EQ(ledger_bytes(), 20);
+}
+
+// Where the file system has no locks, there is no ledger: every write scans, as before there
+// was one, and the cap holds.
+TEST_F(CacheDir, WithoutLocksEveryWriteScans) {
+  no_locks = true;
+  plant("old.t", 600, 5000);
+  const bool placed = place("a.t", 300, 1000);
+  plant("older.t", 600, 6000);
+  const bool again = place("b.t", 300, 1000);
+  no_locks = false;
+  EXPECT_TRUE(placed && again);
+  const auto now = files();
+  EXPECT_EQ(now.count("older.t"), 0u) << "the write did not scan";
+  EXPECT_EQ(now.count("a.t") + now.count("b.t"), 2u);
+  EXPECT_LE(total(), 1000u);
+  EXPECT_EQ(ledger_text(), "") << "no ledger is written without its lock";
 }
 
 }  // namespace

@@ -79,6 +79,9 @@ class Ledger {
       } else if (errno == EWOULDBLOCK || errno == EINTR) {
         ::usleep(5000);
       } else {
+        // A file system without locks (NFS mounted nolock, some FUSE ones): no ledger there,
+        // the writer scans as it did before there was one.
+        unsupported_ = true;
         break;
       }
     }
@@ -125,6 +128,8 @@ class Ledger {
   Ledger& operator=(const Ledger&) = delete;
 
   bool locked() const { return fd_ >= 0; }
+  // The lock failed for want of locks on this file system, not because another writer held it.
+  bool unsupported() const { return unsupported_; }
   // The bytes counted, when the ledger was read whole and its scan is recent.
   std::optional<uint64_t> bytes(time_t now) const {
     if (!bytes_ || now < scanned_ || now - scanned_ >= kRescanSeconds) return std::nullopt;
@@ -147,6 +152,7 @@ class Ledger {
 
  private:
   int fd_ = -1;
+  bool unsupported_ = false;
   bool whole_ = false;  // the file is one record long
   std::optional<uint64_t> bytes_;
   time_t scanned_ = 0;
@@ -258,10 +264,12 @@ bool place_cache_file(int dir, const std::string& name, std::string_view suffix,
   // The ledger says how much the directory holds, so that a write does not stat every file
   // in it (a cache of 20,000 answer files made each new answer cost 100 ms). The directory is
   // scanned, and room made, only when the ledger says the file does not fit, cannot be read,
-  // or was last counted by a scan kRescanSeconds ago. Without its lock (another writer holds
-  // it too long), the file is not written.
+  // or was last counted by a scan kRescanSeconds ago. What the ledger does not see (answers
+  // appended to a file in place, files others added) counts at that scan: the cap holds to
+  // within what kRescanSeconds adds. Without its lock (another writer holds it too long), the
+  // file is not written; where the file system has no locks, every write scans.
   Ledger ledger(dir, suffix);
-  if (!ledger.locked()) {
+  if (!ledger.locked() && !ledger.unsupported()) {
     ::unlinkat(dir, temp.c_str(), 0);
     return false;
   }
@@ -283,7 +291,7 @@ bool place_cache_file(int dir, const std::string& name, std::string_view suffix,
     ::unlinkat(dir, temp.c_str(), 0);
     return false;
   }
-  if (after != UINT64_MAX) ledger.write(after, scanned);
+  if (after != UINT64_MAX && ledger.locked()) ledger.write(after, scanned);
   return true;
 }
 
