@@ -173,21 +173,33 @@ void JsonWriter::newline() {
   out_.append(2 * levels_.size(), ' ');
 }
 
-void JsonWriter::before_value() {
+bool JsonWriter::separate_inline(char*& piece) {
   if (after_key_) {
     after_key_ = false;
+    return true;
+  }
+  if (levels_.empty()) return true;
+  Level& level = levels_.back();
+  if (!level.one_line) return false;
+  if (!level.empty) {
+    if (!compact_) *--piece = ' ';
+    *--piece = ',';
+  }
+  level.empty = false;
+  return true;
+}
+
+void JsonWriter::before_value() {
+  char room[kSeparatorRoom];
+  char* separator = room + kSeparatorRoom;
+  if (separate_inline(separator)) {
+    out_.append(separator, static_cast<std::size_t>(room + kSeparatorRoom - separator));
     return;
   }
-  if (levels_.empty()) return;
+  // A value on a line of its own in an indented container.
   Level& level = levels_.back();
-  if (!level.empty) {
-    if (level.one_line && !compact_) {
-      out_.append(", ", 2);
-    } else {
-      out_ += ',';
-    }
-  }
-  if (!level.one_line) newline();
+  if (!level.empty) out_ += ',';
+  newline();
   level.empty = false;
 }
 
@@ -230,20 +242,7 @@ JsonWriter& JsonWriter::end_array() {
 // holds a dozen short values, and appending the separator, the quotes and the text one by one
 // cost more than finding out what to write. `piece` has kSeparatorRoom bytes free before it.
 void JsonWriter::emit(char* piece, char* end) {
-  if (after_key_) {
-    after_key_ = false;
-  } else if (!levels_.empty()) {
-    Level& level = levels_.back();
-    if (!level.one_line) {
-      before_value();  // a newline and indentation first
-    } else {
-      if (!level.empty) {
-        if (!compact_) *--piece = ' ';
-        *--piece = ',';
-      }
-      level.empty = false;
-    }
-  }
+  if (!separate_inline(piece)) before_value();  // a newline and indentation first
   out_.append(piece, static_cast<std::size_t>(end - piece));
 }
 
@@ -300,17 +299,20 @@ JsonWriter& JsonWriter::value(std::string_view s) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value(int64_t v) {
+template <class Integer>
+void JsonWriter::emit_decimal(Integer v) {
   char buf[kSeparatorRoom + 24];
   char* const piece = buf + kSeparatorRoom;
   emit(piece, std::to_chars(piece, buf + sizeof buf, v).ptr);
+}
+
+JsonWriter& JsonWriter::value(int64_t v) {
+  emit_decimal(v);
   return *this;
 }
 
 JsonWriter& JsonWriter::value(uint64_t v) {
-  char buf[kSeparatorRoom + 24];
-  char* const piece = buf + kSeparatorRoom;
-  emit(piece, std::to_chars(piece, buf + sizeof buf, v).ptr);
+  emit_decimal(v);
   return *this;
 }
 

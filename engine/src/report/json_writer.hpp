@@ -76,10 +76,16 @@ class JsonWriter {
     bool one_line = false;
   };
   void open(char bracket, bool one_line);
-  // The separator before a value (nothing, ", " or ","; or before_value()'s newline) and then
-  // [piece, end) in one append. piece[-kSeparatorRoom] .. piece[-1] are free for it.
+  // The separator before a value where the value stays on the line: nothing after a key or at
+  // the top, ", " (compact: ",") after a sibling in a one-line container, written in front of
+  // `piece`, which has kSeparatorRoom bytes free before it. False, and nothing changed, when
+  // the value starts a line of its own (before_value() writes the comma and the newline).
   static constexpr std::size_t kSeparatorRoom = 2;
+  bool separate_inline(char*& piece);
+  // The separator before a value and then [piece, end) in one append.
   void emit(char* piece, char* end);
+  template <class Integer>
+  void emit_decimal(Integer v);
   // `s` quoted (and followed by the colon of a key when `as_key`), when `s` needs no escaping
   // and all fits in kPieceRoom; false (nothing written) otherwise.
   static constexpr std::size_t kPieceRoom = 128;
