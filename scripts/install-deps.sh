@@ -18,7 +18,7 @@ packages=(
   chromium time libc6-dbg
   lldb-16 python3-lldb-16
   python3-distributed python3-dask python3-psycopg postgresql util-linux
-  libzstd-dev liblzma-dev liblz4-dev zlib1g-dev libssl-dev zstd xz-utils lz4 gzip
+  libzstd-dev liblzma-dev liblz4-dev zlib1g-dev libdeflate-dev libssl-dev zstd xz-utils lz4 gzip
   libdebuginfod-dev debuginfod libdw-dev dwz python3.11-dbg
   golang-go musl-tools rustc nodejs openjdk-17-jre-headless
 )

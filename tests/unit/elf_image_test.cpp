@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <functional>
 
 #include "ehbt/image.hpp"
 #include "elf_test_util.hpp"
@@ -240,47 +242,144 @@ TEST(ElfImage, Errors) {
 
 namespace {
 
-// .debug_frame compressed by objcopy (ELF SHF_COMPRESSED, and the older GNU .zdebug_frame)
-// comes out decompressed and equal to the section of the uncompressed original.
-TEST(ElfImage, CompressedDebugFrameIsDecompressed) {
-  elf_test::TempDir dir;
+// A program without unwind tables, whose frames gcc then describes in .debug_frame, built by
+// `compiler` into `dir`; its path.
+std::string build_debug_frame_program(const elf_test::TempDir& dir, const std::string& compiler) {
   const std::string src = dir / "df.c";
   {
     std::ofstream out(src);
     out << "int ehbt_df(int a) { return a * 3; }\nint main(int c, char** v) { (void)v; "
            "return ehbt_df(c); }\n";
   }
-  const std::string plain = dir / "plain";
-  // Without unwind tables gcc describes frames in .debug_frame instead.
-  ASSERT_EQ(
-      elf_test::run_status("cc -g -O1 -fno-asynchronous-unwind-tables -fno-unwind-tables -o '" +
-                           plain + "' '" + src + "'"),
-      0);
-  auto sections = readelf_sections(plain);
-  ASSERT_EQ(sections.count(".debug_frame"), 1u);
-  const auto& df = sections.at(".debug_frame");
-  auto plain_bytes = elf_test::read_file(plain);
-  std::vector<std::byte> want(
-      plain_bytes.begin() + static_cast<std::ptrdiff_t>(df.offset),
-      plain_bytes.begin() + static_cast<std::ptrdiff_t>(df.offset + df.size));
+  const std::string plain = dir / ("plain-" + compiler);
+  const int status = elf_test::run_status(
+      compiler + " -g -O1 -fno-asynchronous-unwind-tables -fno-unwind-tables -o '" + plain + "' '" +
+      src + "'");
+  return status == 0 ? plain : std::string();
+}
 
-  for (const std::string style : {"zlib", "zlib-gnu"}) {
-    const std::string packed = dir / ("packed-" + style);
-    ASSERT_EQ(elf_test::run_status("objcopy --compress-debug-sections=" + style + " '" + plain +
-                                   "' '" + packed + "'"),
-              0);
+// .debug_frame compressed by objcopy (ELF SHF_COMPRESSED, and the older GNU .zdebug_frame)
+// comes out decompressed and equal to the section of the uncompressed original, for the
+// three layouts of the compression header: ELF64 and ELF32 little-endian, ELF64 big-endian.
+TEST(ElfImage, CompressedDebugFrameIsDecompressed) {
+  struct Toolchain {
+    const char* compiler;
+    const char* objcopy;
+    bool big_endian;
+    int address_size;
+  };
+  for (const Toolchain& t :
+       {Toolchain{"cc", "objcopy", false, 8},
+        Toolchain{"i686-linux-gnu-gcc", "i686-linux-gnu-objcopy", false, 4},
+        Toolchain{"s390x-linux-gnu-gcc", "s390x-linux-gnu-objcopy", true, 8}}) {
+    SCOPED_TRACE(t.compiler);
+    elf_test::TempDir dir;
+    const std::string plain = build_debug_frame_program(dir, t.compiler);
+    ASSERT_FALSE(plain.empty());
+    auto sections = readelf_sections(plain);
+    ASSERT_EQ(sections.count(".debug_frame"), 1u);
+    const auto& df = sections.at(".debug_frame");
+    auto plain_bytes = elf_test::read_file(plain);
+    std::vector<std::byte> want(
+        plain_bytes.begin() + static_cast<std::ptrdiff_t>(df.offset),
+        plain_bytes.begin() + static_cast<std::ptrdiff_t>(df.offset + df.size));
+
+    for (const std::string style : {"zlib", "zlib-gnu"}) {
+      const std::string packed = dir / ("packed-" + style);
+      ASSERT_EQ(elf_test::run_status(std::string(t.objcopy) + " --compress-debug-sections=" +
+                                     style + " '" + plain + "' '" + packed + "'"),
+                0);
+      auto img = open_or_fail(packed);
+      ASSERT_TRUE(img);
+      EXPECT_EQ(img->big_endian(), t.big_endian);
+      EXPECT_EQ(img->address_size(), t.address_size);
+      const SectionRef got = img->debug_frame();
+      EXPECT_EQ(got.addr, 0u) << style;
+      ASSERT_EQ(got.bytes.size(), want.size()) << style;
+      EXPECT_EQ(0, std::memcmp(got.bytes.data(), want.data(), want.size())) << style;
+    }
+  }
+}
+
+// Where the compressed section is not what its header says, the section is left empty (the
+// image opens, and .eh_frame-less frames there then have no table), never half a section or
+// bytes past the stream: a stated size one byte short or long, a byte of the stream flipped
+// (the Adler-32 check fails, or the stream breaks), the checksum itself flipped, another
+// compression type, a stream cut short, and a cap below the inflated size.
+TEST(ElfImage, DamagedCompressedDebugFrameIsLeftEmpty) {
+  elf_test::TempDir dir;
+  const std::string plain = build_debug_frame_program(dir, "cc");
+  ASSERT_FALSE(plain.empty());
+  const std::string packed = dir / "packed";
+  ASSERT_EQ(elf_test::run_status("objcopy --compress-debug-sections=zlib '" + plain + "' '" +
+                                 packed + "'"),
+            0);
+  const auto good = elf_test::read_file(packed);
+  const auto df = readelf_sections(packed).at(".debug_frame");
+  ASSERT_GT(df.size, sizeof(Elf64_Chdr) + 8);
+  Elf64_Chdr chdr;
+  std::memcpy(&chdr, good.data() + df.offset, sizeof chdr);
+  ASSERT_EQ(chdr.ch_type, static_cast<uint32_t>(ELFCOMPRESS_ZLIB));
+  {
     auto img = open_or_fail(packed);
     ASSERT_TRUE(img);
-    const SectionRef got = img->debug_frame();
-    EXPECT_EQ(got.addr, 0u) << style;
-    ASSERT_EQ(got.bytes.size(), want.size()) << style;
-    EXPECT_EQ(0, std::memcmp(got.bytes.data(), want.data(), want.size())) << style;
+    ASSERT_EQ(img->debug_frame().bytes.size(), chdr.ch_size);  // the undamaged file inflates
+  }
+
+  using Damage = std::function<void(std::vector<std::byte>&)>;
+  const std::size_t stream = df.offset + sizeof(Elf64_Chdr);
+  const std::size_t stream_end = df.offset + df.size;
+  auto set_header = [&](std::vector<std::byte>& f, Elf64_Chdr h) {
+    std::memcpy(f.data() + df.offset, &h, sizeof h);
+  };
+  const std::vector<std::pair<const char*, Damage>> damages = {
+      {"size one short",
+       [&](auto& f) {
+         Elf64_Chdr h = chdr;
+         --h.ch_size;
+         set_header(f, h);
+       }},
+      {"size one long",
+       [&](auto& f) {
+         Elf64_Chdr h = chdr;
+         ++h.ch_size;
+         set_header(f, h);
+       }},
+      {"zero size",
+       [&](auto& f) {
+         Elf64_Chdr h = chdr;
+         h.ch_size = 0;
+         set_header(f, h);
+       }},
+      {"zstd type",
+       [&](auto& f) {
+         Elf64_Chdr h = chdr;
+         h.ch_type = 2;  // ELFCOMPRESS_ZSTD
+         set_header(f, h);
+       }},
+      {"stream byte flipped", [&](auto& f) { f[(stream + stream_end) / 2] ^= std::byte{0x5a}; }},
+      {"checksum flipped", [&](auto& f) { f[stream_end - 1] ^= std::byte{0x01}; }},
+      {"zlib header flipped", [&](auto& f) { f[stream] ^= std::byte{0x0f}; }},
+      {"stream cut short",
+       [&](auto& f) {
+         for (std::size_t i = stream + (stream_end - stream) / 2; i < stream_end; ++i)
+           f[i] = std::byte{0};
+       }},
+  };
+  for (const auto& [what, damage] : damages) {
+    auto bytes = good;
+    damage(bytes);
+    const std::string path = dir / "damaged";
+    ASSERT_TRUE(elf_test::write_file(path, bytes));
+    auto img = Image::open(path);
+    ASSERT_TRUE(img) << what << ": " << img.error();
+    EXPECT_TRUE((*img)->debug_frame().empty()) << what;
+    EXPECT_EQ((*img)->build_id(), elf_test::readelf_build_id(packed)) << what;  // still read
   }
 
   // A cap below the uncompressed size leaves the section empty rather than inflating it.
   ehbt::Limits tiny;
   tiny.max_image_bytes = 8;
-  const std::string packed = dir / "packed-zlib";
   auto capped = Image::open(packed, tiny);
   ASSERT_TRUE(capped) << capped.error();
   EXPECT_TRUE((*capped)->debug_frame().empty());
