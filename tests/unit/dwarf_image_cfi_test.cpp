@@ -272,6 +272,55 @@ TEST(ImageCfi, DebugFrameFallback) {
   EXPECT_EQ(bad.find_row(0x403000).error().code, ErrorCode::Unsorted);
 }
 
+// The scanned index of .debug_frame, in address order (as linkers write it, and left as it
+// is) and out of it (sorted), gives the same answers; of two FDEs with the same start, the
+// later one in the section answers, whichever order the others are in.
+TEST(ImageCfi, DebugFrameIndexInAndOutOfOrder) {
+  struct Fn {
+    uint64_t begin, range;
+    int64_t offset;  // CFA rsp + offset from the second byte on
+  };
+  auto section = [](const std::vector<Fn>& fns) {
+    CfiBuilder dbg(SectionKind::DebugFrame, 0);
+    CieSpec cs;
+    cs.version = 3;
+    cs.augmentation = "";
+    cs.instructions = CfaOps().def_cfa(7, 8).offset(16, 1);
+    const uint64_t cie = dbg.cie(cs);
+    for (const Fn& f : fns) {
+      FdeSpec fs;
+      fs.pc_begin = f.begin;
+      fs.pc_range = f.range;
+      fs.instructions = CfaOps().advance_loc(1).def_cfa_offset(f.offset);
+      dbg.fde(cie, fs);
+    }
+    return dbg;
+  };
+  // The same start twice: [0x500000, +0x10) with 24, then [0x500000, +0x40) with 40.
+  const Fn a{0x401000, 0x20, 16}, b{0x402000, 0x20, 32}, c{0x403000, 0x20, 48};
+  const Fn dup1{0x500000, 0x10, 24}, dup2{0x500000, 0x40, 40};
+  for (const auto& order : {std::vector<Fn>{a, b, c, dup1, dup2},     // in order
+                            std::vector<Fn>{c, dup1, a, dup2, b},     // out of order
+                            std::vector<Fn>{dup1, dup2, c, b, a}}) {  // descending
+    CfiBuilder dbg = section(order);
+    ImageCfi cfi({}, {}, dbg.view(), Format{}, Bases{}, Limits{});
+    for (const Fn& f : {a, b, c}) {
+      SectionKind from = SectionKind::EhFrame;
+      auto r = cfi.find_row(f.begin + 5, &from);
+      ASSERT_TRUE(r) << std::hex << f.begin << " " << to_string(r.error().code);
+      EXPECT_EQ(from, SectionKind::DebugFrame);
+      EXPECT_EQ(r->start, f.begin + 1);
+      EXPECT_EQ(r->cfa.offset, f.offset);
+      EXPECT_EQ(cfi.find_row(f.begin + f.range).error().code, ErrorCode::NoEntry);
+    }
+    auto r = cfi.find_row(0x500005);
+    ASSERT_TRUE(r) << to_string(r.error().code);
+    EXPECT_EQ(r->cfa.offset, 40);  // dup2: after dup1 in every order above
+    EXPECT_EQ(r->end, 0x500040u);
+    EXPECT_FALSE(cfi.debug_frame_bad());
+  }
+}
+
 TEST(ImageCfi, LimitIndexEntries) {
   Image img;
   Limits lim;
