@@ -357,6 +357,49 @@ TEST(GoPclntab, SearchOfALargeTableAndItsProbeBudget) {
   }
 }
 
+// find() remembers its last answers per thread: two tables with functions at the same pcs
+// (different names and ends) answer each for itself, asked in turn, more often than it
+// remembers; an answer found with ten probes is not given to a call allowing nine (covered by
+// the test above), and one table's answer never outlives a table parsed again over new bytes
+// at the same address.
+TEST(GoPclntab, RememberedAnswersStayWithTheirTable) {
+  TableBuilder b(Version::Go118, false, 8, 1);
+  const uint64_t text = 0x401000;
+  std::vector<FuncSpec> wide, narrow;
+  for (int i = 0; i < 64; ++i) {
+    wide.push_back({text + 0x40 * i, "wide" + std::to_string(i), {}});
+    narrow.push_back({text + 0x40 * i, "narrow" + std::to_string(i), {}});
+    narrow.push_back({text + 0x40 * i + 0x20, "gap" + std::to_string(i), {}});
+  }
+  const auto wide_bytes = b.build(wide, text + 0x40 * 64, text);
+  const auto narrow_bytes = b.build(narrow, text + 0x40 * 64, text);
+  auto w = GoPclntab::parse(wide_bytes);
+  auto n = GoPclntab::parse(narrow_bytes);
+  ASSERT_TRUE(w && n);
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 64; ++i) {
+      for (uint64_t pc : {text + 0x40 * i + 4, text + 0x40 * i + 0x24}) {
+        auto fw = w->find(pc, 64);
+        auto fn = n->find(pc, 64);
+        ASSERT_TRUE(fw && fn) << std::hex << pc;
+        EXPECT_EQ(w->name(*fw), "wide" + std::to_string(i));
+        EXPECT_EQ(fw->end, text + 0x40 * (i + 1));
+        const bool second_half = pc % 0x40 >= 0x20;
+        EXPECT_EQ(n->name(*fn), (second_half ? "gap" : "narrow") + std::to_string(i));
+        EXPECT_EQ(fn->end, text + 0x40 * i + (second_half ? 0x40 : 0x20));
+      }
+    }
+  }
+  // New bytes under the same object: its answers are the new table's.
+  const uint64_t pc = text + 0x24;
+  ASSERT_EQ(w->name(*w->find(pc, 64)), "wide0");
+  *w = *GoPclntab::parse(narrow_bytes);
+  auto again = w->find(pc, 64);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(w->name(*again), "gap0");
+  EXPECT_EQ(again->entry, text + 0x20);
+}
+
 TEST(GoPclntab, RandomGarbageAfterAValidMagicNeverCrashes) {
   std::mt19937_64 rng(14);
   for (int round = 0; round < 2000; ++round) {

@@ -5,6 +5,7 @@
 // value-delta byte after the first pair.
 #include "elf/go_pclntab.hpp"
 
+#include <atomic>
 #include <cstring>
 
 #include "util/byte_reader.hpp"
@@ -63,6 +64,24 @@ bool read_varint(util::ByteReader& r, uint32_t& out) {
   return false;
 }
 
+// Tables told apart by find()'s memory of its last answers: an id from parse(), never reused
+// (an address could be, once a table is gone).
+std::atomic<uint64_t> next_table_id{1};
+
+// find()'s last answers on this thread: a walk asks about the same pc several times (its step,
+// the stack switches it may be, its source line, the proof of its caller), each a binary search
+// of a dozen probes. Only what a search found is kept, with the probes it took, so a call with
+// fewer allowed still searches. Per thread: tables are shared between the threads of a worker.
+struct FoundFunc {
+  uint64_t table = 0;  // 0: empty
+  uint64_t pc = 0;
+  uint32_t probes = 0;
+  GoPclntab::Func func;
+};
+constexpr std::size_t kFoundFuncs = 4;
+thread_local FoundFunc found_funcs[kFoundFuncs];
+thread_local std::size_t next_found_func = 0;
+
 }  // namespace
 
 bool GoPclntab::read_uint(uint64_t off, unsigned size, uint64_t& out) const {
@@ -77,6 +96,7 @@ bool GoPclntab::looks_like(std::span<const std::byte> bytes) {
 std::optional<GoPclntab> GoPclntab::parse(std::span<const std::byte> bytes, uint64_t text_hint) {
   GoPclntab t;
   t.bytes_ = bytes;
+  t.id_ = next_table_id.fetch_add(1, std::memory_order_relaxed);
   util::ByteReader r(bytes, false);
   uint32_t magic = 0;
   if (!r.read_u32(magic)) return std::nullopt;
@@ -161,6 +181,9 @@ std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes)
   // lie within the bracket of the entries read before it: where it does not, the table is
   // not sorted, and nothing it says is trusted.
   if (nfunc_ == 0) return std::nullopt;
+  for (const FoundFunc& found : found_funcs) {
+    if (found.table == id_ && found.pc == pc && found.probes <= max_probes) return found.func;
+  }
   uint64_t lo = 0, hi = nfunc_;  // the answer is lo, once hi - lo == 1
   uint64_t lo_entry = 0, hi_entry = UINT64_MAX;
   if (!entry_pc(0, lo_entry) || pc < lo_entry) return std::nullopt;
@@ -181,6 +204,7 @@ std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes)
   if (hi - lo > 1) return std::nullopt;  // out of probes
   auto f = func(lo);
   if (!f || f->entry != lo_entry || f->end > hi_entry || pc >= f->end) return std::nullopt;
+  found_funcs[next_found_func++ % kFoundFuncs] = FoundFunc{id_, pc, probe, *f};
   return f;
 }
 

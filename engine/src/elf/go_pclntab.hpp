@@ -105,6 +105,7 @@ class GoPclntab {
   uint64_t after_entry() const { return functab_word(); }
 
   std::span<const std::byte> bytes_;
+  uint64_t id_ = 0;  // parse()'s: copies answer alike and share it
   Version version_ = Version::Go118;
   bool big_endian_ = false;
   uint8_t ptr_size_ = 8;
