@@ -60,7 +60,8 @@ int input_error(const std::string& subject, const std::string& why) {
 
 int print_command_help(const Command& command) {
   std::string text = "usage: " + std::string(command.synopsis) + "\n\n" +
-                     std::string(command.summary) + "\n\n" + std::string(command.help);
+                     std::string(command.summary) + "\n\n" + std::string(command.help) +
+                     std::string(command.help_shared);
   if (!text.ends_with('\n')) text += '\n';
   write_stdout(text);
   return kExitOk;

@@ -18,6 +18,9 @@ struct Command {
   std::string_view summary;   // one line for `ehbt --help`
   std::string_view help;      // the rest of `ehbt NAME --help`
   int (*run)(const Command& self, std::span<const std::string> args) = nullptr;
+  // Printed after `help`: text several commands share, kept apart rather than joined to each
+  // one's own text when the program starts (every run would pay for the copies).
+  std::string_view help_shared;
 };
 
 void register_command(const Command& command);

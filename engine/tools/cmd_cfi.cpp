@@ -108,9 +108,13 @@ int run_cfi(const Command& self, std::span<const std::string> argv) {
   return check.unsupported == 0 && check.malformed == 0 ? kExitOk : kExitPartial;
 }
 
-const CommandRegistrar kCfi{Command{"cfi", 30, "ehbt cfi FILE [--pc ADDR[,ADDR]...] [--json]",
+const CommandRegistrar kCfi{Command{"cfi",
+                                    30,
+                                    "ehbt cfi FILE [--pc ADDR[,ADDR]...] [--json]",
                                     "The unwind rows an ELF file describes, validated row by row.",
-                                    kHelp, run_cfi}};
+                                    kHelp,
+                                    run_cfi,
+                                    {}}};
 
 }  // namespace
 }  // namespace ehbt::cli

@@ -239,10 +239,14 @@ int run_sframe(const Command& self, std::span<const std::string> argv) {
 }
 
 const CommandRegistrar kSframe{
-    Command{"sframe", 40,
+    Command{"sframe",
+            40,
             "ehbt sframe dump FILE [--json] | check FILE [--json] | convert IN [-o OUT] "
             "[--version 2|3] [--elf OUT_ELF] [--json]",
-            "Dump, check or make an ELF file's SFrame section (.sframe).", kHelp, run_sframe}};
+            "Dump, check or make an ELF file's SFrame section (.sframe).",
+            kHelp,
+            run_sframe,
+            {}}};
 
 }  // namespace
 }  // namespace ehbt::cli

@@ -222,10 +222,6 @@ constexpr std::string_view kPidHelp =
     "                     one instant; stopped_us is then the longest any\n"
     "                     one thread was stopped\n\n";
 
-std::string help_text(std::string_view intro) {
-  return std::string(intro) + std::string(kOutputHelp);
-}
-
 // The options both subcommands share, checked; the usage error message otherwise.
 struct OutputOptions {
   TargetOptions target;
@@ -415,9 +411,6 @@ int run_pid(const Command& self, std::span<const std::string> argv) {
                       static_cast<int64_t>(*pid));
 }
 
-const std::string kCoreHelpText = help_text(kCoreHelp);
-const std::string kPidHelpText = help_text(kPidHelp);
-
 const CommandRegistrar kCore{
     Command{"core", 10,
             "ehbt core CORE [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
@@ -427,18 +420,18 @@ const CommandRegistrar kCore{
             "--thread TID] "
             "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
             "[--sframe-from-eh-frame [--sframe-version 2|3]]",
-            "Backtraces of the threads in an ELF core file.", kCoreHelpText, run_core}};
+            "Backtraces of the threads in an ELF core file.", kCoreHelp, run_core, kOutputHelp}};
 
-const CommandRegistrar kPid{
-    Command{"pid", 20,
-            "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
-            "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] "
-            "[--no-debug-cache] [--json] "
-            "[--all-threads | "
-            "--thread TID] "
-            "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
-            "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",
-            "Backtraces of a live process (attach, unwind, detach).", kPidHelpText, run_pid}};
+const CommandRegistrar kPid{Command{
+    "pid", 20,
+    "ehbt pid PID [--sysroot DIR]... [--debug-dir DIR]... [--debuginfod "
+    "[--debuginfod-timeout S]] [--exe PATH] [--perf-map FILE] [--no-lines] "
+    "[--no-debug-cache] [--json] "
+    "[--all-threads | "
+    "--thread TID] "
+    "[--max-frames N] [--source auto|eh_frame|sframe|frame_pointer] "
+    "[--sframe-from-eh-frame [--sframe-version 2|3]] [--one-thread-at-a-time]",
+    "Backtraces of a live process (attach, unwind, detach).", kPidHelp, run_pid, kOutputHelp}};
 
 }  // namespace
 }  // namespace ehbt::cli
