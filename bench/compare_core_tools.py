@@ -345,11 +345,11 @@ def floor_symbol_lines(ehbt_json):
 
 
 def copy_for_timing(path, workdir, name):
-    """A copy of the executable at `path`, written in one sequential pass, to be timed instead.
-    A file just written by the linker ran 0.1 ms (about 10%) slower per run than the same bytes
-    copied (plt.core, 200 interleaved runs each, on this machine's ext4), so timing the build
-    tree's binary right after a build measured its page-cache state, not the program. Both ehbt
-    and the floor run from copies made the same way."""
+    """A copy of the executable at `path`, written in one sequential pass, to be timed instead. A
+    file just written by the linker ran 0.1 ms (about 10%) slower per run than the same bytes
+    copied (plt.core, the same bytes, 100 interleaved runs each, on this machine's ext4), so
+    timing the build tree's binary right after a build measured its page-cache state, not the
+    program. Both ehbt and the floor run from copies made the same way."""
     dest = os.path.join(workdir, name)
     shutil.copy2(path, dest)
     return dest
