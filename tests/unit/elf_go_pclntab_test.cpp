@@ -357,7 +357,7 @@ TEST(GoPclntab, SearchOfALargeTableAndItsProbeBudget) {
   }
 }
 
-// find() remembers its last answers per thread: two tables with functions at the same pcs
+// find() remembers its recent answers per thread: two tables with functions at the same pcs
 // (different names and ends) answer each for itself, asked in turn, more often than it
 // remembers; an answer found with ten probes is not given to a call allowing nine (covered by
 // the test above), and one table's answer never outlives a table parsed again over new bytes

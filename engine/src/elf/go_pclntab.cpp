@@ -68,19 +68,23 @@ bool read_varint(util::ByteReader& r, uint32_t& out) {
 // (an address could be, once a table is gone).
 std::atomic<uint64_t> next_table_id{1};
 
-// find()'s last answers on this thread: a walk asks about the same pc several times (its step,
-// the stack switches it may be, its source line, the proof of its caller), each a binary search
-// of a dozen probes. Only what a search found is kept, with the probes it took, so a call with
-// fewer allowed still searches. Per thread: tables are shared between the threads of a worker.
+// find()'s recent answers on this thread, one slot per hash of the pc: a report asks about the
+// same pc several times (the walk's step, the stack switches it may be, its caller's proof, then
+// its source line once every thread is walked), each a binary search of a dozen probes. Only
+// what a search found is kept, with the probes it took, so a call with fewer allowed still
+// searches. Per thread: tables are shared between the threads of a worker.
 struct FoundFunc {
   uint64_t table = 0;  // 0: empty
   uint64_t pc = 0;
   uint32_t probes = 0;
   GoPclntab::Func func;
 };
-constexpr std::size_t kFoundFuncs = 4;
-thread_local FoundFunc found_funcs[kFoundFuncs];
-thread_local std::size_t next_found_func = 0;
+constexpr std::size_t kFoundFuncBits = 6;
+thread_local FoundFunc found_funcs[std::size_t{1} << kFoundFuncBits];
+
+FoundFunc& found_slot(uint64_t pc) {
+  return found_funcs[(pc * 0x9e3779b97f4a7c15ull) >> (64 - kFoundFuncBits)];
+}
 
 }  // namespace
 
@@ -181,8 +185,9 @@ std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes)
   // lie within the bracket of the entries read before it: where it does not, the table is
   // not sorted, and nothing it says is trusted.
   if (nfunc_ == 0) return std::nullopt;
-  for (const FoundFunc& found : found_funcs) {
-    if (found.table == id_ && found.pc == pc && found.probes <= max_probes) return found.func;
+  if (const FoundFunc& found = found_slot(pc);
+      found.table == id_ && found.pc == pc && found.probes <= max_probes) {
+    return found.func;
   }
   uint64_t lo = 0, hi = nfunc_;  // the answer is lo, once hi - lo == 1
   uint64_t lo_entry = 0, hi_entry = UINT64_MAX;
@@ -204,7 +209,7 @@ std::optional<GoPclntab::Func> GoPclntab::find(uint64_t pc, uint32_t max_probes)
   if (hi - lo > 1) return std::nullopt;  // out of probes
   auto f = func(lo);
   if (!f || f->entry != lo_entry || f->end > hi_entry || pc >= f->end) return std::nullopt;
-  found_funcs[next_found_func++ % kFoundFuncs] = FoundFunc{id_, pc, probe, *f};
+  found_slot(pc) = FoundFunc{id_, pc, probe, *f};
   return f;
 }
 
