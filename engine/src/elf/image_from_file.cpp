@@ -67,7 +67,7 @@ constexpr uint64_t kMaxDeflateRatio = 1032;
 // one of those two, the stated size exceeds the cap or what the compressed bytes could
 // possibly hold, or the stream does not inflate to exactly the stated size (checksum
 // included).
-void decompress_section(bool elf64, bool big_endian, bool gnu_style, std::span<const std::byte> raw,
+void decompress_section(Elf_Scn* scn, bool elf64, bool gnu_style, std::span<const std::byte> raw,
                         uint64_t cap, std::vector<std::byte>& out) {
   out.clear();
   cap = std::min(cap, uint64_t{raw.size()} * kMaxDeflateRatio);
@@ -81,13 +81,12 @@ void decompress_section(bool elf64, bool big_endian, bool gnu_style, std::span<c
     size = *stated;
     header = 12;
   } else {
-    // Elf32_Chdr / Elf64_Chdr: ch_type first, ch_size after it (and a reserved word on 64).
+    // The compression header as libelf reads it (class and byte order); the stream follows it.
+    GElf_Chdr chdr;
+    if (gelf_getchdr(scn, &chdr) == nullptr || chdr.ch_type != ELFCOMPRESS_ZLIB) return;
     header = elf64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
-    auto type = elf::load_uint(raw, 0, 4, big_endian);
-    auto stated =
-        elf64 ? elf::load_uint(raw, 8, 8, big_endian) : elf::load_uint(raw, 4, 4, big_endian);
-    if (!type || !stated || *type != ELFCOMPRESS_ZLIB || raw.size() < header) return;
-    size = *stated;
+    if (raw.size() < header) return;
+    size = chdr.ch_size;
   }
   if (size == 0 || size > cap) return;
   libdeflate_decompressor* d = libdeflate_alloc_decompressor();
@@ -280,8 +279,8 @@ Expected<void, std::string> ImageLoader::parse_file(Image& img, int fd) {
         const bool gnu = name == ".zdebug_frame";
         if ((sh.sh_flags & SHF_COMPRESSED) != 0 || gnu) {
           if (!raw.empty())
-            decompress_section(gelf_getclass(e) == ELFCLASS64, img.big_endian_, gnu, raw,
-                               im.limits.max_image_bytes, im.debug_frame_plain);
+            decompress_section(scn, img.address_size_ == 8, gnu, raw, im.limits.max_image_bytes,
+                               im.debug_frame_plain);
           img.debug_frame_ = SectionRef{0, im.debug_frame_plain};
         } else {
           img.debug_frame_ = SectionRef{0, raw};
