@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -769,6 +770,101 @@ TEST(ElfSymbol, PassesThatKnowTheTableCountAnswerAsTheTable) {
   EXPECT_EQ(low->start, funcs.front().start);
 }
 
+// With its .symtab bucketed (symbol_buckets.hpp; here from the first pass, whatever its size),
+// an image answers every address as the full table: the byte before, the first, a middle, the
+// last and the byte after every function of this test binary, one address a pass and all in
+// one pass; and symbolize() as before the table is built.
+TEST(ElfSymbol, BucketedPassesAnswerAsTheTable) {
+  const std::string exe = elf_test::self_exe();
+  std::vector<uint64_t> addrs;
+  for (const auto& s : elf_test::nm_symbols(exe)) {
+    if (s.start == 0 || !(s.kind == 'T' || s.kind == 't' || s.kind == 'W' || s.kind == 'w'))
+      continue;
+    const uint64_t span = std::max<uint64_t>(s.size, 1);
+    for (uint64_t a :
+         {s.start - 1, s.start, s.start + span / 2, s.start + span - 1, s.start + span})
+      addrs.push_back(a);
+  }
+  ASSERT_GT(addrs.size(), 1000u);
+  auto table = Image::open(exe);
+  ASSERT_TRUE(table);
+  ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
+  auto passes = Image::open(exe);
+  ASSERT_TRUE(passes);
+  auto& im = ehbt::ImageLoader::impl(**passes);
+  im.pass_min_entries = 0;
+  im.bucket_min_entries = 0;
+  auto expect_same = [](const std::optional<ehbt::Symbol>& got,
+                        const std::optional<ehbt::Symbol>& want, uint64_t a) {
+    ASSERT_EQ(got.has_value(), want.has_value()) << std::hex << a;
+    if (!got) return;
+    EXPECT_EQ(got->name, want->name) << std::hex << a;
+    EXPECT_EQ(got->start, want->start) << std::hex << a;
+    EXPECT_EQ(got->size, want->size) << std::hex << a;
+  };
+  std::size_t named = 0;
+  for (const uint64_t a : addrs) {
+    auto one = ehbt::ImageLoader::query_symbols(**passes, std::span<const uint64_t>(&a, 1));
+    ASSERT_EQ(one.size(), 1u);
+    auto want = (*table)->symbolize(a);
+    expect_same(one.front(), want, a);
+    named += want.has_value();
+  }
+  EXPECT_GT(named, addrs.size() / 2);
+  const auto& count = im.table_counts.of(im.elf.elf, SHT_SYMTAB);
+  ASSERT_TRUE(count.buckets);
+  EXPECT_TRUE(count.complete);
+  EXPECT_GT(count.buckets->bucket_count(), 1u);
+  // Making the buckets counted what the table offers as a pass through it does (the count
+  // that decides, under a cap, which symbols a sink still takes).
+  auto plain = Image::open(exe);
+  ASSERT_TRUE(plain);
+  auto& plain_im = ehbt::ImageLoader::impl(**plain);
+  plain_im.bucket_min_entries = UINT64_MAX;
+  ehbt::ImageLoader::query_symbols(**plain, std::span<const uint64_t>(addrs.data(), 1));
+  const auto& plain_count = plain_im.table_counts.of(plain_im.elf.elf, SHT_SYMTAB);
+  ASSERT_TRUE(plain_count.complete);
+  EXPECT_FALSE(plain_count.buckets);
+  EXPECT_EQ(count.offered, plain_count.offered);
+  EXPECT_GT(count.offered, 1000u);
+  auto all = ehbt::ImageLoader::query_symbols(**passes, addrs);
+  ASSERT_EQ(all.size(), addrs.size());
+  for (std::size_t i = 0; i < addrs.size(); ++i)
+    expect_same(all[i], (*table)->symbolize(addrs[i]), addrs[i]);
+  EXPECT_FALSE(table_built(**passes));
+  // A pass for many addresses first goes through the table (often the only pass an image
+  // gets); the next one makes the buckets.
+  auto batch = Image::open(exe);
+  ASSERT_TRUE(batch);
+  auto& batch_im = ehbt::ImageLoader::impl(**batch);
+  batch_im.pass_min_entries = 0;
+  batch_im.bucket_min_entries = 0;
+  for (int round = 0; round < 2; ++round) {
+    auto answers = ehbt::ImageLoader::query_symbols(**batch, addrs);
+    const auto& batch_count = batch_im.table_counts.of(batch_im.elf.elf, SHT_SYMTAB);
+    EXPECT_TRUE(batch_count.complete);
+    EXPECT_EQ(batch_count.buckets != nullptr, round == 1);
+    ASSERT_EQ(answers.size(), addrs.size());
+    for (std::size_t i = 0; i < addrs.size(); ++i) expect_same(answers[i], all[i], addrs[i]);
+  }
+  // symbolize() takes the same passes while its budget lasts.
+  auto fresh = Image::open(exe);
+  ASSERT_TRUE(fresh);
+  ehbt::ImageLoader::impl(**fresh).pass_min_entries = 0;
+  ehbt::ImageLoader::impl(**fresh).bucket_min_entries = 0;
+  for (uint32_t i = 0; i < ehbt::elf::kMaxSymbolPasses; ++i) {
+    const uint64_t a = addrs[i * addrs.size() / ehbt::elf::kMaxSymbolPasses];
+    expect_same((*fresh)->symbolize(a), (*table)->symbolize(a), a);
+  }
+  EXPECT_FALSE(table_built(**fresh));
+  auto& fresh_im = ehbt::ImageLoader::impl(**fresh);
+  EXPECT_TRUE(fresh_im.table_counts.of(fresh_im.elf.elf, SHT_SYMTAB).buckets);
+  // Past the budget the table is built, and the buckets are let go.
+  expect_same((*fresh)->symbolize(addrs.back()), (*table)->symbolize(addrs.back()), addrs.back());
+  EXPECT_TRUE(table_built(**fresh));
+  EXPECT_FALSE(fresh_im.table_counts.of(fresh_im.elf.elf, SHT_SYMTAB).buckets);
+}
+
 // The .symtab entries of an ELF64 file, in table order, and where that table and its string
 // table lie in the file (for tests that edit entries in place).
 struct SymtabInFile {
@@ -834,32 +930,36 @@ TEST(ElfSymbol, EmptyNamedSymbolCountsAlikeInPassesAndTable) {
   const std::string edited = dir / "prog.edited";
   ASSERT_TRUE(elf_test::write_file(edited, bytes));
 
-  for (uint32_t cap = 1; cap <= funcs.size() + 1; ++cap) {
-    ehbt::Limits limits;
-    limits.max_symbols = cap;
-    auto table = Image::open(edited, limits);
-    ASSERT_TRUE(table);
-    ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
-    for (std::size_t first = 0; first < funcs.size(); first += ehbt::elf::kMaxSymbolPasses) {
-      auto passes = Image::open(edited, limits);
-      ASSERT_TRUE(passes);
-      ehbt::ImageLoader::impl(**passes).pass_min_entries = 0;  // one pass per address
-      const std::size_t end = std::min(first + ehbt::elf::kMaxSymbolPasses, funcs.size());
-      for (std::size_t i = first; i < end; ++i) {
-        const uint64_t addr = funcs[i].second;
-        auto one = (*passes)->symbolize(addr);
-        auto from_table = (*table)->symbolize(addr);
-        ASSERT_EQ(one.has_value(), from_table.has_value()) << "cap " << cap << " symbol " << i;
-        if (i == blanked) {
-          // Nothing names it (main or a neighbour could only cover it by mistake).
-          EXPECT_FALSE(one.has_value()) << "cap " << cap;
-          continue;
+  // Without buckets, and with them from the first pass (which then counts the table).
+  for (const uint64_t bucket_min : {UINT64_MAX, uint64_t{0}}) {
+    for (uint32_t cap = 1; cap <= funcs.size() + 1; ++cap) {
+      ehbt::Limits limits;
+      limits.max_symbols = cap;
+      auto table = Image::open(edited, limits);
+      ASSERT_TRUE(table);
+      ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
+      for (std::size_t first = 0; first < funcs.size(); first += ehbt::elf::kMaxSymbolPasses) {
+        auto passes = Image::open(edited, limits);
+        ASSERT_TRUE(passes);
+        ehbt::ImageLoader::impl(**passes).pass_min_entries = 0;  // one pass per address
+        ehbt::ImageLoader::impl(**passes).bucket_min_entries = bucket_min;
+        const std::size_t end = std::min(first + ehbt::elf::kMaxSymbolPasses, funcs.size());
+        for (std::size_t i = first; i < end; ++i) {
+          const uint64_t addr = funcs[i].second;
+          auto one = (*passes)->symbolize(addr);
+          auto from_table = (*table)->symbolize(addr);
+          ASSERT_EQ(one.has_value(), from_table.has_value()) << "cap " << cap << " symbol " << i;
+          if (i == blanked) {
+            // Nothing names it (main or a neighbour could only cover it by mistake).
+            EXPECT_FALSE(one.has_value()) << "cap " << cap;
+            continue;
+          }
+          if (one) {
+            EXPECT_EQ(one->name, from_table->name) << "cap " << cap;
+          }
         }
-        if (one) {
-          EXPECT_EQ(one->name, from_table->name) << "cap " << cap;
-        }
+        EXPECT_FALSE(table_built(**passes));
       }
-      EXPECT_FALSE(table_built(**passes));
     }
   }
   // Without a cap every other function is named.

@@ -18,6 +18,7 @@
 #include "ehbt/image.hpp"
 #include "elf/file_mapping.hpp"
 #include "elf/go_pclntab.hpp"
+#include "elf/symbol_buckets.hpp"
 #include "elf/symbol_table.hpp"
 
 namespace ehbt {
@@ -40,6 +41,11 @@ namespace elf {
 struct TableCount {
   bool complete = false;  // false: no pass went through the whole table yet
   uint64_t offered = 0;
+  // For a table of at least Image::Impl::bucket_min_entries entries (symbol_buckets.hpp,
+  // made in symbol_loader.cpp's add_entries); null before, when the table cannot have them,
+  // and once the full table is built.
+  std::unique_ptr<SymbolBuckets> buckets;
+  bool buckets_tried = false;
 };
 // Per table, keyed by its ELF descriptor and section type. Only for descriptors that live as
 // long as the image (its own, its attached debug file's): another descriptor could later sit
@@ -51,6 +57,10 @@ class TableCounts {
       if (k.elf == e && k.type == type) return k.count;
     }
     return known_.emplace_back(Known{e, type, {}}).count;
+  }
+  // Once the full table is built no pass follows: the buckets' memory is given back.
+  void drop_buckets() {
+    for (Known& k : known_) k.count.buckets.reset();
   }
 
  private:
@@ -136,6 +146,9 @@ struct Image::Impl {
   // one image may run on several threads.
   std::mutex collect_mu;
   uint64_t pass_min_entries = 256;
+  // Tables of this many entries or more are bucketed (TableCount::buckets) by a one-address
+  // pass or by the second pass: below it a pass through the table is cheap anyway.
+  uint64_t bucket_min_entries = 8192;
   std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
   uint32_t passes = 0;
   std::vector<std::pair<uint64_t, std::optional<Symbol>>> lookups;

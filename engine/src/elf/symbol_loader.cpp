@@ -55,17 +55,25 @@ enum class Offered : uint8_t {
   kRefused,           // offered, and the sink was full
 };
 
+// Whether a table entry is a named function symbol: defined, at a non-zero address, a
+// function or a sized label in executable code, with a name offset inside the string table.
+template <typename Sym>
+[[gnu::always_inline]] inline bool named_function(const Sym& sym, std::span<const char> strings,
+                                                  const Image& image) {
+  const unsigned st_type = ELF64_ST_TYPE(sym.st_info);
+  if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) return false;
+  const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
+  const bool code_label =
+      st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
+  if (!func && !code_label) return false;
+  return sym.st_name != 0 && sym.st_name < strings.size();
+}
+
 // Offers one table entry to the sink when it is a named function symbol.
 template <typename Sym>
 [[gnu::always_inline]] inline Offered offer_entry(const Sym& sym, std::span<const char> strings,
                                                   const Image& image, elf::SymbolSink& sink) {
-  const unsigned st_type = ELF64_ST_TYPE(sym.st_info);
-  if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) return Offered::kNotNamedFunction;
-  const bool func = st_type == STT_FUNC || st_type == STT_GNU_IFUNC;
-  const bool code_label =
-      st_type == STT_NOTYPE && sym.st_size > 0 && image.is_executable(sym.st_value);
-  if (!func && !code_label) return Offered::kNotNamedFunction;
-  if (sym.st_name == 0 || sym.st_name >= strings.size()) return Offered::kNotNamedFunction;
+  if (!named_function(sym, strings, image)) return Offered::kNotNamedFunction;
   // A named symbol counts towards the cap whether or not its name turns out empty or
   // unterminated: deciding that needs the name's bytes, and a symbol the sink has no use
   // for is only counted, its name never touched. The names are scattered over the string
@@ -79,7 +87,7 @@ template <typename Sym>
     const std::string_view name = name_at(strings, sym.st_name);
     counted = name.empty() ? sink.skip()
                            : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
-                                      static_cast<uint8_t>(st_type));
+                                      static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)));
   }
   return counted ? Offered::kCounted : Offered::kRefused;
 }
@@ -94,21 +102,54 @@ template <typename Sym>
 // others, which the sink would refuse (wants() tests the window first) and only count -- and
 // counts the others at once. A sink for one address (Image::symbolize before the table is
 // built) then costs a tenth of the instructions on node's 110,000-entry .symtab.
+//
+// A sink for a fixed set of addresses, on a table of at least `bucket_min` entries, is
+// answered from the table's buckets (symbol_buckets.hpp) once they are made (below): making
+// them counts what the table offers, as a pass through it would. The entries they return are
+// a superset of those that reach into the window, each tested as above.
 template <typename Sym>
 std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, const Image& image,
-                        elf::SymbolSink& sink, uint64_t max_entries, elf::TableCount* known) {
+                        elf::SymbolSink& sink, uint64_t max_entries, elf::TableCount* known,
+                        uint64_t bucket_min) {
   const auto* syms = static_cast<const Sym*>(data.d_buf);
   const uint64_t end = std::min<uint64_t>(data.d_size / sizeof(Sym), max_entries);
+  const std::span<const uint64_t> addrs = sink.addresses();
+  // Made by a one-address pass (a walk asks so, often several times), or by a pass after the
+  // first: a report's pass for all its frames of the image is often the only one, and making
+  // the buckets costs a little more than a pass (libc's debug file: about 15 instructions an
+  // entry).
+  if (known != nullptr && !known->buckets_tried && end >= bucket_min &&
+      (addrs.size() == 1 || (!addrs.empty() && known->complete))) {
+    known->buckets_tried = true;
+    // The image's address range: a start outside every segment is visited for every address.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const Segment& seg : image.segments()) {
+      const uint64_t last = seg.memsz > 0 ? std::min(seg.memsz - 1, UINT64_MAX - seg.vaddr) : 0;
+      lo = std::min(lo, seg.vaddr);
+      hi = std::max(hi, seg.vaddr + last);
+    }
+    known->buckets = elf::SymbolBuckets::build(
+        std::span<const Sym>(syms, end), lo, hi,
+        [&](const Sym& sym) { return named_function(sym, strings, image); });
+    if (known->buckets) {
+      known->complete = true;
+      known->offered = known->buckets->size();
+    }
+  }
   std::size_t added = 0;
   uint64_t offered = 0;
   if (known != nullptr && known->complete && known->offered <= sink.room()) {
     const uint64_t first = sink.window_first(), last = sink.window_last();
-    for (uint64_t i = 1; i < end; ++i) {
-      const Sym& sym = syms[i];
-      if (sym.st_value > last || elf::entry_end(sym.st_value, sym.st_size) <= first) continue;
+    auto consider = [&](const Sym& sym) {
+      if (sym.st_value > last || elf::entry_end(sym.st_value, sym.st_size) <= first) return;
       const Offered o = offer_entry(sym, strings, image, sink);
       if (o != Offered::kNotNamedFunction) ++offered;
       if (o == Offered::kCounted) ++added;
+    };
+    if (known->buckets && !addrs.empty()) {
+      known->buckets->for_candidates(addrs, [&](uint32_t i) { consider(syms[i]); });
+    } else {
+      for (uint64_t i = 1; i < end; ++i) consider(syms[i]);
     }
     // Those outside the window, each skipped (and counted) as wants() refusing it would be;
     // the room test above means none is refused.
@@ -128,7 +169,10 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
     if (o != Offered::kNotNamedFunction) ++offered;
     if (o == Offered::kCounted) ++added;
   }
-  if (known != nullptr && i >= end) *known = elf::TableCount{true, offered};
+  if (known != nullptr && i >= end) {
+    known->complete = true;
+    known->offered = offered;
+  }
   return added;
 }
 
@@ -153,10 +197,12 @@ bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sin
     sink.reserve(std::min<uint64_t>(data->d_size / entsize, max_entries));
     const std::span<const char> strings = string_table(e, sh.sh_link);
     elf::TableCount* known = counts != nullptr ? &counts->of(e, type) : nullptr;
+    const uint64_t bucket_min = ImageLoader::impl(image).bucket_min_entries;
     const std::size_t added =
-        cls == ELFCLASS64 ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries, known)
+        cls == ELFCLASS64
+            ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries, known, bucket_min)
         : cls == ELFCLASS32
-            ? add_entries<Elf32_Sym>(*data, strings, image, sink, max_entries, known)
+            ? add_entries<Elf32_Sym>(*data, strings, image, sink, max_entries, known, bucket_min)
             : 0;
     return added > 0;
   }
@@ -246,6 +292,8 @@ void ImageLoader::load_symbols(const Image& image) {
   table.finish();
   im.symbols = std::move(table);
   im.symbols_ready.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(im.collect_mu);
+  im.table_counts.drop_buckets();
 }
 
 std::vector<std::optional<Symbol>> ImageLoader::query_symbols(const Image& image,

@@ -73,6 +73,9 @@ class SymbolSink {
   // wants() refuses every symbol that does not reach into [window_first(), window_last()].
   uint64_t window_first() const { return window_first_; }
   uint64_t window_last() const { return window_last_; }
+  // The addresses this sink wants symbols for, distinct and ascending, when it is a fixed
+  // set (a SymbolQuery); empty when it wants every symbol in its window.
+  virtual std::span<const uint64_t> addresses() const { return {}; }
   // Room for `symbols` more entries (capped by the limit), so that loading a large table
   // does not regrow its vectors.
   virtual void reserve(uint64_t /*symbols*/) {}
@@ -178,6 +181,7 @@ class SymbolQuery : public SymbolSink {
   SymbolQuery(std::span<const uint64_t> addrs, uint32_t max_symbols, uint64_t work_cap);
 
   bool overflowed() const { return overflowed_; }
+  std::span<const uint64_t> addresses() const override { return sorted_; }
   // The answer for addrs[i], the same one SymbolTable::lookup gives for the same symbols.
   std::vector<std::optional<Symbol>> results() const;
 
