@@ -3,6 +3,7 @@
 // (the CLI's output: tests/integration/test_cli.py checks the same on real cores).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,127 @@ TEST(ReportRender, DescribesSignals) {
   EXPECT_EQ(describe_signal({40, "", 77, std::nullopt, std::nullopt}), "SIG40, code 77");
   // An unknown code is not SI_USER (0): it is left out.
   EXPECT_EQ(describe_signal({11, "SIGSEGV", std::nullopt, std::nullopt, std::nullopt}), "SIGSEGV");
+}
+
+// `doc` without the frames whose index is kIntruder, each taken out with the separator after
+// it (an intruder is never a thread's last frame), in either layout.
+constexpr uint32_t kIntruder = 999999;
+std::string without_intruders(const std::string& doc, bool compact) {
+  const std::string mark = compact ? "\"index\":999999," : "\"index\": 999999,";
+  std::string out;
+  std::size_t from = 0;  // doc[from..] is not yet copied
+  for (;;) {
+    const std::size_t at = doc.find(mark, from);
+    if (at == std::string::npos) break;
+    const std::size_t open = doc.rfind('{', at);
+    std::size_t close = open;
+    for (int depth = 0; close < doc.size(); ++close) {  // the test's strings hold no braces
+      depth += doc[close] == '{' ? 1 : doc[close] == '}' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    std::size_t end = close + 1;
+    if (end < doc.size() && doc[end] == ',') ++end;
+    if (end < doc.size() && doc[end] == '\n') {
+      ++end;
+      while (end < doc.size() && doc[end] == ' ') ++end;
+    }
+    out.append(doc, from, open - from);
+    from = end;
+  }
+  out.append(doc, from);
+  return out;
+}
+
+// A frame whose members after its cfa are those of the frame before (a recursion) is written
+// as that frame's text again: the document is the one written member by member. The oracle
+// is the same report with a different frame between every two, where nothing repeats, and
+// those frames taken out of the text. Every member is changed in turn, so a frame that
+// differs in any of them is written afresh.
+TEST(ReportRender, RepeatedFramesAreWrittenAsWhenWrittenInFull) {
+  BacktraceReport r = sample();
+  FrameLine base;
+  base.pc = 0x55d4c0a011ee;
+  base.source = FrameSource::EhFrame;
+  base.module = 0;
+  base.module_offset = 0x11ee;
+  base.symbol = "fx_recurse";
+  base.symbol_offset = 0x9e;
+  base.location = SourcePosition{"/src/overflow.c", 15, 3};
+  base.inlined = {InlinedCall{"inner", SourcePosition{"/src/inner.h", 7, 0}}};
+  std::vector<FrameLine> variants;
+  auto vary = [&](auto change) {
+    FrameLine v = base;
+    change(v);
+    variants.push_back(v);
+  };
+  vary([](FrameLine& v) { v.source = FrameSource::FramePointer; });
+  vary([](FrameLine& v) { v.module = 1; });
+  vary([](FrameLine& v) { v.module = std::nullopt; });
+  vary([](FrameLine& v) { v.module = 7; });  // past the module list: written as null
+  vary([](FrameLine& v) { v.module_offset = 0x11ef; });
+  vary([](FrameLine& v) { v.module_offset = std::nullopt; });
+  vary([](FrameLine& v) { v.symbol = "fx_other"; });
+  vary([](FrameLine& v) { v.symbol = std::nullopt; });
+  vary([](FrameLine& v) { v.symbol_offset = 0x9f; });
+  vary([](FrameLine& v) { v.location->file = "/src/other.c"; });
+  vary([](FrameLine& v) { v.location->line = 16; });
+  vary([](FrameLine& v) { v.location->column = 0; });
+  vary([](FrameLine& v) { v.location = std::nullopt; });
+  vary([](FrameLine& v) { v.inlined.clear(); });
+  vary([](FrameLine& v) { v.inlined[0].function = "other"; });
+  vary([](FrameLine& v) { v.inlined[0].location->line = 8; });
+  vary([](FrameLine& v) { v.inlined[0].location = std::nullopt; });
+  vary([](FrameLine& v) { v.inlined.push_back(v.inlined[0]); });
+  vary([](FrameLine& v) { v.jit = true; });
+  FrameLine intruder = base;
+  intruder.index = kIntruder;
+  intruder.symbol = "intruder";
+  // Each variant between runs of the base frame, twice in a row: base base v v base ...
+  std::vector<FrameLine> frames;
+  auto push = [&frames](FrameLine f) {
+    f.index = static_cast<uint32_t>(frames.size());
+    f.cfa = 0x7ffd4b2a1000 + 0x60 * frames.size();
+    frames.push_back(f);
+  };
+  for (const FrameLine& v : variants) {
+    push(base);
+    push(base);
+    push(v);
+    push(v);
+  }
+  push(base);
+  // A deep recursion, past several pieces of kRenderChunk bytes.
+  for (int i = 0; i < 3000; ++i) push(base);
+  r.threads[0].frames = frames;
+  // The second thread repeats the first one's last frame: a new thread writes it afresh.
+  r.threads[1].frames = {frames.back(), frames.back()};
+  BacktraceReport oracle = r;
+  oracle.threads[0].frames.clear();
+  for (const FrameLine& f : frames) {
+    oracle.threads[0].frames.push_back(f);
+    if (&f != &frames.back()) oracle.threads[0].frames.push_back(intruder);
+  }
+  oracle.threads[1].frames.insert(oracle.threads[1].frames.begin() + 1, intruder);
+  for (const bool compact : {false, true}) {
+    JsonOptions options;
+    options.compact = compact;
+    const std::string got = render_json(r, options);
+    const std::string full = render_json(oracle, options);
+    ASSERT_NE(got, full) << "the oracle has intruders to take out";
+    EXPECT_EQ(got, without_intruders(full, compact)) << "compact " << compact;
+    // Anchored: two frames that differ only in index and cfa, in the indented layout.
+    if (!compact) {
+      EXPECT_NE(got.find("{\"index\": 1, \"pc\": \"0x55d4c0a011ee\", \"cfa\": \"0x7ffd4b2a1060\", "
+                         "\"source\": \"eh_frame\", \"module\": \"/opt/app/bin/server\", "
+                         "\"module_offset\": \"0x11ee\", \"symbol\": \"fx_recurse\", "
+                         "\"symbol_offset\": \"0x9e\", \"location\": {\"file\": "
+                         "\"/src/overflow.c\", \"line\": 15, \"column\": 3}, \"inlined\": "
+                         "[{\"function\": \"inner\", \"location\": {\"file\": \"/src/inner.h\", "
+                         "\"line\": 7, \"column\": null}}]},\n"),
+                std::string::npos)
+          << got.substr(0, 2000);
+    }
+  }
 }
 
 // A deep trace reaches the sink in pieces of about kRenderChunk bytes, each cut after a whole

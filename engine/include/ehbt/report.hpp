@@ -233,6 +233,15 @@ class DocumentEvents {
   virtual void address(uint64_t v);
   // After each frame's object: where a writer of text may hand out what it has so far.
   virtual void after_frame() {}
+  // A frame's members after its "cfa" are often the same as the frame's before it (a
+  // recursion repeats one pc hundreds of times). The renderer writes them between
+  // begin_shared() and end_shared(); for a frame whose members there equal the previous
+  // frame's (in the same thread), it first asks repeat_shared(): a writer that kept what it
+  // wrote for the previous frame writes that again and returns true, and the renderer goes on
+  // with the frame's end. By default false: the members are written as events.
+  virtual void begin_shared() {}
+  virtual void end_shared() {}
+  virtual bool repeat_shared() { return false; }
 };
 void render_document(const BacktraceReport& report, DocumentEvents& events);
 // The text of an address in the document ("0x" and lowercase hex digits, no padding), written

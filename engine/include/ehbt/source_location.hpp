@@ -15,6 +15,7 @@ struct SourcePosition {
   std::string file;     // as the debug info names it, made absolute with its compile dir
   uint32_t line = 0;    // 1-based; 0 never appears in a report (no position instead)
   uint32_t column = 0;  // 1-based; 0 when the debug info does not say
+  bool operator==(const SourcePosition&) const = default;
 };
 
 // One function inlined at a pc and the position in it: for the innermost, where execution
@@ -22,6 +23,7 @@ struct SourcePosition {
 struct InlinedCall {
   std::string function;
   std::optional<SourcePosition> location;
+  bool operator==(const InlinedCall&) const = default;
 };
 
 // All a lookup knows about one pc. `location` is the position in the physical function: the

@@ -49,6 +49,15 @@ class JsonEvents final : public DocumentEvents {
   void after_frame() override {
     if (out_.size() >= kRenderChunk) sink_(out_);
   }
+  // The text is the same for the same members: the writer's state where they begin (inside a
+  // frame's one-line object, after a member) is the same for every frame, and they leave it
+  // as they found it (their containers are closed).
+  void begin_shared() override { shared_from_ = out_.size(); }
+  void end_shared() override { shared_.assign(out_, shared_from_); }
+  bool repeat_shared() override {
+    out_ += shared_;
+    return true;
+  }
   // The document's last piece, with its final newline.
   void finish() {
     out_ += '\n';
@@ -59,7 +68,39 @@ class JsonEvents final : public DocumentEvents {
   const RenderSink& sink_;
   std::string out_;
   JsonWriter w_;
+  std::size_t shared_from_ = 0;
+  std::string shared_;  // the last frame's members after its cfa, as written
 };
+
+// Whether everything `a` writes after its cfa is what `b` writes there.
+bool same_after_cfa(const FrameLine& a, const FrameLine& b) {
+  return a.source == b.source && a.module == b.module && a.module_offset == b.module_offset &&
+         a.symbol_offset == b.symbol_offset && a.jit == b.jit && a.symbol == b.symbol &&
+         a.location == b.location && a.inlined == b.inlined;
+}
+
+// A frame's members after its cfa.
+void frame_after_cfa(DocumentWriter& w, const BacktraceReport& r, const FrameLine& f) {
+  w.field("source", frame_source_name(f.source)).key("module");
+  if (f.module && *f.module < r.modules.size()) {
+    w.value(r.modules[*f.module].path);
+  } else {
+    w.null();
+  }
+  w.address_field("module_offset", f.module_offset)
+      .field("symbol", f.symbol)
+      .address_field("symbol_offset", f.symbol_offset);
+  w.key("location");
+  position_value(w, f.location);
+  w.key("inlined").begin_array();
+  for (const InlinedCall& call : f.inlined) {
+    w.begin_object(true).field("function", call.function).key("location");
+    position_value(w, call.location);
+    w.end_object();
+  }
+  w.end_array();
+  if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
+}
 
 }  // namespace
 
@@ -151,31 +192,21 @@ void render_document(const BacktraceReport& r, DocumentEvents& events) {
         .field("stop_reason", stop_reason_name(t.stop))
         .field("stop_detail", t.detail);
     w.key("frames").begin_array();
+    const FrameLine* previous = nullptr;
     for (const FrameLine& f : t.frames) {
       w.begin_object(true)
           .field("index", f.index)
           .address_field("pc", f.pc)
-          .address_field("cfa", f.cfa)
-          .field("source", frame_source_name(f.source))
-          .key("module");
-      if (f.module && *f.module < r.modules.size()) {
-        w.value(r.modules[*f.module].path);
-      } else {
-        w.null();
+          .address_field("cfa", f.cfa);
+      // A frame the same as the one before after its cfa (a recursion) is that text again.
+      const bool repeated =
+          previous != nullptr && same_after_cfa(f, *previous) && events.repeat_shared();
+      if (!repeated) {
+        events.begin_shared();
+        frame_after_cfa(w, r, f);
+        events.end_shared();
       }
-      w.address_field("module_offset", f.module_offset)
-          .field("symbol", f.symbol)
-          .address_field("symbol_offset", f.symbol_offset);
-      w.key("location");
-      position_value(w, f.location);
-      w.key("inlined").begin_array();
-      for (const InlinedCall& call : f.inlined) {
-        w.begin_object(true).field("function", call.function).key("location");
-        position_value(w, call.location);
-        w.end_object();
-      }
-      w.end_array();
-      if (f.jit) w.field("jit", true);  // only on JIT frames: other frames keep their shape
+      previous = &f;
       w.end_object();
       events.after_frame();
     }
