@@ -23,24 +23,27 @@ struct PendingSymbol {
 
 // Names every pending frame with one symbolize_all() per image: a one-shot command needs a
 // few hundred names, and one pass over each symbol table finds them for less than building
-// the table would cost.
+// the table would cost. Each distinct pc is asked about once (a recursion repeats one pc in
+// hundreds of frames), and its frames share the answer.
 void name_frames(std::vector<PendingSymbol>& pending, BacktraceReport& report) {
-  std::stable_sort(
-      pending.begin(), pending.end(),
-      [](const PendingSymbol& a, const PendingSymbol& b) { return a.image < b.image; });
+  std::sort(pending.begin(), pending.end(), [](const PendingSymbol& a, const PendingSymbol& b) {
+    return std::less<const Image*>()(a.image, b.image) ||
+           (a.image == b.image && a.lookup < b.lookup);
+  });
   std::vector<uint64_t> addrs;
   for (std::size_t i = 0; i < pending.size();) {
     std::size_t j = i;
     addrs.clear();
-    while (j < pending.size() && pending[j].image == pending[i].image) {
-      addrs.push_back(pending[j++].lookup);
+    for (; j < pending.size() && pending[j].image == pending[i].image; ++j) {
+      if (addrs.empty() || addrs.back() != pending[j].lookup) addrs.push_back(pending[j].lookup);
     }
-    std::vector<std::optional<Symbol>> syms = pending[i].image->symbolize_all(addrs);
-    for (std::size_t k = i; k < j; ++k) {
-      std::optional<Symbol>& sym = syms[k - i];
+    const std::vector<std::optional<Symbol>> syms = pending[i].image->symbolize_all(addrs);
+    for (std::size_t k = i, a = 0; k < j; ++k) {
+      while (addrs[a] != pending[k].lookup) ++a;  // both ascending: a stays in addrs
+      const std::optional<Symbol>& sym = syms[a];
       if (!sym) continue;
       FrameLine& line = report.threads[pending[k].thread].frames[pending[k].frame];
-      line.symbol = std::move(sym->name);
+      line.symbol = sym->name;
       line.symbol_offset = *line.module_offset - sym->start;
     }
     i = j;
