@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "ehbt/report.hpp"
@@ -165,6 +166,26 @@ TEST(ReportJsonWriter, HexIsLowercaseWithPrefixAndNoPadding) {
   EXPECT_EQ(hex(0x123456789abcdef), "0x123456789abcdef");
   std::string digits = "1";
   for (uint64_t v = 1; v != 0; v <<= 4, digits += "0") EXPECT_EQ(hex(v), "0x" + digits);
+  // Every digit value in every position, and many values, against printf.
+  auto printed = [](uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(buf);
+  };
+  for (unsigned shift = 0; shift < 64; shift += 4) {
+    for (uint64_t d = 0; d < 16; ++d) {
+      EXPECT_EQ(hex(d << shift), printed(d << shift));
+      EXPECT_EQ(hex(~(d << shift)), printed(~(d << shift)));
+    }
+  }
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (int i = 0; i < 100000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const uint64_t v = x >> (i % 64);
+    ASSERT_EQ(hex(v), printed(v)) << i;
+  }
 }
 
 TEST(ReportJsonWriter, WritesNestedContainers) {
