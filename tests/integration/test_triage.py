@@ -461,6 +461,20 @@ def test_speculative_analysis_keys_and_skips(tool_env, cores, tmp_path, jobs):
     con.close()
 
 
+def test_worker_keys_a_core_without_the_threading_module(tool_env, cores, tmp_path):
+    # -j1 on a machine of two CPUs or more keys a core on a second thread while it analyses
+    # it: the engine's thread (ehbt.ContentKeyJob), not Python's, whose module cost a fresh
+    # worker about 2 ms to import before its first core. No process of the run imports it.
+    proc = triage(tool_env, "--db", tmp_path / "db", "-j", "1", cores["a"][0][0],
+                  extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 analysed" in proc.stdout
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")]
+    assert "ehbt_triage.workers" in imported  # the import times are there to read
+    assert "threading" not in imported, proc.stderr
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     """A store made before content keys had versions (schema 3, no 'content_key' in meta)
@@ -1083,17 +1097,35 @@ class _KeyImpl:
         return self.fn(path, self.version)
 
 
-@pytest.fixture(params=[("engine", 1), ("engine", 2), ("python", 1), ("python", 2)],
-                ids=lambda p: "%s-v%d" % p)
+def _key_by_job(path, version):
+    """The key as a worker gets it: computed on the engine's thread (ehbt.ContentKeyJob),
+    handed to a callback, OSError included."""
+    got = []
+    job = content_hash.start_key_job(str(path), version, lambda d, e: got.append((d, e)))
+    assert job is not None
+    job.wait()
+    assert len(got) == 1  # called once, and before wait() returned
+    digest, error = got[0]
+    if error is not None:
+        raise error
+    return digest
+
+
+@pytest.fixture(params=[("engine", 1), ("engine", 2), ("job", 1), ("job", 2), ("python", 1),
+                        ("python", 2)], ids=lambda p: "%s-v%d" % p)
 def sparse_sha256(request, tool_env):
-    """Both implementations of the content key, in both versions: the engine's
-    (ehbt.content_key, what a run uses) and the Python fallback (runs without the package).
-    Called with a path; .version says which version it computes."""
+    """Every implementation of the content key, in both versions: the engine's
+    (ehbt.content_key, what a run uses), the same on the engine's own thread (what a worker
+    keys a core with while it analyses it) and the Python fallback (runs without the
+    package). Called with a path; .version says which version it computes."""
     impl, version = request.param
     if impl == "python":
         return _KeyImpl(content_hash.python_sparse_sha256, version)
     sys.path.insert(0, tool_env["PYTHONPATH"].split(os.pathsep)[0])
     import ehbt
+    content_hash._ENGINE_KEY.clear()
+    if impl == "job":
+        return _KeyImpl(_key_by_job, version)
     return _KeyImpl(lambda path, v: ehbt.content_key(str(path), version=v), version)
 
 
@@ -1133,12 +1165,60 @@ def test_engine_content_key_errors_are_oserrors(tmp_path, tool_env):
     (tmp_path / "f").write_bytes(b"x")
     with pytest.raises(ValueError):
         ehbt.content_key(str(tmp_path / "f"), version=3)
+    # The same errors reach a job's callback, as the exception content_key raises.
+    for path, error in ((tmp_path / "missing", FileNotFoundError), (tmp_path / "fifo", OSError)):
+        got = []
+        ehbt.ContentKeyJob(str(path), lambda d, e: got.append((d, e))).wait()
+        assert got[0][0] is None and isinstance(got[0][1], error) and got[0][1].strerror
+        assert got[0][1].filename == str(path)
+    with pytest.raises(ValueError):
+        ehbt.ContentKeyJob(str(tmp_path / "f"), lambda d, e: None, version=3)
+    with pytest.raises(TypeError):
+        ehbt.ContentKeyJob(str(tmp_path / "f"), None)
     # ehbt-triage keys with the engine, not its slow Python fallback, whenever the package
     # is importable (content_hash checks that the package knows key versions).
     content_hash._ENGINE_KEY.clear()
     assert content_hash._engine_key() is ehbt.content_key
     with pytest.raises(ValueError):
         content_hash.sparse_sha256(str(tmp_path / "f"), 0)
+
+
+def test_key_jobs_run_on_threads_of_their_own(tmp_path, tool_env):
+    # Many jobs at once, each on its own thread with the GIL released while it hashes: every
+    # callback comes once, with its own file's key; a callback that raises is reported as
+    # unraisable and does not stop the others; a worker needs no threading module for them.
+    sys.path.insert(0, tool_env["PYTHONPATH"].split(os.pathsep)[0])
+    import ehbt
+    paths = []
+    for i in range(24):
+        p = tmp_path / ("f%d" % i)
+        p.write_bytes(bytes([i]) * (5000 + 4096 * i))
+        paths.append(str(p))
+    got = {}
+    jobs = [ehbt.ContentKeyJob(p, lambda d, e, p=p: got.setdefault(p, []).append((d, e)))
+            for p in paths]
+    unraisable = []
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    try:
+        raising = ehbt.ContentKeyJob(paths[0], lambda d, e: 1 / 0)
+        raising.wait()
+    finally:
+        sys.unraisablehook = old_hook
+    assert len(unraisable) == 1 and unraisable[0].exc_type is ZeroDivisionError
+    for job in jobs:
+        job.wait()
+    del jobs  # waiting again (when each is let go) is harmless
+    assert sorted(got) == sorted(paths)
+    for p in paths:
+        assert got[p] == [(ehbt.content_key(p), None)]
+        assert got[p][0][0] == content_hash.python_sparse_sha256(p, 2)
+    env = dict(os.environ, PYTHONPATH=tool_env["PYTHONPATH"])
+    code = ("import sys, ehbt; ehbt.ContentKeyJob(sys.argv[1], lambda d, e: None).wait(); "
+            "print('threading' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, paths[0]], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "False"
 
 
 def test_content_hash_partial_last_block_and_chunk_edges(tmp_path, sparse_sha256):

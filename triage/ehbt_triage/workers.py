@@ -67,7 +67,7 @@ import struct
 import time
 
 from . import engine, forked
-from .content_hash import file_identity, sparse_sha256
+from .content_hash import file_identity, sparse_sha256, start_key_job
 from .feed import Feed
 from .plain_core import DecompressError, PlainCore
 from .signature import crashing_thread, frame_key, module_names
@@ -277,7 +277,9 @@ def worker_main(conn, options, signer, die_with_parent=True, board=None):
 
 
 class _KeyThread:
-    """The one thread of a worker that computes keys for _speculate, started on first use:
+    """The one Python thread of a worker that computes keys for _speculate where the engine
+    cannot (no package: the CLI fallback; else the engine's own thread keys, start_key_job),
+    started on first use:
     starting and joining a thread per core cost 0.9-1.8 ms of wall time on this project's VMs
     (a fresh 8 MiB stack mapped and unmapped each time), handing a job to this one ~0.03 ms.
     One job at a time: run() is called again only after the previous job's lock was
@@ -339,14 +341,14 @@ def _speculate(conn, task, path, options, signer, delay=0.0, board=None):
     keyed = []
     posted = []
 
-    def key():
-        try:
-            digest = sparse_sha256(plain.path, options["key_version"])
+    def keyed_as(digest, error):
+        """Hands the key (or why there is none) to the parent."""
+        if error is None:
             msg = ("hash", task, digest, st.st_size, st.st_mtime, file_identity(st, now_ns))
-        except OSError as e:
-            msg = ("fail", task, _unreadable(e))
-        except Exception as e:  # MemoryError under RLIMIT_AS, ...: this core only
-            msg = ("fail", task, "%s: %s" % (type(e).__name__, e))
+        elif isinstance(error, OSError):
+            msg = ("fail", task, _unreadable(error))
+        else:  # MemoryError under RLIMIT_AS, ...: this core only
+            msg = ("fail", task, "%s: %s" % (type(error).__name__, error))
         keyed.append(msg[0] == "hash")
         if board is not None and keyed[0] and board.post(task, msg[2:]):
             posted.append(msg[2:])
@@ -356,10 +358,21 @@ def _speculate(conn, task, path, options, signer, delay=0.0, board=None):
         except OSError:
             pass  # the parent has gone: the main thread sees it at its next recv
 
+    def key():
+        try:
+            digest = sparse_sha256(plain.path, options["key_version"])
+        except Exception as e:  # OSError, MemoryError ...
+            keyed_as(None, e)
+            return
+        keyed_as(digest, None)
+
     with plain:
-        keyed_done = None
+        keyed_done = job = None
         if options.get("key_thread", True):
-            keyed_done = _KEY_THREAD.run(key)
+            # On the engine's own thread where it can, else on a Python thread.
+            job = start_key_job(plain.path, options["key_version"], keyed_as)
+            if job is None:
+                keyed_done = _KEY_THREAD.run(key)
         else:
             key()
             if not keyed[0]:
@@ -370,8 +383,11 @@ def _speculate(conn, task, path, options, signer, delay=0.0, board=None):
                 time.sleep(delay)
             result = _analyse(path, options, signer, plain)
         finally:
+            # The key's message is sent before the result's.
+            if job is not None:
+                job.wait()
             if keyed_done is not None:
-                keyed_done.acquire()  # the key's message is sent before the result's
+                keyed_done.acquire()
     if not keyed or not keyed[0]:
         conn.send(("idle", task))  # after "fail": the parent has recorded it, nothing to add
         return True

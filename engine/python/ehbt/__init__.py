@@ -21,6 +21,7 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
     Arch,
     ArchInfo,
     Backtrace,
+    ContentKeyJob,
     Error,
     Frame,
     Image,
@@ -56,8 +57,8 @@ from ._ehbt import (  # noqa: F401  (re-exported API)
 )
 
 __all__ = [
-    "FRAME_SOURCES", "STOP_REASONS", "Arch", "ArchInfo", "Backtrace", "Error", "Frame", "Image",
-    "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Report", "ReportFrame",
+    "FRAME_SOURCES", "STOP_REASONS", "Arch", "ArchInfo", "Backtrace", "ContentKeyJob", "Error",
+    "Frame", "Image", "ImageStore", "Limits", "Module", "ModuleSet", "RegisterSet", "Report", "ReportFrame",
     "ReportThread", "Segment", "Signal", "StepResult", "Symbol", "Target", "Thread",
     "UnwindOptions", "Unwinder", "attach_process", "content_key", "describe_signal",
     "general_registers", "open_core", "padded_address", "register_aliases", "register_name",

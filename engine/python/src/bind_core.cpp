@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "bindings.hpp"
-#include "sparse_sha256.hpp"
 
 namespace ehbt::py {
 
@@ -269,36 +268,6 @@ void bind_core(pyb::module_& m) {
       "debuginfod_timeout: seconds all fetches of this core may take together.\n"
       "perf_map: a perf map file (START SIZE NAME lines) naming JIT code (like --perf-map).\n"
       "Raises ehbt.Error (one line saying why) when unusable.");
-
-  m.def(
-      "content_key",
-      [](const std::string& path, const pyb::handle& limits, int version) {
-        if (version != 1 && version != 2) {
-          throw pyb::value_error("content_key: version must be 1 or 2, not " +
-                                 std::to_string(version));
-        }
-        Limits l = limits_from_py(limits);
-        Expected<std::string, ContentKeyError> r = unexpected(ContentKeyError{});
-        {
-          pyb::gil_scoped_release nogil;
-          r = sparse_sha256(path, l, static_cast<ContentKeyVersion>(version));
-        }
-        if (!r) {
-          // OSError(errno, strerror, path): what reading the file in Python would raise.
-          pyb::object os_error = pyb::module_::import("builtins").attr("OSError");
-          PyErr_SetObject(os_error.ptr(),
-                          pyb::make_tuple(r.error().error_number,
-                                          std::string(strerror(r.error().error_number)), path)
-                              .ptr());
-          throw pyb::error_already_set();
-        }
-        return *r;
-      },
-      pyb::arg("path"), pyb::arg("limits") = pyb::none(), pyb::arg("version") = 2,
-      "ehbt-triage's content key of a file: hex SHA-256 of its sparse form\n"
-      "(\"ehbt-sparse-sha256/VERSION SIZE\\n\", then offset and bytes of every block that is\n"
-      "not all zeros: 4 KiB blocks in version 2, 64 KiB in version 1). Reads only the data\n"
-      "extents, without the GIL. Raises OSError, or ValueError for another version.");
 
   m.def(
       "attach_process",

@@ -29,11 +29,12 @@ class EhbtError : public std::runtime_error {
 };
 
 // One registration function per area, called in this order from the module init.
-void bind_basics(pyb::module_& m);    // Arch, Limits, RegisterSet
-void bind_image(pyb::module_& m);     // Segment, Symbol, Image, Module, ModuleSet
-void bind_unwinder(pyb::module_& m);  // UnwindOptions, Frame, Backtrace, StepResult, Unwinder
-void bind_core(pyb::module_& m);      // ImageStore, Thread, Signal, Target, open_core, ...
-void bind_report(pyb::module_& m);    // Report, target_report, the report's names
+void bind_basics(pyb::module_& m);       // Arch, Limits, RegisterSet
+void bind_image(pyb::module_& m);        // Segment, Symbol, Image, Module, ModuleSet
+void bind_unwinder(pyb::module_& m);     // UnwindOptions, Frame, Backtrace, StepResult, Unwinder
+void bind_core(pyb::module_& m);         // ImageStore, Thread, Signal, Target, open_core, ...
+void bind_content_key(pyb::module_& m);  // content_key, ContentKeyJob
+void bind_report(pyb::module_& m);       // Report, target_report, the report's names
 
 // Arch accepted either as the bound enum or as its name ("x86_64", "arm64", and the debuggers'
 // spellings report::arch_from_alias knows: "i386:x86-64", "s390:64-bit", ...).

@@ -11,5 +11,6 @@ PYBIND11_MODULE(_ehbt, m) {
   py::bind_image(m);
   py::bind_unwinder(m);
   py::bind_core(m);
+  py::bind_content_key(m);
   py::bind_report(m);  // also STOP_REASONS and FRAME_SOURCES, from the report's names
 }
