@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -968,6 +969,86 @@ TEST(ElfSymbol, EmptyNamedSymbolCountsAlikeInPassesAndTable) {
   for (std::size_t i = 0; i < funcs.size(); ++i) {
     EXPECT_EQ((*all)->symbolize(funcs[i].second).has_value(), i != blanked) << i;
   }
+}
+
+// The [address, end) of the section `name` of an ELF64 file, or nothing.
+std::optional<std::pair<uint64_t, uint64_t>> section_range(const std::vector<std::byte>& f,
+                                                           std::string_view name) {
+  Elf64_Ehdr eh;
+  if (f.size() < sizeof eh) return std::nullopt;
+  std::memcpy(&eh, f.data(), sizeof eh);
+  if (eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > f.size() ||
+      eh.e_shstrndx >= eh.e_shnum)
+    return std::nullopt;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  std::memcpy(sh.data(), f.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  const Elf64_Shdr& names = sh[eh.e_shstrndx];
+  for (const Elf64_Shdr& s : sh) {
+    if (names.sh_offset + s.sh_name >= f.size()) continue;
+    const char* n = reinterpret_cast<const char*>(f.data() + names.sh_offset + s.sh_name);
+    if (std::string_view(n, strnlen(n, f.size() - names.sh_offset - s.sh_name)) == name)
+      return std::make_pair(uint64_t{s.sh_addr}, uint64_t{s.sh_addr + s.sh_size});
+  }
+  return std::nullopt;
+}
+
+// Under every cap from one symbol to more than the whole .symtab holds, a pass per address
+// (each image's first pass learns the table's count, by the loop for a sink the table can
+// fill or by the one for a sink it cannot) names what the full table names, the PLT stubs
+// included: they come after the .symtab, so a pass that counted the table wrong would name
+// one a stub fewer or more than the table at the cap where they start to fit.
+TEST(ElfSymbol, CapsCountAlikeInPassesAndTableUpToThePltStubs) {
+  elf_test::TempDir dir;
+  const std::string src = dir / "prog.c";
+  {
+    std::ofstream out(src);
+    out << "#include <stdio.h>\n#include <stdlib.h>\n"
+           "int __attribute__((noinline)) ehbt_fn_a(int x) { return puts(\"a\") + x; }\n"
+           "int __attribute__((noinline)) ehbt_fn_b(int x) { return getenv(\"B\") != 0 ? x : 1; }\n"
+           "int main(int argc, char** argv) {\n"
+           "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + atoi(\"3\");\n}\n";
+  }
+  const std::string prog = dir / "prog";
+  ASSERT_EQ(elf_test::run_status("cc -O1 -o '" + prog + "' '" + src + "'"), 0);
+  const std::vector<std::byte> bytes = elf_test::read_file(prog);
+  const auto where = find_symtab(bytes);
+  ASSERT_TRUE(where);
+  const uint32_t entries = static_cast<uint32_t>(where->symtab_size / sizeof(Elf64_Sym));
+  std::vector<uint64_t> addrs;
+  for (const auto& s : elf_test::nm_symbols(prog)) {
+    if (s.start != 0 && (s.kind == 'T' || s.kind == 't')) addrs.push_back(s.start);
+  }
+  // Every 16-byte slot of the PLT (and of .plt.sec where the stubs are split off).
+  std::size_t plt_slots = 0;
+  for (const char* name : {".plt", ".plt.sec"}) {
+    if (auto r = section_range(bytes, name)) {
+      for (uint64_t a = r->first; a < r->second; a += 16, ++plt_slots) addrs.push_back(a);
+    }
+  }
+  ASSERT_GE(plt_slots, 3u);
+  std::size_t stubs_named = 0;
+  for (uint32_t cap = 1; cap <= entries + plt_slots + 2; ++cap) {
+    ehbt::Limits limits;
+    limits.max_symbols = cap;
+    auto table = Image::open(prog, limits);
+    ASSERT_TRUE(table);
+    ehbt::ImageLoader::impl(**table).pass_min_entries = UINT64_MAX;  // the table at once
+    stubs_named = 0;
+    for (const uint64_t addr : addrs) {
+      auto passes = Image::open(prog, limits);  // a first pass, learning the count, each
+      ASSERT_TRUE(passes);
+      ehbt::ImageLoader::impl(**passes).pass_min_entries = 0;
+      auto one = (*passes)->symbolize(addr);
+      auto from_table = (*table)->symbolize(addr);
+      ASSERT_EQ(one.has_value(), from_table.has_value())
+          << "cap " << cap << " of " << entries << " entries, address " << std::hex << addr;
+      if (!one) continue;
+      EXPECT_EQ(one->name, from_table->name) << "cap " << cap;
+      stubs_named += one->name.ends_with("@plt");
+    }
+  }
+  // The largest cap leaves room for everything: the stubs of puts, getenv and atoi are named.
+  EXPECT_GE(stubs_named, 3u);
 }
 
 }  // namespace
