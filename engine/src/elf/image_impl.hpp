@@ -146,8 +146,8 @@ struct Image::Impl {
   // one image may run on several threads.
   std::mutex collect_mu;
   uint64_t pass_min_entries = 256;
-  // Tables of this many entries or more are bucketed (TableCount::buckets) by a one-address
-  // pass or by the second pass: below it a pass through the table is cheap anyway.
+  // Tables of this many entries or more are bucketed (TableCount::buckets) by the first of
+  // the passes symbolize() makes (symbol_without_table): below it a pass is cheap anyway.
   uint64_t bucket_min_entries = 8192;
   std::optional<uint64_t> own_entries;  // the larger of them, counted on first use
   uint32_t passes = 0;
@@ -177,7 +177,9 @@ class ImageLoader {
                             const Limits& limits);
   // Feeds every symbol source of the image, in order, to `sink` (symbol_loader.cpp).
   // `learn`: remember what each table offers, for later passes (symbol_loader.cpp).
-  static void collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn = true);
+  // `may_bucket`: a large table may be bucketed by this pass (symbol_buckets.hpp).
+  static void collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn = true,
+                              bool may_bucket = false);
   // Builds the image's full symbol table (once).
   static void load_symbols(const Image& image);
   // One pass over the symbol sources answering `addrs` only (no table kept).

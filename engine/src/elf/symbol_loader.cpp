@@ -69,6 +69,17 @@ template <typename Sym>
   return sym.st_name != 0 && sym.st_name < strings.size();
 }
 
+// Adds a named function symbol the sink wants (or counts it, when its name is empty);
+// SymbolSink::add's answer.
+template <typename Sym>
+[[gnu::always_inline]] inline bool add_wanted(const Sym& sym, std::span<const char> strings,
+                                              elf::SymbolSink& sink) {
+  const std::string_view name = name_at(strings, sym.st_name);
+  return name.empty() ? sink.skip()
+                      : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
+                                 static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)));
+}
+
 // Offers one table entry to the sink when it is a named function symbol.
 template <typename Sym>
 [[gnu::always_inline]] inline Offered offer_entry(const Sym& sym, std::span<const char> strings,
@@ -80,15 +91,8 @@ template <typename Sym>
   // table (7 MB for node), so reading even one byte of each faulted in nearly every page of
   // it for a one-shot query. The full table counts the same way, so both reach the cap at
   // the same entry.
-  bool counted;
-  if (!sink.wants(sym.st_value, sym.st_size)) {
-    counted = sink.skip();
-  } else {
-    const std::string_view name = name_at(strings, sym.st_name);
-    counted = name.empty() ? sink.skip()
-                           : sink.add(sym.st_value, sym.st_size, name, ELF64_ST_BIND(sym.st_info),
-                                      static_cast<uint8_t>(ELF64_ST_TYPE(sym.st_info)));
-  }
+  const bool counted =
+      sink.wants(sym.st_value, sym.st_size) ? add_wanted(sym, strings, sink) : sink.skip();
   return counted ? Offered::kCounted : Offered::kRefused;
 }
 
@@ -103,10 +107,11 @@ template <typename Sym>
 // counts the others at once. A sink for one address (Image::symbolize before the table is
 // built) then costs a tenth of the instructions on node's 110,000-entry .symtab.
 //
-// A sink for a fixed set of addresses, on a table of at least `bucket_min` entries, is
-// answered from the table's buckets (symbol_buckets.hpp) once they are made (below): making
-// them counts what the table offers, as a pass through it would. The entries they return are
-// a superset of those that reach into the window, each tested as above.
+// A sink for a fixed set of addresses is answered from the table's buckets
+// (symbol_buckets.hpp) once they are made: by a pass allowed to (`bucket_min`: the fewest
+// entries of a table worth them, UINT64_MAX for a pass that may not make them), which counts
+// what the table offers as a pass through it would. The entries they return are a superset of
+// those that reach into the window, each tested as above.
 template <typename Sym>
 std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, const Image& image,
                         elf::SymbolSink& sink, uint64_t max_entries, elf::TableCount* known,
@@ -114,12 +119,7 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
   const auto* syms = static_cast<const Sym*>(data.d_buf);
   const uint64_t end = std::min<uint64_t>(data.d_size / sizeof(Sym), max_entries);
   const std::span<const uint64_t> addrs = sink.addresses();
-  // Made by a one-address pass (a walk asks so, often several times), or by a pass after the
-  // first: a report's pass for all its frames of the image is often the only one, and making
-  // the buckets costs a little more than a pass (libc's debug file: about 15 instructions an
-  // entry).
-  if (known != nullptr && !known->buckets_tried && end >= bucket_min &&
-      (addrs.size() == 1 || (!addrs.empty() && known->complete))) {
+  if (known != nullptr && !known->buckets_tried && !addrs.empty() && end >= bucket_min) {
     known->buckets_tried = true;
     // The image's address range: a start outside every segment is visited for every address.
     uint64_t lo = UINT64_MAX, hi = 0;
@@ -166,19 +166,18 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
   }
   if (end <= sink.room()) {
     // The first pass, learning the count, for a sink the table cannot fill (every named
-    // function symbol is counted): an entry outside the window is counted here and skipped
-    // all at once after the loop (as wants() refusing each would have), without the sink's
-    // calls; inside it, offered as ever. Nearly every run's pass over libc's debug file (10,000
-    // entries) is one: about 31 instructions an entry the other way, 17 this one.
-    const uint64_t first = sink.window_first(), last = sink.window_last();
+    // function symbol is counted): an entry the sink does not want is counted here and
+    // skipped all at once after the loop, as skip() for each would have. Nearly every run's pass
+    // over libc's debug file (10,000 entries) is one: about 31 instructions an entry the other way,
+    // 17 this one.
     uint64_t outside = 0;
     for (; i < end; ++i) {
       const Sym& sym = syms[i];
       if (!named_function(sym, strings, image)) continue;
       ++offered;
-      if (sym.st_value > last || elf::entry_end(sym.st_value, sym.st_size) <= first) {
+      if (!sink.wants(sym.st_value, sym.st_size)) {
         ++outside;
-      } else if (offer_entry(sym, strings, image, sink) == Offered::kCounted) {
+      } else if (add_wanted(sym, strings, sink)) {
         ++added;
       }
     }
@@ -202,7 +201,7 @@ std::size_t add_entries(const Elf_Data& data, std::span<const char> strings, con
 // Adds the function symbols of the first section of `type` in `e`. True when it added any.
 // `counts`: where what this table counts is remembered (add_entries), or null.
 bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sink,
-                 const Limits& limits, elf::TableCounts* counts) {
+                 const Limits& limits, elf::TableCounts* counts, uint64_t bucket_min = UINT64_MAX) {
   if (e == nullptr) return false;
   // Raw entries examined per table: symbol tables hold many non-function entries.
   const uint64_t max_entries = uint64_t{limits.max_symbols} * 4 + 16;
@@ -220,7 +219,6 @@ bool add_symbols(Elf* e, uint32_t type, const Image& image, elf::SymbolSink& sin
     sink.reserve(std::min<uint64_t>(data->d_size / entsize, max_entries));
     const std::span<const char> strings = string_table(e, sh.sh_link);
     elf::TableCount* known = counts != nullptr ? &counts->of(e, type) : nullptr;
-    const uint64_t bucket_min = ImageLoader::impl(image).bucket_min_entries;
     const std::size_t added =
         cls == ELFCLASS64
             ? add_entries<Elf64_Sym>(*data, strings, image, sink, max_entries, known, bucket_min)
@@ -282,18 +280,21 @@ uint64_t symbol_entries(Elf* e) {
 
 }  // namespace
 
-void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn) {
+void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink, bool learn,
+                                  bool may_bucket) {
   Image::Impl& im = *image.impl_;
   std::lock_guard<std::mutex> lock(im.collect_mu);
   elf::TableCounts* counts = learn ? &im.table_counts : nullptr;  // under collect_mu
-  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits, counts);
+  const uint64_t bucket_min = may_bucket ? im.bucket_min_entries : UINT64_MAX;
+  bool found = add_symbols(im.elf.elf, SHT_SYMTAB, image, sink, im.limits, counts, bucket_min);
   if (!found && im.allow_debug_file) {
     std::shared_ptr<const Image> dbg = image.debug_file();
     // An attached debug file lives as long as the image; one opened here only for this pass.
     elf::TableCounts* dbg_counts = dbg ? counts : nullptr;
     if (!dbg && !image.build_id().empty()) dbg = open_debug_file(image.build_id(), im.limits);
     if (dbg) {
-      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits, dbg_counts);
+      found = add_symbols(dbg->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits, dbg_counts,
+                          bucket_min);
       sink.keep(dbg);  // its string table holds the names
     }
   }
@@ -302,7 +303,7 @@ void ImageLoader::collect_symbols(const Image& image, elf::SymbolSink& sink, boo
       add_symbols(mini->impl_->elf.elf, SHT_SYMTAB, image, sink, im.limits, nullptr);
       sink.keep(mini);
     }
-    add_symbols(im.elf.elf, SHT_DYNSYM, image, sink, im.limits, counts);
+    add_symbols(im.elf.elf, SHT_DYNSYM, image, sink, im.limits, counts, bucket_min);
     elf::add_go_symbols(image, sink, im.limits);
   }
   elf::add_plt_symbols(im.elf.elf, image, sink, im.limits);
@@ -354,7 +355,11 @@ std::optional<std::optional<Symbol>> ImageLoader::symbol_without_table(const Ima
   // The pass runs unlocked: it only reads the image. The work cap is query_symbols' own.
   const uint64_t one[] = {addr};
   elf::SymbolQuery query(one, im.limits.max_symbols, uint64_t{im.limits.max_symbols} + 16);
-  collect_symbols(image, query);
+  // A walk's pass may bucket a large table: a walk that asks about one pc of an image often
+  // asks about more (node's builtins: seven), and making the buckets costs about what the
+  // pass would have. A report's pass that names the frames never makes them (it is most
+  // images' only pass, and then they would cost more than they save).
+  collect_symbols(image, query, true, true);
   if (query.overflowed()) return std::nullopt;
   std::optional<Symbol> sym = std::move(query.results().front());
   std::lock_guard<std::mutex> lock(im.lookups_mu);

@@ -52,7 +52,7 @@ class SymbolSink {
   // without the name ever being read. Symbols outside the sink's window are refused here,
   // inline: a one-address query refuses nearly every symbol of a large table, and this test
   // is what a pass over that table mostly costs.
-  bool wants(uint64_t start, uint64_t size) const {
+  [[gnu::always_inline]] bool wants(uint64_t start, uint64_t size) const {
     if (start > window_last_) return false;
     const uint64_t end = entry_end(start, size);
     if (end <= window_first_) return false;
