@@ -47,15 +47,31 @@ class JsonEvents final : public DocumentEvents {
   void null() override { w_.null(); }
   void address(uint64_t v) override { w_.address(v); }
   void after_frame() override {
-    if (out_.size() >= kRenderChunk) sink_(out_);
+    if (out_.size() < kRenderChunk) return;
+    // The last frame's shared text leaves with the piece: kept aside for a repeat.
+    if (shared_in_out_) {
+      shared_.assign(out_, shared_from_, shared_size_);
+      shared_in_out_ = false;
+    }
+    sink_(out_);
   }
   // The text is the same for the same members: the writer's state where they begin (inside a
   // frame's one-line object, after a member) is the same for every frame, and they leave it
-  // as they found it (their containers are closed).
+  // as they found it (their containers are closed). It is copied again from where it was
+  // written, while that is still in the piece being filled; a frame that is not repeated
+  // (most frames, outside a recursion) costs no copy.
   void begin_shared() override { shared_from_ = out_.size(); }
-  void end_shared() override { shared_.assign(out_, shared_from_); }
+  void end_shared() override {
+    shared_size_ = out_.size() - shared_from_;
+    shared_in_out_ = true;
+  }
   bool repeat_shared() override {
-    out_ += shared_;
+    if (!shared_in_out_) {
+      out_ += shared_;
+      return true;
+    }
+    out_.reserve(out_.size() + shared_size_);  // no reallocation under the copy's source
+    out_.append(out_.data() + shared_from_, shared_size_);
     return true;
   }
   // The document's last piece, with its final newline.
@@ -68,8 +84,11 @@ class JsonEvents final : public DocumentEvents {
   const RenderSink& sink_;
   std::string out_;
   JsonWriter w_;
-  std::size_t shared_from_ = 0;
-  std::string shared_;  // the last frame's members after its cfa, as written
+  // The last written frame's members after its cfa: out_[shared_from_, + shared_size_) while
+  // shared_in_out_, else the copy in shared_.
+  std::size_t shared_from_ = 0, shared_size_ = 0;
+  bool shared_in_out_ = false;
+  std::string shared_;
 };
 
 // Whether everything `a` writes after its cfa is what `b` writes there.
