@@ -874,13 +874,34 @@ TEST(ElfSymbol, BucketedPassesAnswerAsTheTable) {
 struct SymtabInFile {
   uint64_t symtab_off = 0, symtab_size = 0, strtab_off = 0, strtab_size = 0;
 };
-std::optional<SymtabInFile> find_symtab(const std::vector<std::byte>& f) {
+// The section headers of an ELF64 file and its section-name string table's index.
+std::optional<std::pair<std::vector<Elf64_Shdr>, uint16_t>> section_headers(
+    const std::vector<std::byte>& f) {
   if (f.size() < sizeof(Elf64_Ehdr)) return std::nullopt;
   Elf64_Ehdr eh;
   std::memcpy(&eh, f.data(), sizeof eh);
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
   if (eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > f.size()) return std::nullopt;
   std::memcpy(sh.data(), f.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+  return std::make_pair(std::move(sh), eh.e_shstrndx);
+}
+
+// A C program built from `source` in `dir`; its path.
+std::string build_c_program(const elf_test::TempDir& dir, const std::string& source) {
+  const std::string src = dir / "prog.c";
+  {
+    std::ofstream out(src);
+    out << source;
+  }
+  const std::string prog = dir / "prog";
+  EXPECT_EQ(elf_test::run_status("cc -O1 -o '" + prog + "' '" + src + "'"), 0);
+  return prog;
+}
+
+std::optional<SymtabInFile> find_symtab(const std::vector<std::byte>& f) {
+  const auto headers = section_headers(f);
+  if (!headers) return std::nullopt;
+  const std::vector<Elf64_Shdr>& sh = headers->first;
   for (const Elf64_Shdr& s : sh) {
     if (s.sh_type != SHT_SYMTAB || s.sh_link >= sh.size()) continue;
     return SymtabInFile{s.sh_offset, s.sh_size, sh[s.sh_link].sh_offset, sh[s.sh_link].sh_size};
@@ -893,17 +914,14 @@ std::optional<SymtabInFile> find_symtab(const std::vector<std::byte>& f) {
 // therefore agree at every cap. (The passes count a named entry without reading its name.)
 TEST(ElfSymbol, EmptyNamedSymbolCountsAlikeInPassesAndTable) {
   elf_test::TempDir dir;
-  const std::string src = dir / "prog.c";
-  {
-    std::ofstream out(src);
-    out << "int __attribute__((noinline)) ehbt_fn_a(int x) { return x * 3; }\n"
-           "int __attribute__((noinline)) ehbt_fn_b(int x) { return x * 5; }\n"
-           "int __attribute__((noinline)) ehbt_fn_c(int x) { return x * 7; }\n"
-           "int main(int argc, char** argv) {\n"
-           "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + ehbt_fn_c(argc);\n}\n";
-  }
-  const std::string prog = dir / "prog";
-  ASSERT_EQ(elf_test::run_status("cc -O1 -o '" + prog + "' '" + src + "'"), 0);
+  const std::string prog = build_c_program(
+      dir,
+      "int __attribute__((noinline)) ehbt_fn_a(int x) { return x * 3; }\n"
+      "int __attribute__((noinline)) ehbt_fn_b(int x) { return x * 5; }\n"
+      "int __attribute__((noinline)) ehbt_fn_c(int x) { return x * 7; }\n"
+      "int main(int argc, char** argv) {\n"
+      "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + ehbt_fn_c(argc);\n}\n");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   std::vector<std::byte> bytes = elf_test::read_file(prog);
   const auto where = find_symtab(bytes);
   ASSERT_TRUE(where);
@@ -977,15 +995,10 @@ TEST(ElfSymbol, EmptyNamedSymbolCountsAlikeInPassesAndTable) {
 // The [address, end) of the section `name` of an ELF64 file, or nothing.
 std::optional<std::pair<uint64_t, uint64_t>> section_range(const std::vector<std::byte>& f,
                                                            std::string_view name) {
-  Elf64_Ehdr eh;
-  if (f.size() < sizeof eh) return std::nullopt;
-  std::memcpy(&eh, f.data(), sizeof eh);
-  if (eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > f.size() ||
-      eh.e_shstrndx >= eh.e_shnum)
-    return std::nullopt;
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  std::memcpy(sh.data(), f.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
-  const Elf64_Shdr& names = sh[eh.e_shstrndx];
+  const auto headers = section_headers(f);
+  if (!headers || headers->second >= headers->first.size()) return std::nullopt;
+  const std::vector<Elf64_Shdr>& sh = headers->first;
+  const Elf64_Shdr& names = sh[headers->second];
   for (const Elf64_Shdr& s : sh) {
     if (names.sh_offset + s.sh_name >= f.size()) continue;
     const char* n = reinterpret_cast<const char*>(f.data() + names.sh_offset + s.sh_name);
@@ -1002,17 +1015,14 @@ std::optional<std::pair<uint64_t, uint64_t>> section_range(const std::vector<std
 // one a stub fewer or more than the table at the cap where they start to fit.
 TEST(ElfSymbol, CapsCountAlikeInPassesAndTableUpToThePltStubs) {
   elf_test::TempDir dir;
-  const std::string src = dir / "prog.c";
-  {
-    std::ofstream out(src);
-    out << "#include <stdio.h>\n#include <stdlib.h>\n"
-           "int __attribute__((noinline)) ehbt_fn_a(int x) { return puts(\"a\") + x; }\n"
-           "int __attribute__((noinline)) ehbt_fn_b(int x) { return getenv(\"B\") != 0 ? x : 1; }\n"
-           "int main(int argc, char** argv) {\n"
-           "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + atoi(\"3\");\n}\n";
-  }
-  const std::string prog = dir / "prog";
-  ASSERT_EQ(elf_test::run_status("cc -O1 -o '" + prog + "' '" + src + "'"), 0);
+  const std::string prog = build_c_program(
+      dir,
+      "#include <stdio.h>\n#include <stdlib.h>\n"
+      "int __attribute__((noinline)) ehbt_fn_a(int x) { return puts(\"a\") + x; }\n"
+      "int __attribute__((noinline)) ehbt_fn_b(int x) { return getenv(\"B\") != 0 ? x : 1; }\n"
+      "int main(int argc, char** argv) {\n"
+      "  (void)argv; return ehbt_fn_a(argc) + ehbt_fn_b(argc) + atoi(\"3\");\n}\n");
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const std::vector<std::byte> bytes = elf_test::read_file(prog);
   const auto where = find_symtab(bytes);
   ASSERT_TRUE(where);

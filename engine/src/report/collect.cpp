@@ -8,6 +8,7 @@
 #include "ehbt/perf_map.hpp"
 #include "ehbt/report.hpp"
 #include "lines/source_lookup.hpp"
+#include "report/frame_run.hpp"
 #include "report/source_lines.hpp"
 
 namespace ehbt::report {
@@ -23,9 +24,14 @@ struct PendingSymbol {
 
 // Names every pending frame with one symbolize_all() per image: a one-shot command needs a
 // few hundred names, and one pass over each symbol table finds them for less than building
-// the table would cost. Each distinct pc is asked about once (a recursion repeats one pc in
-// hundreds of frames), and its frames share the answer.
+// the table would cost. Each distinct pc is asked about once. A recursion puts one pc in
+// hundreds of consecutive frames: such a run (frame_run.hpp) is named by its first frame, and
+// the others take its answer, without being sorted.
 void name_frames(std::vector<PendingSymbol>& pending, BacktraceReport& report) {
+  const std::vector<FrameRun> runs =
+      collapse_runs(pending, [](const PendingSymbol& a, const PendingSymbol& b) {
+        return a.image == b.image && a.lookup == b.lookup;
+      });
   std::sort(pending.begin(), pending.end(), [](const PendingSymbol& a, const PendingSymbol& b) {
     return std::less<const Image*>()(a.image, b.image) ||
            (a.image == b.image && a.lookup < b.lookup);
@@ -47,6 +53,18 @@ void name_frames(std::vector<PendingSymbol>& pending, BacktraceReport& report) {
       line.symbol_offset = *line.module_offset - sym->start;
     }
     i = j;
+  }
+  for (const FrameRun& run : runs) {
+    std::vector<FrameLine>& frames = report.threads[run.thread].frames;
+    const FrameLine& named = frames[run.first];
+    if (!named.symbol) continue;
+    // The same lookup pc, not always the same pc (a frame's own pc and a return address
+    // after it): the offset is from the symbol's start.
+    const uint64_t start = *named.module_offset - *named.symbol_offset;
+    for (std::size_t f = run.first + 1; f <= run.last; ++f) {
+      frames[f].symbol = named.symbol;
+      frames[f].symbol_offset = *frames[f].module_offset - start;
+    }
   }
 }
 

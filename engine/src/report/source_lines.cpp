@@ -3,10 +3,14 @@
 #include "report/source_lines.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "lines/source_lookup.hpp"
+#include "report/frame_run.hpp"
 
 namespace ehbt::report {
 namespace {
@@ -21,8 +25,16 @@ bool already_said(const BacktraceReport& report, const std::string& path) {
 
 void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
                    const Limits& limits) {
-  std::stable_sort(pending.begin(), pending.end(),
-                   [](const PendingLine& a, const PendingLine& b) { return a.module < b.module; });
+  // A recursion puts one pc of one module in hundreds of consecutive frames: such a run
+  // (frame_run.hpp) is looked up by its first frame, and the others take its answer after
+  // the lookups, without being sorted or looked up at all.
+  const std::vector<FrameRun> runs =
+      collapse_runs(pending, [](const PendingLine& a, const PendingLine& b) {
+        return a.module == b.module && a.link_pc == b.link_pc;
+      });
+  std::stable_sort(pending.begin(), pending.end(), [](const PendingLine& a, const PendingLine& b) {
+    return std::less<const Module*>()(a.module, b.module);
+  });
   std::string problem, said;
   std::vector<uint64_t> pcs;
   // What the first frame at a pc got: the frame that holds it, and the problem said.
@@ -73,6 +85,13 @@ void locate_frames(std::vector<PendingLine>& pending, BacktraceReport& report,
                           "no source lines for " + module.path + ": " + problem, module.path, ""});
     }
     i = j;
+  }
+  for (const FrameRun& run : runs) {
+    std::vector<FrameLine>& frames = report.threads[run.thread].frames;
+    for (std::size_t f = run.first + 1; f <= run.last; ++f) {
+      frames[f].location = frames[run.first].location;
+      frames[f].inlined = frames[run.first].inlined;
+    }
   }
 }
 
