@@ -7,10 +7,11 @@
 // answer is a pass over the table (symbol_loader.cpp): node_deopt.core took seven passes over
 // node's 110,000-entry .symtab, about 1.5M instructions each, and an eighth for the report's
 // names, 14.5M of the run's 16.5M. Building the full table costs far more (a sort by
-// preference). Making these buckets costs about what the first pass did, and every later
-// pass reads two buckets and the long entries: node_deopt.core 8.5M. They index the table's
-// entries, not symbols: which entry a query prefers is still decided by the pass, on the
-// entries the buckets return, with the same code as a pass through the whole table.
+// preference). Making these buckets costs about what a pass does, and every later pass reads
+// two buckets and the long entries: node_deopt.core 8.2M. They index the table's entries,
+// not symbols: which entry a query prefers is still decided by the pass, on the entries the
+// buckets return, with the same code as a pass through the whole table. Only the walk's
+// passes (symbol_loader.cpp's symbol_without_table) make them.
 #pragma once
 
 #include <algorithm>
