@@ -28,7 +28,8 @@
                  perf map copied beside the core. Expected: eu-stack's pcs (it follows V8's
                  frame-pointer chain; an independent unwinder) and the JS functions in the perf
                  map names, innermost first.
-  node_deopt     node without flags: process.abort() right after a deoptimisation, so that
+  node_deopt     node --allow-natives-syntax: process.abort() right after a deoptimisation
+                 (the function compiled by the program itself, not by V8's tiering), so that
                  return addresses in the frame-pointer chain are the first instruction of
                  Builtins_InterpreterEnterAtNextBytecode (planted by V8's deoptimiser; no
                  call precedes them). Expected: eu-stack's pcs; the planted address from nm.
@@ -312,7 +313,8 @@ def make_node():
 
 def make_node_deopt():
     node = shutil.which("node") or "/usr/bin/node"
-    core, _ = crash([node, os.path.join(PROGRAMS, "node_deopt.js")], "node_deopt")
+    script = os.path.join(PROGRAMS, "node_deopt.js")
+    core, _ = crash([node, "--allow-natives-syntax", script], "node_deopt")
     frames = eu_stack_frames(node, core)
     nm = subprocess.run(["nm", node], capture_output=True, text=True, check=True).stdout
     entry = re.search(r"^([0-9a-f]+) [tT] Builtins_InterpreterEnterAtNextBytecode$", nm, re.M)
