@@ -454,11 +454,12 @@ class DaskPool(Feed):
             self._next_attempt = None
             self._attempt = _Attempt(self)
 
-    def close(self):
+    def close(self, wait=True):
         """Lets go of what is in flight (its cores are not recorded: a later run or a
         restarted watch does them; the scheduler drops the tasks of a client that closes)
         and closes the connection, waiting RECONNECT_TIMEOUT at most (an attempt in progress
-        is let go: its thread closes what it connects)."""
+        is let go: its thread closes what it connects). `wait` is the local pool's: the
+        connection is closed either way."""
         with self.lock:
             self.closed = True
             late = self._attempt.client if self._attempt is not None else None

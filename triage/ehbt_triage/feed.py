@@ -30,9 +30,10 @@ class Feed:
         return len(self._pending)
 
     def run(self, paths, on_hash, on_result, on_tick=lambda: None, likely_known=None,
-            settle=None):
+            settle=None, reap_later=False):
         """A batch: every path, then the executor is closed (see start for the callbacks);
-        on_tick() after each step."""
+        on_tick() after each step. reap_later: the caller calls reap() once it has done what
+        it can do meanwhile (the workers' exit is not waited for here)."""
         self.start(on_hash, on_result, likely_known, settle)
         for path in paths:
             self.submit(path)
@@ -41,4 +42,8 @@ class Feed:
                 self.step()
                 on_tick()
         finally:
-            self.close()
+            self.close(wait=not reap_later)
+
+    def reap(self):
+        """Waits for what close(wait=False) left exiting (nothing, unless the executor says
+        otherwise)."""

@@ -352,15 +352,22 @@ def run(args):
         state.progress.update()
 
     try:
-        pool.run(found.cores, state.on_hash, state.on_result, tick,
-                 likely_known=state.likely_known, settle=state.settle)
-        state.resolve_duplicates()
+        try:
+            pool.run(found.cores, state.on_hash, state.on_result, tick,
+                     likely_known=state.likely_known, settle=state.settle, reap_later=True)
+            state.resolve_duplicates()
+        finally:
+            store.flush()  # every core reported so far, also after Ctrl-C
+            state.progress.finish()
+            if writer:
+                writer.close()
+        return _report(args, state, store, signer, found, db_path, engine_line)
     finally:
-        store.flush()  # every core reported so far, also after Ctrl-C
-        state.progress.finish()
-        if writer:
-            writer.close()
+        pool.reap()  # the workers exit while the reports are written
 
+
+def _report(args, state, store, signer, found, db_path, engine_line):
+    """The text report (and the HTML one) of a batch that is over; the exit code."""
     out = sys.stdout
     buckets = store.buckets_with_cores(state.core_ids)
     places = {b["id"]: report_text.crash_place(signer, store.crashing_frames(
