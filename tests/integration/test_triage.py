@@ -475,6 +475,50 @@ def test_worker_keys_a_core_without_the_threading_module(tool_env, cores, tmp_pa
     assert "threading" not in imported, proc.stderr
 
 
+_REAP_LATER = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from ehbt_triage import signature, workers
+options = {"sysroots": [], "debug_dirs": [], "debuginfod": False, "key_version": 2,
+           "send_frames": False}
+out = {}
+for later in (True, False):
+    pool = workers.WorkerPool(1, options, signature.Signer())
+    errors = []
+    pool.run([sys.argv[2]], lambda *a: True, lambda task, r: errors.append(r["error"]),
+             reap_later=later)
+    exiting = [proc for proc, _ in pool._exiting]
+    before = [proc.exitcode for proc in exiting]
+    pool.reap()
+    reaped = []
+    for proc in exiting:
+        try:
+            os.waitpid(proc.pid, os.WNOHANG)
+            reaped.append(False)
+        except ChildProcessError:
+            reaped.append(True)
+    out[str(later)] = {"errors": errors, "before": before, "after": [p.exitcode for p in exiting],
+                       "reaped": reaped, "left": len(pool._exiting)}
+print(json.dumps(out))
+"""
+
+
+def test_batch_leaves_its_workers_exiting_until_reaped(tool_env, cores):
+    """Feed.run(reap_later=True), as a one-shot run calls it: the core is analysed, the idle
+    worker is told to stop and left to exit while the run writes its reports (not waited for),
+    and reap() then waits for it: exit code 0, nothing left to reap, its pid no longer the
+    parent's child. Without reap_later, run() waits itself and leaves nothing."""
+    proc = subprocess.run(["/usr/bin/python3", "-c", _REAP_LATER, str(TRIAGE.parent),
+                           cores["a"][0][0]], env=tool_env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["True"] == {"errors": [None], "before": [None], "after": [0], "reaped": [True],
+                           "left": 0}, got
+    assert got["False"] == {"errors": [None], "before": [], "after": [], "reaped": [],
+                            "left": 0}, got
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_store_of_version_1_keys_keeps_them(tool_env, cores, tmp_path, jobs):
     """A store made before content keys had versions (schema 3, no 'content_key' in meta)
