@@ -68,6 +68,10 @@ def main():
               % (k, med[k][0], med[k][1], args.rounds, n, args.j))
     dw = statistics.median(a[0] - b[0] for a, b in zip(res["a"], res["b"]))
     dc = statistics.median(a[1] - b[1] for a, b in zip(res["a"], res["b"]))
+    if not n:  # an empty directory: the runs' fixed cost, nothing per core
+        print("a-b (median of paired rounds): wall %+.1f ms  cpu %+.1f ms"
+              % (dw * 1e3, dc * 1e3))
+        return
     print("a-b (median of paired rounds): wall %+.1f ms (%+.2f ms/core)  "
           "cpu %+.1f ms (%+.2f ms/core)" % (dw * 1e3, dw * 1e3 / n, dc * 1e3, dc * 1e3 / n))
 
