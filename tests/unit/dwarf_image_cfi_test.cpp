@@ -321,6 +321,51 @@ TEST(ImageCfi, DebugFrameIndexInAndOutOfOrder) {
   }
 }
 
+// The index of .debug_frame reads an FDE of the CIE the FDE before had in place, and any other
+// record the general way: FDEs of two CIEs interleaved and a 64-bit one are all found, each
+// with its own CIE's rules; the cap on index entries holds for both ways.
+TEST(ImageCfi, DebugFrameIndexAcrossTwoCies) {
+  CfiBuilder dbg(SectionKind::DebugFrame, 0);
+  CieSpec cs;
+  cs.version = 3;
+  cs.augmentation = "";
+  cs.instructions = CfaOps().def_cfa(7, 8).offset(16, 1);
+  const uint64_t cie_a = dbg.cie(cs);
+  cs.instructions = CfaOps().def_cfa(6, 16).offset(16, 1);  // rbp-based
+  const uint64_t cie_b = dbg.cie(cs);
+  struct Fn {
+    uint64_t begin;
+    uint64_t cie;
+    bool dwarf64;
+  };
+  const Fn fns[] = {{0x401000, cie_a, false}, {0x402000, cie_a, false}, {0x403000, cie_b, false},
+                    {0x404000, cie_a, false}, {0x405000, cie_a, true},  {0x406000, cie_a, false}};
+  for (const Fn& f : fns) {
+    FdeSpec fs;
+    fs.pc_begin = f.begin;
+    fs.pc_range = 0x20;
+    fs.dwarf64 = f.dwarf64;
+    dbg.fde(f.cie, fs);
+  }
+  ImageCfi cfi({}, {}, dbg.view(), Format{}, Bases{}, Limits{});
+  for (const Fn& f : fns) {
+    SectionKind from = SectionKind::EhFrame;
+    auto r = cfi.find_row(f.begin + 4, &from);
+    ASSERT_TRUE(r) << std::hex << f.begin << " " << to_string(r.error().code);
+    EXPECT_EQ(from, SectionKind::DebugFrame);
+    EXPECT_EQ(r->start, f.begin);
+    EXPECT_EQ(r->cfa.reg, f.cie == cie_b ? 6u : 7u) << std::hex << f.begin;
+    EXPECT_EQ(r->cfa.offset, f.cie == cie_b ? 16 : 8) << std::hex << f.begin;
+  }
+  EXPECT_EQ(cfi.find_row(0x401020).error().code, ErrorCode::NoEntry);
+  EXPECT_FALSE(cfi.debug_frame_bad());
+  Limits lim;
+  lim.max_index_entries = 5;
+  ImageCfi capped({}, {}, dbg.view(), Format{}, Bases{}, lim);
+  EXPECT_EQ(capped.find_row(0x401004).error().code, ErrorCode::LimitIndexEntries);
+  EXPECT_TRUE(capped.debug_frame_bad());
+}
+
 TEST(ImageCfi, LimitIndexEntries) {
   Image img;
   Limits lim;

@@ -915,6 +915,119 @@ TEST(Records, FdeRangeAgreesWithParseFde) {
             ErrorCode::BadCie);
 }
 
+// The index's in-place reading of a common .debug_frame FDE (common_debug_fde) gives what the
+// general path gives (parse_record_framing, then parse_fde_range): the same end and range for
+// every body length, and nothing where that path would judge differently.
+TEST(Records, CommonDebugFdeIsWhatTheGeneralPathReads) {
+  struct Shape {
+    const char* what;
+    bool big_endian;
+    uint8_t version, address_size;
+    uint64_t begin, range;
+  };
+  const Shape shapes[] = {{"8-byte addresses", false, 3, 8, 0x401000, 0x30},
+                          {"v4, 4-byte addresses", false, 4, 4, 0x8000, 0x10},
+                          {"big-endian", true, 3, 8, 0x1000000001234, 0x44}};
+  const Limits lim;
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE(shape.what);
+    CfiBuilder b(SectionKind::DebugFrame, 0, shape.big_endian);
+    CieSpec cs;
+    cs.version = shape.version;
+    cs.augmentation = "";
+    cs.address_size = shape.address_size;
+    const uint64_t cie_off = b.cie(cs);
+    FdeSpec fs;
+    fs.pc_begin = shape.begin;
+    fs.pc_range = shape.range;
+    fs.instructions = CfaOps().advance_loc(1).def_cfa_offset(16);
+    const uint64_t fde_off = b.fde(cie_off, fs);
+    const std::vector<std::byte> whole = b.bytes();
+    const Format fmt = b.format();
+    auto cie = parse_cie(SectionKind::DebugFrame, b.view(), cie_off, fmt, lim);
+    ASSERT_TRUE(cie) << to_string(cie.error().code);
+    ASSERT_EQ(cie->address_size, shape.address_size);
+    const uint64_t body_len = whole.size() - fde_off - 8;
+    unsigned read_in_place = 0;
+    for (uint64_t k = 0; k <= body_len; ++k) {
+      SCOPED_TRACE("body bytes " + std::to_string(k));
+      CfiBuilder cut(SectionKind::DebugFrame, 0, shape.big_endian);
+      cut.bytes().assign(whole.begin(), whole.begin() + fde_off + 8 + k);
+      cut.patch(fde_off, 4, 4 + k);
+      auto fast = common_debug_fde(cut.view(), fde_off, *cie, fmt, lim);
+      auto framing = parse_record_framing(SectionKind::DebugFrame, cut.view(), fde_off, fmt, lim);
+      ASSERT_TRUE(framing);
+      auto range =
+          parse_fde_range(SectionKind::DebugFrame, cut.view(), framing->header, *cie, fmt, {}, {});
+      // The range fields are whole from 2 * address size on; the general path reads them too.
+      EXPECT_EQ(fast.has_value(), k >= 2u * shape.address_size);
+      EXPECT_EQ(range.has_value(), k >= 2u * shape.address_size);
+      if (!fast) continue;
+      ++read_in_place;
+      ASSERT_TRUE(range);
+      EXPECT_EQ(framing->header.kind, RecordKind::Fde);
+      EXPECT_TRUE(framing->cie_ok);
+      EXPECT_EQ(fast->end, framing->header.end);
+      EXPECT_EQ(fast->range.pc_begin, range->pc_begin);
+      EXPECT_EQ(fast->range.pc_end, range->pc_end);
+      EXPECT_EQ(fast->range.pc_begin, shape.begin);
+      EXPECT_EQ(fast->range.pc_end, shape.begin + shape.range);
+    }
+    EXPECT_GT(read_in_place, 0u);
+  }
+}
+
+// What common_debug_fde leaves to the general path: a CIE, another CIE's FDE, a CIE with
+// augmentation data or a segment selector, a range past 2^64, a 64-bit record, a record over
+// the cap or past the section, a terminator.
+TEST(Records, CommonDebugFdeLeavesTheRestToTheGeneralPath) {
+  CfiBuilder b(SectionKind::DebugFrame, 0);
+  CieSpec cs;
+  cs.version = 3;
+  cs.augmentation = "";
+  const uint64_t cie_a = b.cie(cs);
+  const uint64_t cie_b = b.cie(cs);
+  FdeSpec fs;
+  fs.pc_begin = 0x401000;
+  fs.pc_range = 0x20;
+  const uint64_t fde_a = b.fde(cie_a, fs);
+  FdeSpec wraps = fs;
+  wraps.pc_begin = 0xfffffffffffffff0;
+  const uint64_t fde_wraps = b.fde(cie_a, wraps);
+  FdeSpec wide = fs;
+  wide.dwarf64 = true;
+  const uint64_t fde_wide = b.fde(cie_a, wide);
+  const uint64_t end = b.terminator();
+  const Format fmt = b.format();
+  const Limits lim;
+  auto a = parse_cie(SectionKind::DebugFrame, b.view(), cie_a, fmt, lim);
+  auto other = parse_cie(SectionKind::DebugFrame, b.view(), cie_b, fmt, lim);
+  ASSERT_TRUE(a && other);
+  auto ok = common_debug_fde(b.view(), fde_a, *a, fmt, lim);
+  ASSERT_TRUE(ok);  // the control: this one is read in place
+  EXPECT_EQ(ok->range.pc_end, 0x401020u);
+  EXPECT_FALSE(common_debug_fde(b.view(), cie_a, *a, fmt, lim));      // a CIE
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_a, *other, fmt, lim));  // another CIE's
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_wraps, *a, fmt, lim));  // past 2^64
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_wide, *a, fmt, lim));   // 64-bit DWARF
+  EXPECT_FALSE(common_debug_fde(b.view(), end, *a, fmt, lim));        // the terminator
+  EXPECT_FALSE(common_debug_fde(b.view(), b.size(), *a, fmt, lim));   // the section's end
+  Cie z = *a;
+  z.has_z = true;
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_a, z, fmt, lim));
+  Cie segmented = *a;
+  segmented.segment_size = 2;
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_a, segmented, fmt, lim));
+  Limits small;
+  small.max_record_bytes = 8;
+  EXPECT_FALSE(common_debug_fde(b.view(), fde_a, *a, fmt, small));
+  // Its length one byte past the section.
+  CfiBuilder past = b;
+  past.bytes().resize(fde_wraps);
+  past.patch(fde_a, 4, fde_wraps - fde_a - 4 + 1);
+  EXPECT_FALSE(common_debug_fde(past.view(), fde_a, *a, fmt, lim));
+}
+
 TEST(Records, ErrorNamesAndStopReasons) {
   EXPECT_EQ(to_string(ErrorCode::Truncated), "truncated");
   EXPECT_EQ(to_string(ErrorCode::LimitCfiInstructions), "limit_cfi_instructions");

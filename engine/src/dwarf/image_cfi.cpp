@@ -182,7 +182,26 @@ struct ImageCfi::Impl {
     // An FDE takes at least 16 bytes (length, CIE pointer, and a start and a range of 4 each).
     s.index.reserve(std::min<uint64_t>(size / 16, limits.max_index_entries));
     uint64_t offset = 0;
+    const auto add = [&](const FdeRange& fde, uint64_t at) -> Expected<void, Error> {
+      if (s.index.size() >= limits.max_index_entries) {
+        s.index.clear();
+        s.index.shrink_to_fit();
+        return mark_bad(s, Error{ErrorCode::LimitIndexEntries, at});
+      }
+      s.index.push_back({fde.pc_begin, fde.pc_end, at});
+      return {};
+    };
     while (offset < size) {
+      // An FDE of the CIE the one before had, read in place (.debug_frame: nearly every FDE).
+      if (s.kind == SectionKind::DebugFrame && s.last_cie != nullptr) {
+        if (auto c = common_debug_fde(s.view, offset, *s.last_cie, fmt, limits)) {
+          if (c->range.pc_begin < c->range.pc_end) {
+            if (auto ok = add(c->range, offset); !ok) return ok;
+          }
+          offset = c->end;
+          continue;
+        }
+      }
       auto f = parse_record_framing(s.kind, s.view, offset, fmt, limits);
       if (!f || f->header.kind == RecordKind::Terminator) break;
       const RecordHeader& h = f->header;
@@ -191,12 +210,7 @@ struct ImageCfi::Impl {
         if (cie) {
           auto fde = index_range(s, h, **cie);
           if (fde && fde->pc_begin < fde->pc_end) {
-            if (s.index.size() >= limits.max_index_entries) {
-              s.index.clear();
-              s.index.shrink_to_fit();
-              return mark_bad(s, Error{ErrorCode::LimitIndexEntries, offset});
-            }
-            s.index.push_back({fde->pc_begin, fde->pc_end, offset});
+            if (auto ok = add(*fde, offset); !ok) return ok;
           }
         }
       }
