@@ -2,9 +2,6 @@
 // CIE and FDE records of .eh_frame (LSB "Exception Frames") and .debug_frame (DWARF 5
 // section 6.4.1). Both share the framing; they differ in the CIE id, in what an FDE's CIE
 // pointer is relative to, and in how FDE addresses are encoded.
-#include <bit>
-#include <cstring>
-
 #include "dwarf/cfi.hpp"
 #include "dwarf/read_error.hpp"
 #include "dwarf/record_framing.hpp"
@@ -111,43 +108,24 @@ Expected<RecordFraming, Error> parse_record_framing(SectionKind kind, SectionVie
   return RecordFraming{h, ok};
 }
 
-namespace {
-
-// An unsigned integer of `size` (4 or 8) bytes at `p`, in the section's byte order.
-uint64_t load_word(const std::byte* p, unsigned size, bool big_endian) {
-  const bool swap = big_endian != (std::endian::native == std::endian::big);
-  if (size == 4) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return swap ? __builtin_bswap32(v) : v;
-  }
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return swap ? __builtin_bswap64(v) : v;
-}
-
-}  // namespace
-
 std::optional<CommonFde> common_debug_fde(SectionView section, uint64_t offset, const Cie& cie,
                                           Format fmt, const Limits& limits) {
   const unsigned size = cie.address_size;
   if (cie.has_z || cie.segment_size != 0 || (size != 4 && size != 8)) return std::nullopt;
-  const uint64_t total = section.bytes.size();
-  if (offset > total || total - offset < 8) return std::nullopt;
-  const std::byte* p = section.bytes.data() + offset;
-  const uint64_t length = load_word(p, 4, fmt.big_endian);
+  ByteReader r(section.bytes, fmt.big_endian, section.addr);
+  uint64_t length = 0;
+  if (!r.seek(offset) || !r.read_uint(4, length)) return std::nullopt;
   // The general path's checks, in its order: no terminator or 64-bit escape, within the caps
   // and the section, long enough for the CIE pointer and the two addresses.
   if (length == 0 || length >= kReservedLengths || length > limits.max_record_bytes ||
-      length > total - offset - 4 || length < 4 + 2 * uint64_t{size}) {
+      length > r.remaining() || length < 4 + 2 * uint64_t{size}) {
     return std::nullopt;
   }
-  if (load_word(p + 4, 4, fmt.big_endian) != cie.offset || cie.offset == 0xffffffff) {
-    return std::nullopt;
-  }
-  const uint64_t begin = load_word(p + 8, size, fmt.big_endian);
-  const uint64_t range = load_word(p + 8 + size, size, fmt.big_endian);
-  if (begin + range < begin) return std::nullopt;
+  uint64_t id = 0, begin = 0, range = 0;
+  r.read_uint(4, id);  // none can fail: the length covers them
+  r.read_uint(size, begin);
+  r.read_uint(size, range);
+  if (id != cie.offset || id == 0xffffffff || begin + range < begin) return std::nullopt;
   return CommonFde{offset + 4 + length, FdeRange{begin, begin + range}};
 }
 
