@@ -466,6 +466,17 @@ class _Slot:
         self.spec = self.hashed = self.draining = False
 
 
+def _end(proc, board):
+    """A worker's end: SIGKILL if it still runs, reaped, its ends and key board closed."""
+    if proc is not None:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        proc.close()
+    if board is not None:
+        board.close()
+
+
 def _usable_cpus():
     try:
         return len(os.sched_getaffinity(0))
@@ -532,13 +543,7 @@ class WorkerPool(Feed):
         slot.generation = self.generation
 
     def _kill(self, slot):
-        if slot.proc is not None:
-            if slot.proc.is_alive():
-                slot.proc.kill()
-            slot.proc.join(5)
-            slot.proc.close()
-        if slot.board is not None:
-            slot.board.close()
+        _end(slot.proc, slot.board)
         slot.proc = slot.conn = slot.board = None
         slot.free()
 
@@ -577,12 +582,8 @@ class WorkerPool(Feed):
         SIGKILL), and closes their ends."""
         exiting, self._exiting = self._exiting, []
         for proc, board in exiting:
-            if proc.join(2) is None:
-                proc.kill()
-                proc.join(5)
-            proc.close()
-            if board is not None:
-                board.close()
+            proc.join(2)
+            _end(proc, board)
 
     def renew(self, options=None, signer=None):
         """New options or signer for the workers from now on (watch's SIGHUP): each worker is
