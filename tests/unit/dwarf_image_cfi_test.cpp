@@ -93,6 +93,15 @@ void check_rows(ImageCfi& cfi) {
   }
 }
 
+// A .debug_frame CIE (version 3, no augmentation) with these initial instructions.
+CieSpec debug_frame_cie(std::vector<std::byte> instructions) {
+  CieSpec cs;
+  cs.version = 3;
+  cs.augmentation = "";
+  cs.instructions = std::move(instructions);
+  return cs;
+}
+
 TEST(ImageCfi, LookupThroughTheHeader) {
   Image img;
   ImageCfi cfi(img.hdr_view(), img.eh.view(), {}, Format{}, Bases{}, Limits{});
@@ -282,11 +291,7 @@ TEST(ImageCfi, DebugFrameIndexInAndOutOfOrder) {
   };
   auto section = [](const std::vector<Fn>& fns) {
     CfiBuilder dbg(SectionKind::DebugFrame, 0);
-    CieSpec cs;
-    cs.version = 3;
-    cs.augmentation = "";
-    cs.instructions = CfaOps().def_cfa(7, 8).offset(16, 1);
-    const uint64_t cie = dbg.cie(cs);
+    const uint64_t cie = dbg.cie(debug_frame_cie(CfaOps().def_cfa(7, 8).offset(16, 1)));
     for (const Fn& f : fns) {
       FdeSpec fs;
       fs.pc_begin = f.begin;
@@ -326,13 +331,8 @@ TEST(ImageCfi, DebugFrameIndexInAndOutOfOrder) {
 // with its own CIE's rules; the cap on index entries holds for both ways.
 TEST(ImageCfi, DebugFrameIndexAcrossTwoCies) {
   CfiBuilder dbg(SectionKind::DebugFrame, 0);
-  CieSpec cs;
-  cs.version = 3;
-  cs.augmentation = "";
-  cs.instructions = CfaOps().def_cfa(7, 8).offset(16, 1);
-  const uint64_t cie_a = dbg.cie(cs);
-  cs.instructions = CfaOps().def_cfa(6, 16).offset(16, 1);  // rbp-based
-  const uint64_t cie_b = dbg.cie(cs);
+  const uint64_t cie_a = dbg.cie(debug_frame_cie(CfaOps().def_cfa(7, 8).offset(16, 1)));
+  const uint64_t cie_b = dbg.cie(debug_frame_cie(CfaOps().def_cfa(6, 16).offset(16, 1)));  // rbp
   struct Fn {
     uint64_t begin;
     uint64_t cie;
